@@ -1,0 +1,1 @@
+"""Sandbox image inputs, shipped inside the package as sandbox_runner.images."""

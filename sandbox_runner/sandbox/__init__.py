@@ -1,0 +1,1 @@
+"""Sandbox layer: containers, the image, the in-container tool server and its client."""
