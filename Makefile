@@ -1,0 +1,46 @@
+# planrun: `make test` sets up everything a fresh machine needs, then runs the whole suite.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: all install engine image test test-unit test-docker bench lint demo clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## A Docker engine: the reachable one, or (root on Debian) docker.io installed and started.
+engine: install
+	$(BIN)/planrun engine start
+
+## The sandbox image (offline from a Debian root filesystem when no registry answers).
+image: engine
+	$(BIN)/planrun image build
+
+test: image
+	$(BIN)/python -m pytest
+
+test-unit: install
+	$(BIN)/python -m pytest -m "not docker and not e2e"
+
+test-docker: image
+	$(BIN)/python -m pytest -m "docker"
+
+bench: image
+	$(BIN)/python benchmarks/run.py
+
+lint: install
+	$(BIN)/ruff check sandbox_runner tests benchmarks
+	$(BIN)/ruff format --check sandbox_runner tests benchmarks
+	$(BIN)/mypy
+
+clean:
+	-$(BIN)/planrun sandbox gc --all 2>/dev/null
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,209 @@
+"""The `planrun` command line: parse, build objects, call the library, report errors in one line."""
+
+from __future__ import annotations
+
+import functools
+import shlex
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, ParamSpec, TypeVar
+
+import click
+
+from sandbox_runner import __version__
+from sandbox_runner.errors import PlanrunError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _connect_docker() -> Any:
+    from sandbox_runner.sandbox.engine import connect
+
+    return connect()
+
+
+@dataclass
+class Services:
+    """What commands need from the outside world; tests pass their own through `obj`."""
+
+    docker: Callable[[], Any] = _connect_docker
+    progress: Callable[[str], None] = field(default=lambda message: click.echo(f"planrun: {message}", err=True))
+
+
+def services(ctx: click.Context) -> Services:
+    """The services of this invocation (the default ones unless a test injected others)."""
+    if not isinstance(ctx.obj, Services):
+        ctx.obj = Services()
+    return ctx.obj
+
+
+def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn planrun's errors into one-line click errors instead of tracebacks."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except PlanrunError as error:
+            raise click.ClickException(str(error)) from None
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="planrun")
+def cli() -> None:
+    """planrun: read-only Plan subagents, each in its own hardened Docker container."""
+
+
+# -- engine and image ---------------------------------------------------------------------
+
+
+@cli.group()
+def engine() -> None:
+    """The Docker engine planrun runs its sandboxes on."""
+
+
+@engine.command("start")
+@click.pass_context
+@reports_errors
+def engine_start(ctx: click.Context) -> None:
+    """Make sure a Docker engine answers (as root on Debian: install and start dockerd)."""
+    from sandbox_runner.sandbox.engine import ensure_engine
+
+    client = ensure_engine(services(ctx).progress)
+    version = client.version()
+    click.echo(f"Docker engine {version.get('Version', '?')} is ready")
+
+
+@cli.group()
+def image() -> None:
+    """The sandbox image."""
+
+
+@image.command("build")
+@click.option("--force", is_flag=True, help="Rebuild even when the image is present.")
+@click.pass_context
+@reports_errors
+def image_build(ctx: click.Context, force: bool) -> None:
+    """Build the sandbox image (offline with mmdebstrap when no registry is reachable)."""
+    from sandbox_runner.sandbox import image as sandbox_image
+
+    svc = services(ctx)
+    tag = sandbox_image.build(svc.docker(), svc.progress, force=force)
+    click.echo(tag)
+
+
+@image.command("status")
+@click.pass_context
+@reports_errors
+def image_status(ctx: click.Context) -> None:
+    """Say which images planrun needs and whether they are present."""
+    from sandbox_runner.sandbox import image as sandbox_image
+
+    state = sandbox_image.status(services(ctx).docker())
+    if state.present:
+        click.echo(f"sandbox image  {state.tag}  present ({state.image_id}, {state.size_mb} MB)")
+    else:
+        click.echo(f"sandbox image  {state.tag}  missing: run `planrun image build`")
+    base = "present" if state.base_present else "absent (made by mmdebstrap when needed)"
+    click.echo(f"offline base   {state.base_tag}  {base}")
+    if not state.present:
+        ctx.exit(1)
+
+
+# -- sandbox ------------------------------------------------------------------------------
+
+
+@cli.group()
+def sandbox() -> None:
+    """Run commands in a plan sandbox, and clean up leftovers."""
+
+
+@sandbox.command("run", context_settings={"ignore_unknown_options": True})
+@click.option("--repo", "repo", default=".", show_default=True, help="Workspace, mounted read-only.")
+@click.option("--plan-dir", type=click.Path(path_type=Path), help="The writable plan directory (default: a new temporary one).")
+@click.option("--extra-dir", "extra_dirs", multiple=True, type=click.Path(path_type=Path), help="Another read-only directory (repeatable).")
+@click.option("--timeout", default=120.0, show_default=True, help="Seconds before the command is killed.")
+@click.option("--memory", "memory_mb", type=int, help="Memory limit in MB.")
+@click.option("--pids", type=int, help="Process limit.")
+@click.option("--cpus", type=float, help="CPU limit in cores.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+@reports_errors
+def sandbox_run(
+    ctx: click.Context,
+    repo: str,
+    plan_dir: Path | None,
+    extra_dirs: tuple[Path, ...],
+    timeout: float,
+    memory_mb: int | None,
+    pids: int | None,
+    cpus: float | None,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND through a plan sandbox's bash operation, bypassing the tool policy.
+
+    Same mounts and limits as a Plan subagent; prints the output and exits with the
+    command's exit code. For debugging and for auditing the operating-system layer.
+    """
+    from sandbox_runner.sandbox.runner import run_command
+
+    limits = {"memory_mb": memory_mb, "pids": pids, "cpus": cpus}
+    result = run_command(
+        services(ctx).docker(),
+        repo=repo,
+        plan_dir=plan_dir or Path(tempfile.mkdtemp(prefix="planrun-plan-")),
+        extra_dirs=extra_dirs,
+        command=shlex.join(command) if len(command) > 1 else command[0],
+        timeout=timeout,
+        limits={key: value for key, value in limits.items() if value is not None},
+    )
+    if result.output:
+        click.echo(result.output, nl=not result.output.endswith("\n"))
+    if not result.ok:
+        raise click.ClickException(result.text)
+    ctx.exit(result.exit_code if result.exit_code is not None else 1)
+
+
+@sandbox.command("gc")
+@click.option("--all", "everything", is_flag=True, help="Also remove containers of running planrun processes.")
+@click.pass_context
+@reports_errors
+def sandbox_gc(ctx: click.Context, everything: bool) -> None:
+    """Remove planrun containers left behind by processes that are gone."""
+    from sandbox_runner.sandbox.docker_sandbox import collect_garbage
+
+    removed = collect_garbage(services(ctx).docker(), everything=everything)
+    click.echo(f"removed {len(removed)} container(s)" + (f": {' '.join(removed)}" if removed else ""))
+
+
+# -- entry point --------------------------------------------------------------------------
+
+
+def _terminate(signum: int, _frame: object) -> NoReturn:
+    # SystemExit unwinds every `with DockerSandbox(...)`, so SIGTERM cleans up like Ctrl-C.
+    raise SystemExit(128 + signum)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        code = cli.main(prog_name="planrun", standalone_mode=False)
+    except click.ClickException as error:
+        error.show()
+        code = error.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("planrun: interrupted", err=True)
+        code = 130
+    finally:
+        sandboxes = sys.modules.get("sandbox_runner.sandbox.docker_sandbox")
+        if sandboxes is not None:
+            sandboxes.stop_all()
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,199 @@
+"""DockerSandbox: one hardened container per subagent, its tool server reached over attach."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import docker.errors
+
+from sandbox_runner.errors import SandboxDiedError, SandboxError, WorkspaceError
+from sandbox_runner.sandbox.client import ToolServerClient
+from sandbox_runner.sandbox.image import require_image
+from sandbox_runner.sandbox.spec import MANAGED_LABEL, SandboxSpec, container_options, sandbox_user
+from sandbox_runner.types import ExecResult, ToolRequest
+
+READY_TIMEOUT_SECONDS = 30.0
+MAX_OWNERSHIP_ENTRIES = 10_000
+
+# Every sandbox that is running, so that a last-resort handler can remove them all.
+_live: set[DockerSandbox] = set()
+_live_lock = threading.Lock()
+
+
+class DockerSandbox:
+    """A sandbox on the Docker SDK; a context manager that always removes its container."""
+
+    def __init__(self, spec: SandboxSpec, docker_client: Any) -> None:
+        self.spec = spec
+        self._docker = docker_client
+        self._container: Any | None = None
+        self._client: ToolServerClient | None = None
+        self._user = sandbox_user()
+        self.ready_info: dict[str, Any] = {}
+
+    @property
+    def container_id(self) -> str | None:
+        """The container's id while it exists."""
+        return self._container.id if self._container is not None else None
+
+    def start(self) -> None:
+        """Create and start the container; return once its tool server is ready."""
+        require_image(self._docker, self.spec.image)
+        self._hand_plan_dir_to_sandbox()
+        options = container_options(self.spec, self._user)
+        with _live_lock:
+            _live.add(self)
+        try:
+            self._container = self._docker.containers.create(**options)
+            stream = self._docker.api.attach_socket(
+                self._container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
+            raw = getattr(stream, "_sock", stream)
+            self._client = ToolServerClient(raw, explain_death=self._explain_death)
+            self._container.start()
+            self.ready_info = self._client.wait_ready(READY_TIMEOUT_SECONDS)
+        except BaseException as error:
+            self.stop()
+            if isinstance(error, docker.errors.APIError):
+                raise SandboxError(f"cannot start the sandbox: {_api_reason(error)}") from None
+            raise
+
+    def call(self, request: ToolRequest) -> ExecResult:
+        """Run one tool operation inside the container."""
+        if self._client is None:
+            raise SandboxError("the sandbox is not running")
+        return self._client.request(request)
+
+    def stop(self) -> None:
+        """Remove the container and give the plan files back to the invoking user."""
+        client, self._client = self._client, None
+        container, self._container = self._container, None
+        if client is not None:
+            client.close()
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as error:
+                if "already in progress" not in str(error):
+                    raise SandboxError(f"cannot remove container {container.short_id}: {_api_reason(error)}") from None
+        self._return_plan_dir()
+        with _live_lock:
+            _live.discard(self)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _explain_death(self) -> str:
+        """Why the tool server's stream ended, in the words a user needs."""
+        container = self._container
+        if container is None:
+            return "the sandbox was stopped"
+        for _ in range(20):
+            try:
+                container.reload()
+            except docker.errors.NotFound:
+                return "the container was removed"
+            except Exception as error:  # noqa: BLE001 - daemon gone, connection refused, ...
+                return f"the Docker daemon stopped answering ({str(error).splitlines()[0][:120]})"
+            state = container.attrs.get("State", {})
+            if state.get("OOMKilled"):
+                return f"OOM-killed (memory limit {self.spec.limits.memory_mb} MB)"
+            if not state.get("Running", False):
+                return f"the container exited with code {state.get('ExitCode')}"
+            time.sleep(0.05)
+        return "the tool server closed its output while the container still runs"
+
+    def _hand_plan_dir_to_sandbox(self) -> None:
+        """When planrun runs as root the container does not: let its uid write the plans."""
+        if os.getuid() == 0:
+            _chown_tree(self.spec.plan_dir, *self._user)
+
+    def _return_plan_dir(self) -> None:
+        if os.getuid() == 0:
+            _chown_tree(self.spec.plan_dir, os.getuid(), os.getgid())
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Chown a plan directory without following anything a sandbox may have planted."""
+    try:
+        os.chown(root, uid, gid, follow_symlinks=False)
+    except OSError as error:
+        raise WorkspaceError(f"cannot set the owner of plan directory {root}: {error.strerror}") from None
+    seen = 0
+    for directory, subdirs, files in os.walk(root, followlinks=False):
+        for name in subdirs + files:
+            seen += 1
+            if seen > MAX_OWNERSHIP_ENTRIES:
+                return
+            try:
+                os.chown(os.path.join(directory, name), uid, gid, follow_symlinks=False)
+            except OSError:
+                continue
+
+
+def _api_reason(error: Exception) -> str:
+    explanation = getattr(error, "explanation", None) or str(error)
+    return str(explanation).splitlines()[0][:300]
+
+
+def stop_all() -> int:
+    """Remove every sandbox this process still runs (signal and exit handlers use it)."""
+    with _live_lock:
+        sandboxes = list(_live)
+    for sandbox in sandboxes:
+        try:
+            sandbox.stop()
+        except Exception:  # noqa: BLE001, S112 - the others must still be removed
+            continue
+    return len(sandboxes)
+
+
+def collect_garbage(docker_client: Any, *, everything: bool = False) -> list[str]:
+    """Remove planrun containers whose owner process is gone (or all, with everything).
+
+    Returns:
+        The short ids of the removed containers.
+    """
+    removed = []
+    hostname = os.uname().nodename
+    for container in docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}):
+        owner_labels = container.labels
+        if not everything and owner_labels.get("io.planrun.host") == hostname:
+            pid = int(owner_labels.get("io.planrun.pid", "0") or 0)
+            if pid and _process_alive(pid):
+                continue
+        try:
+            container.remove(force=True)
+            removed.append(container.short_id)
+        except docker.errors.NotFound:
+            continue
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+__all__ = ["DockerSandbox", "SandboxDiedError", "collect_garbage", "stop_all"]

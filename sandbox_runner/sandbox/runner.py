@@ -1,0 +1,58 @@
+"""One-shot use of a sandbox: run a single command with a plan subagent's mounts and limits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+from sandbox_runner.sandbox.image import image_tag, require_image
+from sandbox_runner.sandbox.spec import Limits, SandboxSpec, prepare_plan_dir, resolve_workspace
+from sandbox_runner.types import ExecResult, ToolRequest
+
+
+def build_spec(
+    docker_client: Any,
+    *,
+    repo: str | Path,
+    plan_dir: Path,
+    extra_dirs: tuple[Path, ...] = (),
+    limits: Mapping[str, Any] | None = None,
+    session: str = "adhoc",
+    agent: str = "sandbox",
+) -> SandboxSpec:
+    """Check the paths and the image, and describe the sandbox to start."""
+    workspace = resolve_workspace(repo)
+    extras = tuple(resolve_workspace(directory) for directory in extra_dirs)
+    image = require_image(docker_client, image_tag())
+    try:
+        resolved_limits = Limits(**(limits or {}))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return SandboxSpec(
+        workspace=workspace,
+        plan_dir=prepare_plan_dir(plan_dir, workspace),
+        image=image,
+        extra_dirs=extras,
+        limits=resolved_limits,
+        session=session,
+        agent=agent,
+    )
+
+
+def run_command(
+    docker_client: Any,
+    *,
+    repo: str | Path,
+    plan_dir: Path,
+    command: str,
+    timeout: float = 120.0,
+    extra_dirs: tuple[Path, ...] = (),
+    limits: Mapping[str, Any] | None = None,
+) -> ExecResult:
+    """Run one shell command in a fresh plan sandbox and remove the sandbox afterwards."""
+    spec = build_spec(docker_client, repo=repo, plan_dir=plan_dir, extra_dirs=extra_dirs, limits=limits)
+    with DockerSandbox(spec, docker_client) as sandbox:
+        return sandbox.call(ToolRequest("bash", {"command": command}, timeout=timeout))

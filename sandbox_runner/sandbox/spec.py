@@ -1,0 +1,208 @@
+"""What a sandbox is made of: paths, limits, the user it runs as, and the container options."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner import __version__
+from sandbox_runner.errors import WorkspaceError
+
+WORKSPACE_MOUNT = "/workspace"
+PLAN_MOUNT = "/plan"
+EXTRA_MOUNT_ROOT = "/ro"
+TOOLSERVER_MOUNT = "/opt/planrun/toolserver.py"
+TOOLSERVER_SOURCE = Path(__file__).with_name("toolserver.py")
+# The unprivileged uid of the image's `planrun` user, used when planrun itself runs as root.
+SANDBOX_UID = 10001
+SANDBOX_GID = 10001
+LABEL_PREFIX = "io.planrun"
+MANAGED_LABEL = f"{LABEL_PREFIX}.managed"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandbox container."""
+
+    memory_mb: int = 1024
+    """Memory limit; swap is set to the same value, so the container cannot swap."""
+    cpus: float = 1.0
+    """CPU share, in cores."""
+    pids: int = 256
+    """Maximum number of processes and threads inside the container."""
+    tmp_mb: int = 64
+    """Size of the tmpfs mounted at /tmp."""
+    plan_dir_mb: int = 64
+    """Largest file, and largest plan directory the write tools accept, in MiB."""
+    open_files: int = 1024
+    """Maximum number of open file descriptors per process."""
+
+    def __post_init__(self) -> None:
+        for name in ("memory_mb", "pids", "tmp_mb", "plan_dir_mb", "open_files"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"limit {name} must be at least 1")
+        if self.memory_mb < 32:
+            raise ValueError("limit memory_mb must be at least 32 (the tool server needs it)")
+        max_cpus = os.cpu_count() or 1
+        if not 0.01 <= self.cpus <= max_cpus:
+            raise ValueError(f"limit cpus must be between 0.01 and {max_cpus}")
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """Everything that decides how one subagent's container is built."""
+
+    workspace: Path
+    """The repository, mounted read-only at /workspace."""
+    plan_dir: Path
+    """The subagent's plan directory, mounted read-write at /plan: the only writable mount."""
+    image: str
+    """The sandbox image tag."""
+    extra_dirs: tuple[Path, ...] = ()
+    """Additional read-only directories, mounted under /ro/<name>."""
+    limits: Limits = field(default_factory=Limits)
+    session: str = "adhoc"
+    """Session id, stored as a label for `planrun sandbox gc`."""
+    agent: str = "sandbox"
+    """Agent name, stored as a label."""
+
+
+def resolve_workspace(path: str | os.PathLike[str]) -> Path:
+    """Return the absolute, symlink-free workspace path, or raise WorkspaceError."""
+    candidate = Path(path).expanduser()
+    if not candidate.exists():
+        raise WorkspaceError(f"workspace {candidate} does not exist")
+    if not candidate.is_dir():
+        raise WorkspaceError(f"workspace {candidate} is not a directory")
+    if not os.access(candidate, os.R_OK | os.X_OK):
+        raise WorkspaceError(f"workspace {candidate} is not readable")
+    return candidate.resolve()
+
+
+def prepare_plan_dir(path: str | os.PathLike[str], workspace: Path | None = None) -> Path:
+    """Create the plan directory if needed and return its absolute path.
+
+    Raises:
+        WorkspaceError: it cannot be created, is not a directory, or lies inside the
+            workspace (which is mounted read-only, so the plan could not be written).
+    """
+    plan_dir = Path(path).expanduser()
+    if plan_dir.is_symlink():
+        raise WorkspaceError(f"plan directory {plan_dir} is a symbolic link; give a real directory")
+    try:
+        plan_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise WorkspaceError(f"plan directory {plan_dir} exists and is not a directory") from None
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise WorkspaceError(f"cannot create plan directory {plan_dir}: {reason}") from None
+    plan_dir = plan_dir.resolve()
+    if workspace is not None and plan_dir.is_relative_to(workspace):
+        raise WorkspaceError(
+            f"plan directory {plan_dir} is inside the workspace {workspace}, which is read-only"
+        )
+    return plan_dir
+
+
+def sandbox_user() -> tuple[int, int]:
+    """The uid:gid the container runs as: the invoking user's, never root."""
+    uid, gid = os.getuid(), os.getgid()
+    if uid == 0:
+        return SANDBOX_UID, SANDBOX_GID
+    return uid, gid if gid != 0 else uid
+
+
+def extra_mount_points(extra_dirs: tuple[Path, ...]) -> list[tuple[Path, str]]:
+    """Pair each extra directory with a unique /ro/<name> mount point."""
+    used: set[str] = set()
+    pairs = []
+    for directory in extra_dirs:
+        base = re.sub(r"[^A-Za-z0-9._-]", "_", directory.name) or "root"
+        name, n = base, 2
+        while name in used:
+            name, n = f"{base}-{n}", n + 1
+        used.add(name)
+        pairs.append((directory, f"{EXTRA_MOUNT_ROOT}/{name}"))
+    return pairs
+
+
+def labels(spec: SandboxSpec) -> dict[str, str]:
+    """Labels that identify planrun's containers and their owner process."""
+    return {
+        MANAGED_LABEL: "1",
+        f"{LABEL_PREFIX}.session": spec.session,
+        f"{LABEL_PREFIX}.agent": spec.agent,
+        f"{LABEL_PREFIX}.version": __version__,
+        f"{LABEL_PREFIX}.pid": str(os.getpid()),
+        f"{LABEL_PREFIX}.host": os.uname().nodename,
+    }
+
+
+def toolserver_command(spec: SandboxSpec) -> list[str]:
+    """The container's main process: the tool server, under the image's python3."""
+    command = ["python3", "-I", "-S", TOOLSERVER_MOUNT, "--workspace", WORKSPACE_MOUNT]
+    command += ["--plan-dir", PLAN_MOUNT]
+    command += ["--max-plan-bytes", str(spec.limits.plan_dir_mb * 1024 * 1024)]
+    for _, target in extra_mount_points(spec.extra_dirs):
+        command += ["--extra-dir", target]
+    return command
+
+
+def container_options(spec: SandboxSpec, user: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The keyword arguments for docker's `containers.create`, as plain data.
+
+    Every relaxation of these options is a security bug: read-only root and workspace,
+    one writable bind mount (the plan directory), no network, no capabilities, no
+    privilege escalation, bounded memory, processes, CPU, /tmp and file size.
+    """
+    uid, gid = user or sandbox_user()
+    limits = spec.limits
+    mounts = [
+        _bind(spec.workspace, WORKSPACE_MOUNT, read_only=True),
+        _bind(spec.plan_dir, PLAN_MOUNT, read_only=False),
+        _bind(TOOLSERVER_SOURCE, TOOLSERVER_MOUNT, read_only=True),
+    ]
+    mounts += [_bind(src, dst, read_only=True) for src, dst in extra_mount_points(spec.extra_dirs)]
+    plan_bytes = limits.plan_dir_mb * 1024 * 1024
+    return {
+        "image": spec.image,
+        "command": toolserver_command(spec),
+        "user": f"{uid}:{gid}",
+        "working_dir": WORKSPACE_MOUNT,
+        "environment": {},
+        "hostname": "planrun-sandbox",
+        "labels": labels(spec),
+        "mounts": mounts,
+        "read_only": True,
+        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmp_mb}m,mode=1777"},
+        "network_mode": "none",
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges:true"],
+        "pids_limit": limits.pids,
+        "mem_limit": f"{limits.memory_mb}m",
+        "memswap_limit": f"{limits.memory_mb}m",
+        "nano_cpus": int(limits.cpus * 1e9),
+        "ulimits": [
+            {"Name": "fsize", "Soft": plan_bytes, "Hard": plan_bytes},
+            {"Name": "nofile", "Soft": limits.open_files, "Hard": limits.open_files},
+            {"Name": "core", "Soft": 0, "Hard": 0},
+        ],
+        "init": True,
+        "stdin_open": True,
+        "tty": False,
+        "ipc_mode": "private",
+        "detach": True,
+    }
+
+
+def _bind(source: Path, target: str, *, read_only: bool) -> dict[str, Any]:
+    return {
+        "Type": "bind",
+        "Source": str(source),
+        "Target": target,
+        "ReadOnly": read_only,
+        "BindOptions": {"Propagation": "rprivate"},
+    }

@@ -1,0 +1,64 @@
+"""Shared fixtures: isolated user state, and real Docker for the tests that prove enforcement."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+@pytest.fixture(autouse=True)
+def planrun_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own ~/.planrun, so no test reads or writes the user's."""
+    home = tmp_path_factory.mktemp("planrun-home")
+    monkeypatch.setenv("PLANRUN_HOME", str(home))
+    return home
+
+
+def unavailable(reason: str) -> None:
+    """Skip a Docker test locally; in CI a Docker test must never silently not run."""
+    if IN_CI:
+        pytest.fail(f"Docker test cannot run in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    from sandbox_runner.errors import PlanrunError
+    from sandbox_runner.sandbox.engine import connect
+
+    try:
+        return connect()
+    except PlanrunError as error:
+        unavailable(str(error))
+
+
+@pytest.fixture(scope="session")
+def sandbox_image(docker_client: Any) -> str:
+    from sandbox_runner.errors import ImageMissingError
+    from sandbox_runner.sandbox.image import require_image
+
+    try:
+        return require_image(docker_client)
+    except ImageMissingError as error:
+        unavailable(str(error))
+        raise
+
+
+@pytest.fixture
+def test_session(docker_client: Any) -> Iterator[str]:
+    """A session label for this test's containers; the test fails if any is left behind."""
+    session = f"test-{uuid.uuid4().hex[:10]}"
+    yield session
+    leftovers = docker_client.containers.list(
+        all=True, filters={"label": f"io.planrun.session={session}"}
+    )
+    for container in leftovers:
+        container.remove(force=True)
+    assert not leftovers, f"containers left behind: {[c.short_id for c in leftovers]}"

@@ -1,0 +1,140 @@
+"""Mount configuration, limits and path handling of a sandbox, without Docker."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sandbox_runner.errors import WorkspaceError
+from sandbox_runner.sandbox.spec import (
+    Limits,
+    SandboxSpec,
+    container_options,
+    extra_mount_points,
+    prepare_plan_dir,
+    resolve_workspace,
+    sandbox_user,
+)
+
+
+def make_spec(tmp_path: Path, **overrides: object) -> SandboxSpec:
+    workspace = tmp_path / "repo"
+    workspace.mkdir(exist_ok=True)
+    values: dict[str, object] = {
+        "workspace": workspace,
+        "plan_dir": tmp_path / "plans",
+        "image": "planrun-sandbox:test",
+    }
+    values.update(overrides)
+    return SandboxSpec(**values)  # type: ignore[arg-type]
+
+
+def test_plan_dir_is_the_only_writable_mount(tmp_path: Path) -> None:
+    extra = tmp_path / "docs"
+    options = container_options(make_spec(tmp_path, extra_dirs=(extra,)), user=(1000, 1000))
+    writable = [m["Target"] for m in options["mounts"] if not m["ReadOnly"]]
+    assert writable == ["/plan"]
+    targets = {m["Target"]: m["Source"] for m in options["mounts"]}
+    assert targets["/workspace"] == str(tmp_path / "repo")
+    assert targets["/ro/docs"] == str(extra)
+    assert targets["/opt/planrun/toolserver.py"].endswith("toolserver.py")
+
+
+def test_hardening_options(tmp_path: Path) -> None:
+    options = container_options(make_spec(tmp_path), user=(1000, 1000))
+    assert options["read_only"] is True
+    assert options["network_mode"] == "none"
+    assert options["cap_drop"] == ["ALL"]
+    assert options["security_opt"] == ["no-new-privileges:true"]
+    assert options["environment"] == {}
+    assert options["init"] is True
+    assert options["user"] == "1000:1000"
+    assert "privileged" not in options and "ports" not in options
+    assert "noexec" in options["tmpfs"]["/tmp"] and "size=64m" in options["tmpfs"]["/tmp"]
+    assert not any("docker.sock" in m["Source"] for m in options["mounts"])
+
+
+def test_limits_reach_the_container(tmp_path: Path) -> None:
+    limits = Limits(memory_mb=256, cpus=0.5, pids=64, tmp_mb=16, plan_dir_mb=8)
+    options = container_options(make_spec(tmp_path, limits=limits), user=(1000, 1000))
+    assert options["mem_limit"] == options["memswap_limit"] == "256m"
+    assert options["nano_cpus"] == 500_000_000
+    assert options["pids_limit"] == 64
+    assert "size=16m" in options["tmpfs"]["/tmp"]
+    fsize = next(u for u in options["ulimits"] if u["Name"] == "fsize")
+    assert fsize["Hard"] == 8 * 1024 * 1024
+    assert "--max-plan-bytes" in options["command"]
+
+
+@pytest.mark.parametrize(
+    "field, value", [("memory_mb", 0), ("memory_mb", 8), ("pids", 0), ("cpus", 0.0), ("cpus", 4096.0)]
+)
+def test_nonsense_limits_are_refused(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=field.split("_")[0]):
+        Limits(**{field: value})  # type: ignore[arg-type]
+
+
+def test_labels_identify_session_agent_and_owner(tmp_path: Path) -> None:
+    labels = container_options(make_spec(tmp_path, session="s1", agent="Plan"), (1, 1))["labels"]
+    assert labels["io.planrun.managed"] == "1"
+    assert labels["io.planrun.session"] == "s1"
+    assert labels["io.planrun.agent"] == "Plan"
+    assert labels["io.planrun.pid"] == str(os.getpid())
+
+
+def test_never_root_inside() -> None:
+    uid, gid = sandbox_user()
+    assert uid != 0 and gid != 0
+
+
+def test_extra_mount_points_are_unique() -> None:
+    pairs = extra_mount_points((Path("/a/docs"), Path("/b/docs"), Path("/c/my dir")))
+    assert [target for _, target in pairs] == ["/ro/docs", "/ro/docs-2", "/ro/my_dir"]
+
+
+def test_missing_workspace(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError, match="does not exist"):
+        resolve_workspace(tmp_path / "nope")
+
+
+def test_workspace_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(WorkspaceError, match="not a directory"):
+        resolve_workspace(tmp_path / "file")
+
+
+def test_workspace_is_resolved_through_symlinks(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert resolve_workspace(tmp_path / "link") == (tmp_path / "real").resolve()
+
+
+def test_plan_dir_is_created(tmp_path: Path) -> None:
+    plan_dir = prepare_plan_dir(tmp_path / "a" / "b")
+    assert plan_dir.is_dir()
+
+
+def test_plan_dir_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(WorkspaceError, match="not a directory"):
+        prepare_plan_dir(tmp_path / "f")
+
+
+def test_plan_dir_under_a_file_cannot_be_created(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(WorkspaceError, match="cannot create plan directory"):
+        prepare_plan_dir(tmp_path / "f" / "plans")
+
+
+def test_plan_dir_inside_the_workspace_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError, match="inside the workspace"):
+        prepare_plan_dir(tmp_path / "plans", workspace=tmp_path)
+
+
+def test_plan_dir_symlink_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "target").mkdir()
+    (tmp_path / "plans").symlink_to(tmp_path / "target")
+    with pytest.raises(WorkspaceError, match="symbolic link"):
+        prepare_plan_dir(tmp_path / "plans")
