@@ -1,7 +1,8 @@
 """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
 The two seams of the system are small Protocols defined here: a `Sandbox` runs tool
-operations inside a container; the model seam comes with the agent loop.
+operations inside a container; a `Model` answers Messages API requests (the Anthropic
+API, or a recorded conversation played back).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Protocol, Self
 
-from sandbox_runner.types import ExecResult, ToolRequest
+from sandbox_runner.types import ExecResult, ModelRequest, ModelResponse, ToolRequest
 
 __version__ = "0.1.0"
 
@@ -36,4 +37,14 @@ class Sandbox(Protocol):
     ) -> None: ...
 
 
-__all__ = ["ExecResult", "Sandbox", "ToolRequest", "__version__"]
+class Model(Protocol):
+    """A Messages API model with tool use."""
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send one request and return the whole response (retries are the model's job)."""
+
+    def count_tokens(self, request: ModelRequest) -> int:
+        """Input tokens the request would use (system prompt, tools and messages)."""
+
+
+__all__ = ["ExecResult", "Model", "ModelRequest", "ModelResponse", "Sandbox", "ToolRequest", "__version__"]

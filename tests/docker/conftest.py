@@ -1,0 +1,76 @@
+"""Fixtures for the tests that run real sandbox containers."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+from sandbox_runner.sandbox.spec import Limits, SandboxSpec
+
+pytestmark = pytest.mark.docker
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/docker/" in str(item.path).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.docker)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A small repository with a few files and a subdirectory."""
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "README.md").write_text("# demo\n")
+    (root / "src" / "app.py").write_text("def main():\n    return 42\n")
+    return root
+
+
+def tree_hash(root: Path) -> str:
+    """A hash of every path, mode, link target and content under root."""
+    hasher = hashlib.sha256()
+    for directory, subdirs, files in sorted(os.walk(root)):
+        subdirs.sort()
+        for name in sorted(subdirs + files):
+            path = Path(directory, name)
+            info = path.lstat()
+            hasher.update(f"{path.relative_to(root)}\0{info.st_mode}\0{info.st_nlink}\0".encode())
+            if path.is_symlink():
+                hasher.update(os.readlink(path).encode())
+            elif path.is_file():
+                hasher.update(path.read_bytes())
+    return hasher.hexdigest()
+
+
+@pytest.fixture
+def make_sandbox(
+    tmp_path: Path, repo: Path, sandbox_image: str, docker_client: Any, test_session: str
+) -> Iterator[Callable[..., DockerSandbox]]:
+    """Build (not start) sandboxes on the test's repository, removed at teardown."""
+    made: list[DockerSandbox] = []
+
+    def factory(limits: Limits | None = None, workspace: Path | None = None, **extra: Any) -> DockerSandbox:
+        plan_dir = tmp_path / f"plans-{len(made)}"
+        plan_dir.mkdir()
+        spec = SandboxSpec(
+            workspace=workspace or repo,
+            plan_dir=plan_dir,
+            image=sandbox_image,
+            limits=limits or Limits(memory_mb=256, pids=128),
+            session=test_session,
+            agent="test",
+            **extra,
+        )
+        sandbox = DockerSandbox(spec, docker_client)
+        made.append(sandbox)
+        return sandbox
+
+    yield factory
+    for sandbox in made:
+        sandbox.stop()
