@@ -29,6 +29,11 @@ def repo(tmp_path: Path) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "README.md").write_text("# demo\n")
     (root / "src" / "app.py").write_text("def main():\n    return 42\n")
+    # World-writable on purpose: only the read-only mount, not file modes, may stop writes.
+    for path in (root, root / "src"):
+        path.chmod(0o777)
+    for path in (root / "README.md", root / "src" / "app.py"):
+        path.chmod(0o666)
     return root
 
 
