@@ -1,0 +1,1 @@
+"""Subagent definitions, the registry that loads them, their prompts and the agent loop."""

@@ -1,0 +1,167 @@
+"""What a subagent is: its definition, the built-in Plan, Explore and general-purpose agents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any, Literal
+
+from sandbox_runner.errors import ConfigError
+
+Scope = Literal["builtin", "user", "project"]
+
+# Lower number wins, as in the seed data model: project (1) > user (2) > built-in (3).
+SCOPE_PRIORITY: dict[Scope, int] = {"builtin": 3, "user": 2, "project": 1}
+
+READ_ONLY_TOOLS: tuple[str, ...] = ("Glob", "Grep", "Read", "Bash", "LS", "LSP")
+"""The tools a read-only agent may have; its Bash is further limited to read-only commands."""
+GENERAL_PURPOSE_TOOLS: tuple[str, ...] = (*READ_ONLY_TOOLS, "Write", "Edit", "Task")
+"""Every tool planrun implements; also the tools of a new definition that names none."""
+# NotebookEdit is not implemented, but Claude Code agent files name it (mostly to disallow
+# it), so it must count as a known name for those files to load.
+KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "NotebookEdit")
+
+INHERIT = "inherit"
+MODEL_ALIASES: dict[str, str] = {
+    "sonnet": "claude-sonnet-4-5",
+    "opus": "claude-opus-4-1",
+    "haiku": "claude-haiku-4-5",
+}
+"""The model aliases agent files may use, and the model ids they stand for."""
+
+
+@dataclass(frozen=True)
+class AgentDefinition:
+    """A subagent: its prompt, tools and model, and the file that defined it."""
+
+    name: str
+    """The name the Task tool and `planrun plan --agent` refer to."""
+    description: str
+    """What the agent does, one or two sentences."""
+    system_prompt: str
+    """The system prompt (the body of a Markdown definition)."""
+    tools: tuple[str, ...]
+    """The tools offered to the agent, before disallowed_tools are taken away."""
+    disallowed_tools: tuple[str, ...] = ()
+    """Tools never offered, even when listed in tools."""
+    model: str = INHERIT
+    """"inherit" (the parent's model), an alias (sonnet, opus, haiku) or a model id."""
+    file_path: str = ""
+    """The defining file, or "<builtin:NAME>" for a built-in."""
+    scope: Scope = "builtin"
+    """Where the winning definition came from."""
+    priority: int = SCOPE_PRIORITY["builtin"]
+    """1 project, 2 user, 3 built-in: the lower number overrides the higher."""
+    when_to_use: str = ""
+    """Guidance for a parent agent's Task tool; the description when empty."""
+    read_only: bool = False
+    """True for Plan and Explore, also when a file overrides them: no Write, Edit or Task."""
+
+    def effective_tools(self) -> tuple[str, ...]:
+        """The tools the agent is offered: tools minus disallowed_tools, in order."""
+        return tuple(tool for tool in self.tools if tool not in self.disallowed_tools)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The definition with the seed data model's camelCase names, for JSON output."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "systemPrompt": self.system_prompt,
+            "tools": list(self.tools),
+            "disallowedTools": list(self.disallowed_tools),
+            "model": self.model,
+            "filePath": self.file_path,
+            "scope": self.scope,
+            "priority": self.priority,
+            "whenToUse": self.when_to_use,
+            "readOnly": self.read_only,
+        }
+
+
+def resolve_model(definition: AgentDefinition, parent_model: str) -> str:
+    """The model id a definition runs with.
+
+    Args:
+        definition: the subagent's definition.
+        parent_model: the model of the session or CLI run that starts the subagent.
+
+    Returns:
+        parent_model for "inherit", the model id for an alias, otherwise the model as given.
+    """
+    model = definition.model.strip()
+    if not model or model.casefold() == INHERIT:
+        model = parent_model
+    return MODEL_ALIASES.get(model.casefold(), model)
+
+
+def check_read_only(definition: AgentDefinition) -> None:
+    """Refuse a read-only agent that would be offered a tool beyond READ_ONLY_TOOLS.
+
+    Raises:
+        ConfigError: naming the agent, the file that defined it and the tools to remove.
+    """
+    if not definition.read_only:
+        return
+    extra = [tool for tool in definition.effective_tools() if tool not in READ_ONLY_TOOLS]
+    if extra:
+        raise ConfigError(
+            f"agent {definition.name!r} is read-only, but {definition.file_path} gives it "
+            f"{', '.join(extra)}; remove them (a read-only agent may use only "
+            f"{', '.join(READ_ONLY_TOOLS)})"
+        )
+
+
+def _builtin_prompt(filename: str) -> str:
+    prompt = files("sandbox_runner.agents") / "prompts" / filename
+    return prompt.read_text(encoding="utf-8").strip()
+
+
+# The built-ins are read once, at import, so that they are plain constants and a later
+# fake file system (pyfakefs in tests) or a changed working directory cannot hide them.
+PLAN = AgentDefinition(
+    name="Plan",
+    description=(
+        "Software architect agent for designing implementation plans. Explores the codebase "
+        "read-only and returns a step-by-step plan, identifies the critical files for "
+        "implementation and considers architectural trade-offs."
+    ),
+    system_prompt=_builtin_prompt("plan.md"),
+    tools=READ_ONLY_TOOLS,
+    file_path="<builtin:Plan>",
+    when_to_use=(
+        "Use when you need an implementation plan: a software architect explores the "
+        "codebase read-only and returns a step-by-step plan with the critical files"
+    ),
+    read_only=True,
+)
+EXPLORE = AgentDefinition(
+    name="Explore",
+    description=(
+        "Fast read-only search agent: finds files by pattern, searches code for keywords "
+        "and answers questions about the codebase with file paths and line numbers."
+    ),
+    system_prompt=_builtin_prompt("explore.md"),
+    tools=READ_ONLY_TOOLS,
+    file_path="<builtin:Explore>",
+    when_to_use=(
+        "Use to explore a codebase quickly: find files by pattern, search code for keywords "
+        "or answer questions about how the code works; say how thorough to be (quick, "
+        "medium or very thorough)"
+    ),
+    read_only=True,
+)
+GENERAL_PURPOSE = AgentDefinition(
+    name="general-purpose",
+    description=(
+        "General-purpose agent for researching complex questions, searching for code and "
+        "carrying out multi-step tasks that change files and run commands."
+    ),
+    system_prompt=_builtin_prompt("general-purpose.md"),
+    tools=GENERAL_PURPOSE_TOOLS,
+    file_path="<builtin:general-purpose>",
+    when_to_use=(
+        "Use for complex, multi-step tasks that need to change files or run commands, or "
+        "when a search may take several rounds to find the right code"
+    ),
+)
+BUILTINS: tuple[AgentDefinition, ...] = (PLAN, EXPLORE, GENERAL_PURPOSE)

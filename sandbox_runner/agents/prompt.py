@@ -1,0 +1,172 @@
+"""The Plan subagent's system prompt: perspective, required plan sections and plan file info."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sandbox_runner.agents.definitions import AgentDefinition
+
+CRITICAL_FILES_SECTION = "Critical Files for Implementation"
+CRITICAL_FILES_HEADING = f"### {CRITICAL_FILES_SECTION}"
+MIN_CRITICAL_FILES = 3
+MAX_CRITICAL_FILES = 5
+
+DEFAULT_SECTIONS: tuple[str, ...] = (
+    "Understanding",
+    "Constraints",
+    "Assumptions",
+    "Approach",
+    "Detailed Steps",
+    "Test Plan",
+    "Risks",
+    "Alternatives Considered",
+    "Rollback and Mitigations",
+    "Success Criteria",
+    "Next Actions",
+    CRITICAL_FILES_SECTION,
+)
+"""A plan's sections after its `# Title`, in order: each a `## ` heading, except the last,
+which is always CRITICAL_FILES_HEADING. A project template replaces all but the last."""
+
+SECTION_GUIDANCE: dict[str, str] = {
+    "Understanding": "The objectives in your own words: what must be true when the work is done.",
+    "Constraints": "What the solution must respect: interfaces, compatibility, conventions.",
+    "Assumptions": "What you assume but could not verify, and how to check it.",
+    "Approach": "The implementation strategy, and why you chose it.",
+    "Detailed Steps": (
+        "Numbered steps in order; each names the files and functions it changes "
+        "and how to verify it."
+    ),
+    "Test Plan": "The tests to add or change, and the commands that run them.",
+    "Risks": "What could go wrong, how likely it is, and how you would notice.",
+    "Alternatives Considered": "The approaches you did not choose, and why.",
+    "Rollback and Mitigations": "How to undo the change, and what limits the damage of each risk.",
+    "Success Criteria": "Observable checks that prove the work is done.",
+    "Next Actions": (
+        "The first things to do, including every command you were not allowed to run "
+        "(installs, migrations, creating directories)."
+    ),
+}
+
+PERSPECTIVES: dict[str, str] = {
+    "simplicity": (
+        "prefer the smallest, most direct design that meets the requirements; add no "
+        "abstraction, dependency or option that does not pay for itself"
+    ),
+    "performance": (
+        "optimise for speed, memory use and scalability; find the hot paths, say how to "
+        "measure before and after, and estimate the gain"
+    ),
+    "security": (
+        "treat every input as hostile; minimise privileges and attack surface, validate at "
+        "the boundaries, and name each threat with its mitigation"
+    ),
+    "maintainability": (
+        "optimise for code that is easy to read, change and own: clear boundaries, the "
+        "existing patterns, and names that explain themselves"
+    ),
+    "testability": (
+        "design so that every behaviour can be tested in isolation: seams for fakes, "
+        "deterministic behaviour, and a concrete test for every step"
+    ),
+    "minimal-change": (
+        "touch as few files and lines as possible; reuse what exists, keep public interfaces "
+        "stable, and leave refactoring for later"
+    ),
+}
+"""Short descriptions of the built-in perspectives; any other perspective is used verbatim."""
+
+
+def perspective_paragraph(perspective: str) -> str:
+    """The prompt paragraph that asks for a plan from one perspective."""
+    perspective = perspective.strip()
+    key = "-".join(perspective.casefold().replace("_", " ").split())
+    description = PERSPECTIVES.get(key)
+    if description is None:
+        return f"## Perspective\n\nPlan from the perspective of {perspective}."
+    return (
+        f"## Perspective\n\nPlan from the perspective of {perspective}: {description}. "
+        "Where this perspective conflicts with others, favour it and say what you traded away."
+    )
+
+
+def plan_file_info(plan_file: str, plan_exists: bool) -> str:
+    """The "## Plan File Info:" reminder, exactly as seed 003 FR-006 words it."""
+    if plan_exists:
+        where = (
+            f"A plan file already exists at {plan_file}. You can read it and make incremental "
+            "edits using the Edit tool if you need to."
+        )
+    else:
+        where = (
+            f"No plan file exists yet. You should create your plan at {plan_file} using the "
+            "Write tool if you need to."
+        )
+    return (
+        f"## Plan File Info:\n{where}\n"
+        "You should build your plan incrementally by writing to or editing this file. NOTE "
+        "that this is the only file you are allowed to edit - other than this you are only "
+        "allowed to take READ-ONLY actions."
+    )
+
+
+def output_format(sections: Sequence[str] | None = None) -> str:
+    """The required plan format: the title, the sections in order, and the critical files last."""
+    names = [name.strip().lstrip("#").strip() for name in sections or DEFAULT_SECTIONS]
+    # The critical files close every plan, template or not: the validator checks them.
+    critical = CRITICAL_FILES_SECTION.casefold()
+    names = [name for name in names if name and name.casefold() != critical]
+    lines = [
+        "## Required Output Format",
+        "",
+        "Write the plan as Markdown with these sections, in this order. Fill every section; "
+        'write "None" under a section that does not apply.',
+        "",
+        "# <Title: the change in a few words>",
+    ]
+    for name in names:
+        lines.append(f"## {name}")
+        if name in SECTION_GUIDANCE:
+            lines.append(SECTION_GUIDANCE[name])
+    lines += [
+        CRITICAL_FILES_HEADING,
+        f"List the {MIN_CRITICAL_FILES}-{MAX_CRITICAL_FILES} files most critical for "
+        "implementing this plan, one per line as `- path - reason`, with paths relative to "
+        "the repository root (not starting with /workspace) that exist now:",
+        "- path/to/file1.py - Core logic to modify",
+        "- path/to/file2.py - Interface the change must follow",
+        "- path/to/test_file.py - Tests to extend",
+    ]
+    return "\n".join(lines)
+
+
+def render_plan_prompt(
+    definition: AgentDefinition,
+    *,
+    perspective: str | None,
+    plan_file: str,
+    plan_exists: bool,
+    sections: list[str] | None = None,
+    requirements_context: str = "",
+) -> str:
+    """The full system prompt of a plan agent.
+
+    Args:
+        definition: the agent (Plan, or a file overriding it); its prompt comes first.
+        perspective: the point of view to plan from, or None.
+        plan_file: the plan file's path as the agent sees it.
+        plan_exists: whether the plan file exists already (an edit, not a new plan).
+        sections: a project template's sections; DEFAULT_SECTIONS when None.
+        requirements_context: extra context about the task (issue text, notes), if any.
+
+    Returns:
+        The prompt, ending with the "## Plan File Info:" block of seed 003.
+    """
+    parts = [definition.system_prompt.strip()]
+    if perspective and perspective.strip():
+        parts.append(perspective_paragraph(perspective))
+    if requirements_context.strip():
+        parts.append(f"## Requirements Context\n\n{requirements_context.strip()}")
+    parts.append(output_format(sections))
+    parts.append(plan_file_info(plan_file, plan_exists))
+    return "\n\n".join(part for part in parts if part)
