@@ -712,7 +712,8 @@ def rg_argv(args: JsonDict, mode: str, pattern: str, root: str) -> list[str]:
     if mode == "files_with_matches":
         argv.append("--files-with-matches")
     elif mode == "count":
-        argv += ["--count", "--with-filename", "--sort", "path"]
+        # No --sort here: it makes rg single-threaded; the lines are sorted afterwards.
+        argv += ["--count", "--with-filename"]
     else:
         argv += ["--sort", "path"]
         argv.append("--line-number" if bool_arg(args, "-n", True) else "--no-line-number")
@@ -770,6 +771,7 @@ def format_grep(
         header = ""
         unit = "lines"
         if mode == "count":
+            lines.sort()
             counts = [int(line.rpartition(":")[2] or 0) for line in lines if line[-1:].isdigit()]
             header = (
                 f"Found {plural(sum(counts), 'matching line')} in {plural(len(counts), 'file')}"

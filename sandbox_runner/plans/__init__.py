@@ -1,0 +1,1 @@
+"""Plan files, validation, aggregation and reports."""

@@ -1,0 +1,410 @@
+"""Plan validation: a title, the required sections, and 3-5 critical files that exist (P1/P2).
+
+Plans come from a model and are treated as untrusted text: parsing is bounded, never
+raises, and the workspace is checked without following symlinks out of it.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox_runner.sandbox.spec import WORKSPACE_MOUNT
+
+CRITICAL_FILES_TITLE = "Critical Files for Implementation"
+MAX_PLAN_CHARS = 2 * 1024 * 1024
+MAX_ENTRIES = 50
+# Real plans have dozens of headings; the cap bounds the work on garbage.
+MAX_HEADINGS = 2000
+SUMMARY_CHARS = 400
+ENTRY_FORMAT = "- path/relative/to/repo - reason"
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]|$)")
+_LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+")
+_LEADING_JUNK = re.compile(r"^[\W_]+")
+_NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)]?|[ivxlcdm]+[.)]|[a-z][.)])\s+", re.IGNORECASE)
+_NON_WORD = re.compile(r"[\W_]+")
+_LINK = re.compile(r"\[([^\]\n]*)\]\(([^)\s]*)\)(.*)", re.DOTALL)
+_CODE = re.compile(r"(`+)([^`]+)\1(.*)", re.DOTALL)
+_BOLD = re.compile(r"(\*\*|__)(.+?)\1(.*)", re.DOTALL)
+_LINE_SUFFIX = re.compile(r"(?::(\d+(?:-\d+)?)|#L(\d+)(?:-L?(\d+))?)$")
+_EXTENSION = re.compile(r"\.\w")
+
+
+@dataclass(frozen=True)
+class CriticalFile:
+    """One entry of "Critical Files for Implementation", its path relative to the repository."""
+
+    path: str
+    reason: str
+    exists: bool
+    line: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """The outcome of validating a plan; `problems` is empty exactly when `ok`."""
+
+    ok: bool
+    problems: list[str]
+    title: str | None
+    sections_found: list[str]
+    missing_sections: list[str]
+    critical_files: list[CriticalFile]
+    summary: str
+    notes: list[str] = field(default_factory=list)
+    """Observations that do not make the plan invalid (e.g. a directory as critical file)."""
+
+    def feedback(self) -> str:
+        """The message sent back to the model when the plan is invalid ("" when it is valid)."""
+        if self.ok:
+            return ""
+        bullets = "\n".join(f"- {problem}" for problem in self.problems)
+        return (
+            f"The plan file has problems:\n{bullets}\n\n"
+            "Fix the plan file in place: keep what is already right and change only what is "
+            f'listed above. Under the heading "## {CRITICAL_FILES_TITLE}", list each file on '
+            f"its own line as `{ENTRY_FORMAT}`, using paths that exist in the repository."
+        )
+
+
+@dataclass(frozen=True)
+class _Heading:
+    level: int
+    text: str
+    index: int
+    key: str | None
+
+
+@dataclass(frozen=True)
+class _Document:
+    lines: list[str]
+    fenced: list[bool]
+    headings: list[_Heading]
+
+
+def validate_plan(
+    text: str,
+    *,
+    sections: Sequence[str],
+    workspace: Path,
+    min_files: int = 3,
+    max_files: int = 5,
+) -> PlanCheck:
+    """Check a plan's title, required sections and critical files against the workspace.
+
+    Args:
+        text: the plan, Markdown.
+        sections: the required section titles, matched leniently against headings.
+        workspace: the repository on the host; critical files must exist inside it.
+        min_files, max_files: how many critical files are required.
+
+    Returns:
+        A PlanCheck; this function never raises on malformed plans.
+    """
+    problems: list[str] = []
+    if len(text) > MAX_PLAN_CHARS:
+        text = text[:MAX_PLAN_CHARS]
+        problems.append("the plan is larger than 2 MB; only its first 2 MB were checked")
+    document = _parse(text)
+    leading_h1 = 0 if document.headings and document.headings[0].level == 1 else None
+    found = _locate(document, [*sections, CRITICAL_FILES_TITLE], leading_h1)
+    title = _find_title(document, set(found.values()))
+    if title is None:
+        problems.append("missing title: start the plan with a first-level heading (# Title)")
+    missing = [section for section in sections if section not in found]
+    problems += [f"missing section: {section}" for section in missing]
+    files: list[CriticalFile] = []
+    notes: list[str] = []
+    if CRITICAL_FILES_TITLE in found:
+        files, file_problems, notes = _check_critical_files(
+            document, found[CRITICAL_FILES_TITLE], workspace, (min_files, max_files)
+        )
+        problems += file_problems
+    return PlanCheck(
+        ok=not problems,
+        problems=problems,
+        title=title,
+        sections_found=[section for section in sections if section in found],
+        missing_sections=missing,
+        critical_files=files,
+        summary=_summary(document, [found[s] for s in sections if s in found]),
+        notes=notes,
+    )
+
+
+def extract_section(text: str, title: str) -> str | None:
+    """The body of the first section whose heading matches `title`, or None if absent.
+
+    The body runs to the next heading of the same or a higher level, so it includes any
+    subsections; it is returned without surrounding blank space.
+    """
+    document = _parse(text[:MAX_PLAN_CHARS])
+    position = _locate(document, [title]).get(title)
+    if position is None:
+        return None
+    start = document.headings[position].index + 1
+    return "\n".join(document.lines[start : _section_end(document, position)]).strip()
+
+
+def _parse(text: str) -> _Document:
+    """Split into lines and find the ATX headings that are not inside fenced code blocks."""
+    lines = text.splitlines()
+    fenced = [False] * len(lines)
+    headings: list[_Heading] = []
+    fence: str | None = None
+    for index, line in enumerate(lines):
+        if fence is not None:
+            fenced[index] = True
+            closing = line.strip()
+            if closing.startswith(fence) and closing.count(fence[0]) == len(closing):
+                fence = None
+        elif opening := _FENCE.match(line):
+            fence = opening.group(1)
+            fenced[index] = True
+        elif len(headings) < MAX_HEADINGS and (heading := _HEADING.match(line)):
+            level = len(heading.group(1))
+            content = _heading_text(line[heading.end() :])
+            key = _title_key(content) if level <= 4 and content else None
+            headings.append(_Heading(level, content, index, key or None))
+    return _Document(lines, fenced, headings)
+
+
+def _heading_text(rest: str) -> str:
+    text = rest.strip()
+    unclosed = text.rstrip("#")
+    # "## Title ##": a closing run of '#' counts only after a space (or as the whole text).
+    if not unclosed or unclosed[-1] in " \t":
+        text = unclosed.strip()
+    return text
+
+
+def _title_key(text: str) -> str:
+    """A heading reduced to lower-case words: no markup, numbering or punctuation."""
+    text = _LEADING_JUNK.sub("", text[:500].replace("**", "").replace("__", ""))
+    text = _NUMBERING.sub("", text, count=1)
+    return _NON_WORD.sub(" ", text).strip().lower()
+
+
+def _title_keys(title: str) -> set[str]:
+    """The keys a heading may start with to match a required title.
+
+    "Approach (implementation strategy)" is also satisfied by "Approach", and
+    "Rollback/Mitigations" by either half.
+    """
+    variants = [title, title.split("(")[0], *title.split("/")]
+    return {key for key in map(_title_key, variants) if key}
+
+
+def _locate(
+    document: _Document, titles: Sequence[str], title_position: int | None = None
+) -> dict[str, int]:
+    """Map each title to the position (in document.headings) of its first matching heading.
+
+    The heading at `title_position` matches only exactly, so that a plan titled
+    "# Approach to caching" keeps its title rather than losing it to "Approach".
+    """
+    by_first_word: dict[str, list[tuple[str, str]]] = {}
+    for title in titles:
+        for key in _title_keys(title):
+            by_first_word.setdefault(key.split(" ", 1)[0], []).append((title, key))
+    found: dict[str, int] = {}
+    for position, heading in enumerate(document.headings):
+        if heading.key is None:
+            continue
+        # Indexing by first word keeps this linear in the number of headings.
+        for title, key in by_first_word.get(heading.key.split(" ", 1)[0], []):
+            prefix = position != title_position and heading.key.startswith(key + " ")
+            matches = heading.key == key or prefix
+            if matches and title not in found:
+                found[title] = position
+    return found
+
+
+def _find_title(document: _Document, section_positions: set[int]) -> str | None:
+    """The first level-1 heading, or any heading before the first section, that is no section."""
+    first_section = min(section_positions, default=len(document.headings))
+    for position, heading in enumerate(document.headings):
+        if position in section_positions or not heading.text:
+            continue
+        if heading.level == 1 or position < first_section:
+            return _shorten(heading.text.replace("**", "").replace("__", ""), 200)
+    return None
+
+
+def _section_end(document: _Document, position: int) -> int:
+    level = document.headings[position].level
+    for heading in document.headings[position + 1 :]:
+        if heading.level <= level:
+            return heading.index
+    return len(document.lines)
+
+
+def _list_entries(document: _Document, position: int) -> list[tuple[str, str]]:
+    """The top-level list items of a section, each with its indented continuation text."""
+    items: list[tuple[int, str, list[str]]] = []
+    for index in range(document.headings[position].index + 1, _section_end(document, position)):
+        line = document.lines[index]
+        if document.fenced[index] or not line.strip():
+            continue
+        if item := _LIST_ITEM.match(line):
+            items.append((len(item.group(1).expandtabs(4)), line[item.end() :].strip(), []))
+        elif items and line[0] in " \t":
+            items[-1][2].append(line.strip())
+    top = min((indent for indent, _, _ in items), default=0)
+    # Deeper items are details of an entry, not entries; "* * *" rules carry no words.
+    return [
+        (text, " ".join(more))
+        for indent, text, more in items
+        if indent == top and _NON_WORD.sub("", text)
+    ]
+
+
+def _check_critical_files(
+    document: _Document, position: int, workspace: Path, bounds: tuple[int, int]
+) -> tuple[list[CriticalFile], list[str], list[str]]:
+    """The critical files of the section at `position`, the problems and the notes."""
+    root, prefixes = _workspace_root(workspace)
+    entries = _list_entries(document, position)
+    files: list[CriticalFile] = []
+    problems: list[str] = []
+    notes: list[str] = []
+    seen: set[str] = set()
+    for text, continuation in entries[:MAX_ENTRIES]:
+        entry = _read_entry(text, continuation, root, prefixes)
+        if isinstance(entry, str):
+            problems.append(entry)
+            continue
+        raw, relative, line, reason = entry
+        if (relative or raw) in seen:
+            problems.append(f"critical file listed more than once: {relative or raw}")
+            continue
+        seen.add(relative or raw)
+        if relative is None:
+            problems.append(f"critical file is outside the repository: {_shorten(raw, 120)}")
+            continue
+        exists, is_dir = _exists_inside(root, relative)
+        files.append(CriticalFile(relative, reason, exists, line))
+        if not exists:
+            problems.append(f"critical file does not exist in the repository: {relative}")
+        elif is_dir:
+            notes.append(f"critical file is a directory, accepted: {relative}/")
+        if not reason:
+            problems.append(f"critical file without a reason: {relative}")
+    count = len(seen) + max(0, len(entries) - MAX_ENTRIES)
+    if not bounds[0] <= count <= bounds[1]:
+        required = f"{bounds[0]} to {bounds[1]}" if bounds[0] != bounds[1] else str(bounds[0])
+        files_word = "file" if count == 1 else "files"
+        problems.insert(
+            0, f"{CRITICAL_FILES_TITLE} lists {count} {files_word}; {required} are required"
+        )
+    return files, problems, notes
+
+
+def _read_entry(
+    text: str, continuation: str, root: Path | None, prefixes: tuple[str, ...]
+) -> tuple[str, str | None, str | None, str] | str:
+    """(raw path, repository-relative path or None, line, reason), or a problem."""
+    raw, rest, marked = _split_entry(text)
+    raw = raw.strip("`*\"' ").rstrip(",;:")
+    if not raw or len(raw) > 1024 or any(c.isspace() or not c.isprintable() for c in raw):
+        return f"entry without a path: {_shorten(text, 80)}"
+    line: str | None = None
+    if suffix := _LINE_SUFFIX.search(raw):
+        line = suffix.group(1) or "-".join(filter(None, suffix.group(2, 3)))
+        raw = raw[: suffix.start()]
+    if raw.endswith(".") and not raw.endswith(".."):
+        raw = raw[:-1]
+    relative = _repo_relative(raw, prefixes) if raw else None
+    # A bare first word is a path only if it looks like one ("Makefile" must exist).
+    plausible = "/" in raw or _EXTENSION.search(raw) is not None or marked
+    exists = relative is not None and _exists_inside(root, relative)[0]
+    if not raw or not (plausible or exists):
+        return f"entry without a path: {_shorten(text, 80)}"
+    reason = rest.strip().lstrip(":-–—|,> \t").strip()
+    if reason.startswith("(") and reason.endswith(")"):
+        reason = reason[1:-1].strip()
+    return raw, relative, line, _shorten(reason or continuation, 500)
+
+
+def _split_entry(text: str) -> tuple[str, str, bool]:
+    """Split a list item into its path, the rest, and whether markup set the path apart."""
+    if link := _LINK.match(text):
+        label = link.group(1).strip("`* ")
+        target = link.group(2) if not label or " " in label else label
+        return target, link.group(3), True
+    for pattern in (_CODE, _BOLD):
+        if marked := pattern.match(text):
+            return marked.group(2), marked.group(3), True
+    path, _, rest = text.replace("\t", " ").partition(" ")
+    return path, rest, False
+
+
+def _repo_relative(raw: str, prefixes: tuple[str, ...]) -> str | None:
+    """The path relative to the repository root, or None when it points outside."""
+    path = raw
+    if path.startswith("~"):
+        return None
+    if path.startswith("/"):
+        for prefix in prefixes:
+            if path == prefix or path.startswith(prefix + "/"):
+                path = path[len(prefix) :].lstrip("/") or "."
+                break
+        else:
+            return None
+    normal = posixpath.normpath(path)
+    return None if normal == ".." or normal.startswith("../") else normal
+
+
+def _workspace_root(workspace: Path) -> tuple[Path | None, tuple[str, ...]]:
+    """The resolved workspace, and the absolute prefixes a plan may use for it."""
+    try:
+        root: Path | None = workspace.resolve()
+    except (OSError, RuntimeError):
+        root = None
+    host = os.path.abspath(workspace)
+    prefixes = {WORKSPACE_MOUNT, host, str(root) if root else host}
+    return root, tuple(sorted((p.rstrip("/") for p in prefixes if p != "/"), key=len)[::-1])
+
+
+def _exists_inside(root: Path | None, relative: str) -> tuple[bool, bool]:
+    """(exists, is a directory); a symlink leading out of the workspace does not exist."""
+    if root is None:
+        return False, False
+    try:
+        resolved = (root / relative).resolve(strict=True)
+        return (True, resolved.is_dir()) if resolved.is_relative_to(root) else (False, False)
+    except (OSError, RuntimeError, ValueError):
+        return False, False
+
+
+def _summary(document: _Document, positions: list[int]) -> str:
+    """The first paragraph of the first required section that has one."""
+    for position in positions:
+        paragraph: list[str] = []
+        for index in range(document.headings[position].index + 1, _section_end(document, position)):
+            line = document.lines[index]
+            # A paragraph ends at a blank line, a code block or a subheading.
+            if document.fenced[index] or not line.strip() or _HEADING.match(line):
+                if paragraph:
+                    break
+                continue
+            paragraph.append(line[: SUMMARY_CHARS * 2])
+            if sum(map(len, paragraph)) > SUMMARY_CHARS:
+                break
+        if paragraph:
+            return _shorten(" ".join(paragraph), SUMMARY_CHARS)
+    return ""
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text[: limit * 4].split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return cut.rstrip(" ,;:") + "…"
