@@ -47,4 +47,12 @@ class Model(Protocol):
         """Input tokens the request would use (system prompt, tools and messages)."""
 
 
-__all__ = ["ExecResult", "Model", "ModelRequest", "ModelResponse", "Sandbox", "ToolRequest", "__version__"]
+__all__ = [
+    "ExecResult",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "Sandbox",
+    "ToolRequest",
+    "__version__",
+]

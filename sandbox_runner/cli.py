@@ -32,7 +32,9 @@ class Services:
     """What commands need from the outside world; tests pass their own through `obj`."""
 
     docker: Callable[[], Any] = _connect_docker
-    progress: Callable[[str], None] = field(default=lambda message: click.echo(f"planrun: {message}", err=True))
+    progress: Callable[[str], None] = field(
+        default=lambda message: click.echo(f"planrun: {message}", err=True)
+    )
 
 
 def services(ctx: click.Context) -> Services:
@@ -126,10 +128,24 @@ def sandbox() -> None:
 
 
 @sandbox.command("run", context_settings={"ignore_unknown_options": True})
-@click.option("--repo", "repo", default=".", show_default=True, help="Workspace, mounted read-only.")
-@click.option("--plan-dir", type=click.Path(path_type=Path), help="The writable plan directory (default: a new temporary one).")
-@click.option("--extra-dir", "extra_dirs", multiple=True, type=click.Path(path_type=Path), help="Another read-only directory (repeatable).")
-@click.option("--timeout", default=120.0, show_default=True, help="Seconds before the command is killed.")
+@click.option(
+    "--repo", "repo", default=".", show_default=True, help="Workspace, mounted read-only."
+)
+@click.option(
+    "--plan-dir",
+    type=click.Path(path_type=Path),
+    help="The writable plan directory (default: a new temporary one).",
+)
+@click.option(
+    "--extra-dir",
+    "extra_dirs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Another read-only directory (repeatable).",
+)
+@click.option(
+    "--timeout", default=120.0, show_default=True, help="Seconds before the command is killed."
+)
 @click.option("--memory", "memory_mb", type=int, help="Memory limit in MB.")
 @click.option("--pids", type=int, help="Process limit.")
 @click.option("--cpus", type=float, help="CPU limit in cores.")
@@ -172,7 +188,9 @@ def sandbox_run(
 
 
 @sandbox.command("gc")
-@click.option("--all", "everything", is_flag=True, help="Also remove containers of running planrun processes.")
+@click.option(
+    "--all", "everything", is_flag=True, help="Also remove containers of running planrun processes."
+)
 @click.pass_context
 @reports_errors
 def sandbox_gc(ctx: click.Context, everything: bool) -> None:
@@ -180,7 +198,9 @@ def sandbox_gc(ctx: click.Context, everything: bool) -> None:
     from sandbox_runner.sandbox.docker_sandbox import collect_garbage
 
     removed = collect_garbage(services(ctx).docker(), everything=everything)
-    click.echo(f"removed {len(removed)} container(s)" + (f": {' '.join(removed)}" if removed else ""))
+    click.echo(
+        f"removed {len(removed)} container(s)" + (f": {' '.join(removed)}" if removed else "")
+    )
 
 
 # -- entry point --------------------------------------------------------------------------

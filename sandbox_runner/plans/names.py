@@ -14,17 +14,17 @@ lively lucky lunar mellow merry mighty misty modest noble nimble olive patient p
 polished proud quick quiet rapid rosy royal rustic sandy scarlet serene shiny silent
 silver simple sleek smooth snowy solar spare spring steady still stormy sunny swift
 tender tidy tranquil twilight velvet vivid warm wild windy wise witty young zesty
-""".split()
+""".split()  # noqa: SIM905 - a word list reads better as text
 
 NOUNS = """
 anchor aurora bamboo beacon birch blossom breeze brook canyon cedar cloud comet coral
 cove creek dawn delta dune ember falcon fern field fjord flame forest fountain galaxy
 garden glacier grove harbor hawk heron hill horizon island ivy jasmine lagoon lake
-lantern leaf lily maple meadow mesa mist moon moss mountain oak ocean orchard otter
-owl pebble pine planet pond prairie quartz rain raven reef river robin sage sea
-shadow shore sky snow sparrow spruce star stone stream summit sun thicket thunder
-tide trail valley willow wind wolf wren
-""".split()
+lantern leaf lily maple meadow mesa mist moon moss mountain oak ocean orchard otter owl
+pebble pine planet pond prairie quartz rain raven reef river robin sage sea shadow shore
+sky snow sparrow spruce star stone stream summit sun thicket thunder tide trail valley
+willow wind wolf wren
+""".split()  # noqa: SIM905 - a word list reads better as text
 
 ATTEMPTS = 50
 

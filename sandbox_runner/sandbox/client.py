@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import socket
@@ -94,7 +95,9 @@ class ToolServerClient:
         self._closing = False
         self._stdout_line = bytearray()
         self.stderr_tail = bytearray()
-        self._reader = threading.Thread(target=self._read_loop, name="toolserver-reader", daemon=True)
+        self._reader = threading.Thread(
+            target=self._read_loop, name="toolserver-reader", daemon=True
+        )
         self._reader.start()
 
     def wait_ready(self, timeout: float) -> dict[str, Any]:
@@ -119,9 +122,10 @@ class ToolServerClient:
         message = {"id": request_id, "op": request.op, "args": request.args, "timeout": timeout}
         try:
             self._send(json.dumps(message, ensure_ascii=False).encode() + b"\n")
-            if not pending.done.wait(timeout + REPLY_GRACE_SECONDS):
+            waited = timeout + REPLY_GRACE_SECONDS
+            if not pending.done.wait(waited):
                 raise ToolTimeoutError(
-                    f"no reply from the sandbox to {request.op} within {timeout + REPLY_GRACE_SECONDS:.0f} s"
+                    f"no reply from the sandbox to {request.op} within {waited:.0f} s"
                 )
         finally:
             with self._lock:
@@ -133,22 +137,20 @@ class ToolServerClient:
     def close(self) -> None:
         """End the conversation: the server sees end of input and exits."""
         self._closing = True
-        try:
+        with contextlib.suppress(OSError):
             self._stream.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
         self._reader.join(timeout=2.0)
-        try:
+        with contextlib.suppress(OSError):
             self._stream.close()
-        except OSError:
-            pass
 
     def _send(self, data: bytes) -> None:
         with self._send_lock:
             try:
                 self._stream.sendall(data)
             except OSError as error:
-                raise SandboxDiedError(self._closed_cause or f"cannot reach the tool server ({error})") from error
+                raise SandboxDiedError(
+                    self._closed_cause or f"cannot reach the tool server ({error})"
+                ) from error
 
     def _read_loop(self) -> None:
         try:
@@ -195,7 +197,7 @@ class ToolServerClient:
     def _fail_all(self) -> None:
         try:
             cause = "the sandbox was stopped" if self._closing else self._explain_death()
-        except Exception as error:  # noqa: BLE001 - the explanation is best effort
+        except Exception as error:
             cause = f"the tool server stopped ({error})"
         with self._lock:
             self._closed_cause = cause

@@ -82,7 +82,9 @@ class DockerSandbox:
                 pass
             except docker.errors.APIError as error:
                 if "already in progress" not in str(error):
-                    raise SandboxError(f"cannot remove container {container.short_id}: {_api_reason(error)}") from None
+                    raise SandboxError(
+                        f"cannot remove container {container.short_id}: {_api_reason(error)}"
+                    ) from None
         self._return_plan_dir()
         with _live_lock:
             _live.discard(self)
@@ -109,7 +111,7 @@ class DockerSandbox:
                 container.reload()
             except docker.errors.NotFound:
                 return "the container was removed"
-            except Exception as error:  # noqa: BLE001 - daemon gone, connection refused, ...
+            except Exception as error:
                 return f"the Docker daemon stopped answering ({str(error).splitlines()[0][:120]})"
             state = container.attrs.get("State", {})
             if state.get("OOMKilled"):
@@ -134,7 +136,9 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
     try:
         os.chown(root, uid, gid, follow_symlinks=False)
     except OSError as error:
-        raise WorkspaceError(f"cannot set the owner of plan directory {root}: {error.strerror}") from None
+        raise WorkspaceError(
+            f"cannot set the owner of plan directory {root}: {error.strerror}"
+        ) from None
     seen = 0
     for directory, subdirs, files in os.walk(root, followlinks=False):
         for name in subdirs + files:
@@ -159,7 +163,7 @@ def stop_all() -> int:
     for sandbox in sandboxes:
         try:
             sandbox.stop()
-        except Exception:  # noqa: BLE001, S112 - the others must still be removed
+        except Exception:
             continue
     return len(sandboxes)
 

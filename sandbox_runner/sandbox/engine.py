@@ -70,7 +70,7 @@ def _try_connect(base_url: str | None, timeout: float) -> Any:
         return client
     except docker.errors.DockerException as error:
         return _describe(error, base_url or os.environ.get("DOCKER_HOST", "the default socket"))
-    except Exception as error:  # noqa: BLE001 - requests/urllib3 errors vary by transport
+    except Exception as error:
         return _describe(error, base_url or os.environ.get("DOCKER_HOST", "the default socket"))
 
 
@@ -140,7 +140,9 @@ def start_dockerd(progress: Progress = _quiet) -> Any:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             tail = DOCKERD_LOG.read_text(errors="replace").strip().splitlines()[-1:] or [""]
-            raise DockerUnavailableError(f"dockerd exited with code {process.returncode}: {tail[0][:200]}")
+            raise DockerUnavailableError(
+                f"dockerd exited with code {process.returncode}: {tail[0][:200]}"
+            )
         try:
             client = connect(timeout=5)
             progress("dockerd is ready")

@@ -53,6 +53,8 @@ def run_command(
     limits: Mapping[str, Any] | None = None,
 ) -> ExecResult:
     """Run one shell command in a fresh plan sandbox and remove the sandbox afterwards."""
-    spec = build_spec(docker_client, repo=repo, plan_dir=plan_dir, extra_dirs=extra_dirs, limits=limits)
+    spec = build_spec(
+        docker_client, repo=repo, plan_dir=plan_dir, extra_dirs=extra_dirs, limits=limits
+    )
     with DockerSandbox(spec, docker_client) as sandbox:
         return sandbox.call(ToolRequest("bash", {"command": command}, timeout=timeout))

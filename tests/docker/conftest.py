@@ -60,7 +60,9 @@ def make_sandbox(
     """Build (not start) sandboxes on the test's repository, removed at teardown."""
     made: list[DockerSandbox] = []
 
-    def factory(limits: Limits | None = None, workspace: Path | None = None, **extra: Any) -> DockerSandbox:
+    def factory(
+        limits: Limits | None = None, workspace: Path | None = None, **extra: Any
+    ) -> DockerSandbox:
         plan_dir = tmp_path / f"plans-{len(made)}"
         plan_dir.mkdir()
         spec = SandboxSpec(

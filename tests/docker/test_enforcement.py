@@ -50,7 +50,9 @@ def test_workspace_is_read_only(make_sandbox: SandboxFactory, repo: Path, comman
 def test_plan_dir_is_writable_and_plans_belong_to_the_user(make_sandbox: SandboxFactory) -> None:
     sandbox = make_sandbox()
     with sandbox:
-        result = bash(sandbox, "echo '# plan' > /plan/plan.md && mkdir /plan/sub && cat /plan/plan.md")
+        result = bash(
+            sandbox, "echo '# plan' > /plan/plan.md && mkdir /plan/sub && cat /plan/plan.md"
+        )
         assert result.exit_code == 0, result.output
         assert result.output.strip() == "# plan"
     plan = sandbox.spec.plan_dir / "plan.md"
@@ -78,7 +80,9 @@ def test_tmp_is_writable_but_not_executable(make_sandbox: SandboxFactory) -> Non
 def test_no_network_interface_but_loopback(make_sandbox: SandboxFactory) -> None:
     with make_sandbox() as sandbox:
         interfaces = bash(sandbox, "ls /sys/class/net").output.split()
-        reach = bash(sandbox, "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\"")
+        reach = bash(
+            sandbox, "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\""
+        )
     assert interfaces == ["lo"]
     assert reach.exit_code != 0
     assert "unreachable" in reach.output.lower()
@@ -86,7 +90,9 @@ def test_no_network_interface_but_loopback(make_sandbox: SandboxFactory) -> None
 
 def test_no_capabilities_and_not_root(make_sandbox: SandboxFactory) -> None:
     with make_sandbox() as sandbox:
-        status = bash(sandbox, "grep -E '^(Uid|Gid|CapEff|CapPrm|CapAmb|NoNewPrivs)' /proc/self/status").output
+        status = bash(
+            sandbox, "grep -E '^(Uid|Gid|CapEff|CapPrm|CapAmb|NoNewPrivs)' /proc/self/status"
+        ).output
     fields = dict(line.split(":", 1) for line in status.splitlines())
     assert fields["CapEff"].strip() == "0000000000000000"
     assert fields["CapPrm"].strip() == "0000000000000000"
@@ -101,7 +107,10 @@ def test_no_secrets_and_no_docker_socket(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-never-inside")
     with make_sandbox() as sandbox:
         environ = bash(sandbox, "cat /proc/1/environ /proc/self/environ | tr '\\0' '\\n'").output
-        sockets = bash(sandbox, "ls -la /var/run/docker.sock /run/docker.sock 2>&1; find / -name '*.sock' 2>/dev/null")
+        sockets = bash(
+            sandbox,
+            "ls -la /var/run/docker.sock /run/docker.sock 2>&1; find / -name '*.sock' 2>/dev/null",
+        )
     assert "sk-ant" not in environ
     assert "ANTHROPIC" not in environ
     assert "No such file" in sockets.output
@@ -117,7 +126,9 @@ def test_symlink_out_of_the_workspace_reveals_nothing(
     (repo / "leak_dir").symlink_to(tmp_path)
     (repo / "passwd").symlink_to("/etc/passwd")
     with make_sandbox() as sandbox:
-        by_bash = bash(sandbox, "cat /workspace/leak; ls /workspace/leak_dir/; cat /workspace/passwd")
+        by_bash = bash(
+            sandbox, "cat /workspace/leak; ls /workspace/leak_dir/; cat /workspace/passwd"
+        )
         by_read = sandbox.call(ToolRequest("read", {"file_path": "/workspace/leak"}))
     assert "host-secret-7f3a" not in by_bash.output
     assert "secret.txt" not in by_bash.output
@@ -132,7 +143,7 @@ def test_symlink_out_of_the_workspace_reveals_nothing(
 
 def test_pids_limit_stops_a_fork_bomb(make_sandbox: SandboxFactory) -> None:
     bomb = (
-        "python3 -c \"\n"
+        'python3 -c "\n'
         "import os, time\n"
         "n = 0\n"
         "try:\n"
@@ -142,7 +153,7 @@ def test_pids_limit_stops_a_fork_bomb(make_sandbox: SandboxFactory) -> None:
         "        n += 1\n"
         "except OSError as error:\n"
         "    print('fork refused after', n, error)\n"
-        "\""
+        '"'
     )
     with make_sandbox(Limits(memory_mb=256, pids=64)) as sandbox:
         result = bash(sandbox, bomb, timeout=60)
@@ -185,7 +196,18 @@ def test_git_works_on_a_read_only_repository_owned_by_another_user(
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
     subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ],
         check=True,
     )
     before = tree_hash(repo)

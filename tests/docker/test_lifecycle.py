@@ -22,7 +22,9 @@ SandboxFactory = Callable[..., DockerSandbox]
 
 
 def containers_of(docker_client: Any, session: str) -> list[Any]:
-    return docker_client.containers.list(all=True, filters={"label": f"io.planrun.session={session}"})
+    return docker_client.containers.list(
+        all=True, filters={"label": f"io.planrun.session={session}"}
+    )
 
 
 def test_container_is_removed_after_normal_exit(
@@ -46,14 +48,19 @@ def test_container_is_removed_after_an_exception(
 def test_missing_image_names_the_build_command(
     tmp_path: Path, repo: Path, docker_client: Any, test_session: str
 ) -> None:
-    spec = SandboxSpec(workspace=repo, plan_dir=tmp_path, image="planrun-sandbox:missing", session=test_session)
+    spec = SandboxSpec(
+        workspace=repo, plan_dir=tmp_path, image="planrun-sandbox:missing", session=test_session
+    )
     with pytest.raises(ImageMissingError, match="planrun image build"):
         DockerSandbox(spec, docker_client).start()
     assert containers_of(docker_client, test_session) == []
 
 
 def test_tool_server_that_cannot_start_is_reported(
-    make_sandbox: SandboxFactory, docker_client: Any, test_session: str, monkeypatch: pytest.MonkeyPatch
+    make_sandbox: SandboxFactory,
+    docker_client: Any,
+    test_session: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from sandbox_runner.sandbox import docker_sandbox
 
@@ -70,7 +77,9 @@ def test_tool_server_that_cannot_start_is_reported(
     assert containers_of(docker_client, test_session) == []
 
 
-def test_container_killed_from_outside_is_reported(make_sandbox: SandboxFactory, docker_client: Any) -> None:
+def test_container_killed_from_outside_is_reported(
+    make_sandbox: SandboxFactory, docker_client: Any
+) -> None:
     with make_sandbox() as sandbox:
         docker_client.containers.get(sandbox.container_id).kill()
         with pytest.raises(SandboxError, match="sandbox died: the container exited with code 137"):
@@ -82,12 +91,27 @@ def test_cli_removes_its_container_on_signal(
     repo: Path, tmp_path: Path, docker_client: Any, sandbox_image: str, signum: int
 ) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "sandbox_runner", "sandbox", "run", "--repo", str(repo),
-         "--plan-dir", str(tmp_path / "plans"), "--", "sleep", "300"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "sandbox_runner",
+            "sandbox",
+            "run",
+            "--repo",
+            str(repo),
+            "--plan-dir",
+            str(tmp_path / "plans"),
+            "--",
+            "sleep",
+            "300",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     owned = lambda: [  # noqa: E731
-        c for c in docker_client.containers.list(all=True, filters={"label": "io.planrun.managed=1"})
+        c
+        for c in docker_client.containers.list(all=True, filters={"label": "io.planrun.managed=1"})
         if c.labels.get("io.planrun.pid") == str(process.pid)
     ]
     deadline = time.monotonic() + 30
@@ -117,11 +141,26 @@ def test_gc_removes_containers_of_dead_processes(
     sandbox.stop()
 
 
-def test_sandbox_run_cli_passes_output_and_exit_code(repo: Path, tmp_path: Path, sandbox_image: str) -> None:
+def test_sandbox_run_cli_passes_output_and_exit_code(
+    repo: Path, tmp_path: Path, sandbox_image: str
+) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "sandbox_runner", "sandbox", "run", "--repo", str(repo),
-         "--plan-dir", str(tmp_path / "p"), "--", "cat README.md; exit 7"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "sandbox_runner",
+            "sandbox",
+            "run",
+            "--repo",
+            str(repo),
+            "--plan-dir",
+            str(tmp_path / "p"),
+            "--",
+            "cat README.md; exit 7",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 7
     assert result.stdout == "# demo\n"
@@ -138,7 +177,18 @@ def test_sandbox_run_cli_passes_output_and_exit_code(repo: Path, tmp_path: Path,
 def test_bad_paths_give_one_line_errors(
     repo: Path, args: list[str], message: str, docker_client: Any, sandbox_image: str
 ) -> None:
-    command = [sys.executable, "-m", "sandbox_runner", "sandbox", "run", "--repo", str(repo), *args, "--", "true"]
+    command = [
+        sys.executable,
+        "-m",
+        "sandbox_runner",
+        "sandbox",
+        "run",
+        "--repo",
+        str(repo),
+        *args,
+        "--",
+        "true",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert message in result.stderr
@@ -149,8 +199,21 @@ def test_bad_paths_give_one_line_errors(
 def test_no_docker_gives_one_line_error(repo: Path, tmp_path: Path) -> None:
     env = dict(os.environ, DOCKER_HOST=f"unix://{tmp_path}/no-such.sock")
     result = subprocess.run(
-        [sys.executable, "-m", "sandbox_runner", "sandbox", "run", "--repo", str(repo), "--", "true"],
-        capture_output=True, text=True, timeout=60, env=env,
+        [
+            sys.executable,
+            "-m",
+            "sandbox_runner",
+            "sandbox",
+            "run",
+            "--repo",
+            str(repo),
+            "--",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert result.returncode == 1
     assert "Docker is not available" in result.stderr

@@ -69,7 +69,8 @@ def test_limits_reach_the_container(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "field, value", [("memory_mb", 0), ("memory_mb", 8), ("pids", 0), ("cpus", 0.0), ("cpus", 4096.0)]
+    "field, value",
+    [("memory_mb", 0), ("memory_mb", 8), ("pids", 0), ("cpus", 0.0), ("cpus", 4096.0)],
 )
 def test_nonsense_limits_are_refused(field: str, value: float) -> None:
     with pytest.raises(ValueError, match=field.split("_")[0]):
