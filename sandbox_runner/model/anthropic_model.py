@@ -1,0 +1,329 @@
+"""The Anthropic Messages API as a Model: prompt caching, streaming, retries, token counts.
+
+This is the only module of planrun that imports `anthropic`; everything it returns is
+our own value types, with content blocks as plain JSON dicts.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anthropic
+from anthropic.types import Message
+
+from sandbox_runner.model.errors import ContextBudgetError, ModelAPIError, ModelError
+from sandbox_runner.model.replay import estimate_tokens
+from sandbox_runner.types import ModelRequest, ModelResponse, Usage
+
+log = logging.getLogger(__name__)
+
+CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
+STREAMING_ABOVE_MAX_TOKENS = 16_000
+"""The SDK refuses non-streaming requests that may run longer than ten minutes."""
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+# A stream that fails after its 200 carries the error type only.
+RETRY_ERROR_TYPES = frozenset({"rate_limit_error", "api_error", "overloaded_error"})
+MAX_RETRY_WAIT = 60.0
+FIRST_RETRY_WAIT = 1.0
+COUNT_ENDPOINT_MISSING = frozenset({404, 405, 501})
+# What a user is told, and what to do about it, for errors that a retry cannot fix.
+FAIL_AT_ONCE = {
+    400: ("the Anthropic API rejected the request", ""),
+    401: ("the API key was rejected", "check ANTHROPIC_API_KEY"),
+    403: ("the API key is not allowed to make this request", ""),
+    404: ("the model or endpoint was not found", "check the model name and ANTHROPIC_BASE_URL"),
+}
+_PROMPT_TOO_LONG = re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)")
+
+
+class _StreamAssemblyError(Exception):
+    """The SDK could not assemble a streamed Message: a tool input was not valid JSON."""
+
+
+_Failure = anthropic.APIError | _StreamAssemblyError
+
+
+class AnthropicModel:
+    """A Model backed by the Anthropic Messages API (or a compatible endpoint)."""
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 4,
+        timeout: float = 600.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """Configure the model; nothing is checked or contacted until the first call.
+
+        Args:
+            model_id: the model used when a request names none.
+            api_key: the API key; by default the SDK reads ANTHROPIC_API_KEY.
+            base_url: the API's URL; by default ANTHROPIC_BASE_URL or the public API.
+            max_retries: retries after the first attempt for overloads and network errors.
+            timeout: seconds to wait for one response.
+            sleep: how to wait between attempts (tests pass a recorder).
+        """
+        self.model_id = model_id
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._api_key = api_key
+        self._base_url = base_url
+        self._sleep = sleep
+        self._client: anthropic.Anthropic | None = None
+        self._client_lock = threading.Lock()
+        self._count_endpoint_missing = False
+
+    @property
+    def client(self) -> anthropic.Anthropic:
+        """The SDK client, made on first use so a missing key fails then, not at import."""
+        with self._client_lock:
+            if self._client is None:
+                try:
+                    client = anthropic.Anthropic(
+                        api_key=self._api_key,
+                        base_url=self._base_url,
+                        # Retries are ours: we log them, cap retry-after and report attempts.
+                        max_retries=0,
+                        timeout=anthropic.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                    )
+                except anthropic.CredentialsError as error:
+                    # A broken ANTHROPIC_PROFILE or config directory is named by the SDK.
+                    reason = " ".join(str(error).split())
+                    raise ModelError(
+                        f"the Anthropic credentials cannot be loaded: {reason}"
+                    ) from error
+                if not (client.api_key or client.auth_token or client.credentials):
+                    raise ModelError(
+                        "ANTHROPIC_API_KEY is not set; export your Anthropic API key "
+                        "(or replay a recorded cassette) to run the model"
+                    )
+                self._client = client
+            return self._client
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send one request, retrying overloads and network errors, and return the answer.
+
+        Raises:
+            ModelAPIError: the API refused the request, or failed on every attempt.
+            ContextBudgetError: the request does not fit in the model's context window.
+        """
+        params = build_params(request, request.model or self.model_id)
+        streaming = request.max_tokens > STREAMING_ABOVE_MAX_TOKENS
+        return to_response(self._with_retries(lambda: self._send(params, streaming)))
+
+    def count_tokens(self, request: ModelRequest) -> int:
+        """Input tokens from the count_tokens endpoint, or an estimate when it cannot answer."""
+        client = self.client
+        if not self._count_endpoint_missing:
+            try:
+                counted = client.messages.count_tokens(
+                    model=request.model or self.model_id,
+                    system=request.system,
+                    tools=[tool.to_param() for tool in request.tools],  # type: ignore[misc]
+                    messages=request.messages,  # type: ignore[arg-type]
+                )
+                return counted.input_tokens
+            except anthropic.APIStatusError as error:
+                # A compatible endpoint without count_tokens will never grow one.
+                self._count_endpoint_missing = error.status_code in COUNT_ENDPOINT_MISSING
+                log.debug("count_tokens failed (%s); estimating", error.status_code)
+            except anthropic.APIConnectionError as error:
+                log.debug("count_tokens failed (%s); estimating", error)
+        return estimate_tokens(request)
+
+    def _send(self, params: dict[str, Any], streaming: bool) -> Message:
+        if streaming:
+            try:
+                with self.client.messages.stream(**params) as stream:
+                    return stream.get_final_message()
+            except ValueError as error:
+                # The SDK parses streamed tool input as it arrives and gives up on invalid
+                # JSON; asked again, the model usually answers with valid input.
+                raise _StreamAssemblyError(" ".join(str(error).split())[:300]) from error
+        # The params are a dict, so mypy cannot pick create()'s non-streaming overload.
+        message: Message = self.client.messages.create(**params, stream=False)
+        return message
+
+    def _with_retries(self, call: Callable[[], Message]) -> Message:
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return call()
+            except (
+                anthropic.APIStatusError,
+                anthropic.APIConnectionError,
+                _StreamAssemblyError,
+            ) as error:
+                if not _retryable(error) or attempt == attempts:
+                    raise self._failure(error, attempt) from error
+                wait = _retry_wait(error, attempt)
+                log.warning(
+                    "model API: %s; retrying in %.1f s (attempt %d of %d)",
+                    _describe(error),
+                    wait,
+                    attempt + 1,
+                    attempts,
+                )
+                self._sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _failure(self, error: _Failure, attempts: int) -> ModelError:
+        """The one-line error a user sees for an API error we will not retry."""
+        if isinstance(error, _StreamAssemblyError):
+            summary = "the model kept streaming tool input that is not valid JSON"
+            return ModelAPIError(summary, api_message=str(error), attempts=attempts)
+        if isinstance(error, anthropic.APIConnectionError):
+            url = self.client.base_url
+            summary = f"cannot reach the Anthropic API at {url}"
+            return ModelAPIError(summary, api_message=error.message, attempts=attempts)
+        assert isinstance(error, anthropic.APIStatusError)
+        error_type, api_message = _error_details(error)
+        too_long = _PROMPT_TOO_LONG.search(api_message or "")
+        if error.status_code == 400 and too_long:
+            return ContextBudgetError(int(too_long.group(1)), int(too_long.group(2)))
+        if error.status_code == 400 and "too long" in (api_message or ""):
+            return ContextBudgetError(None, None)
+        summary, hint = FAIL_AT_ONCE.get(error.status_code, ("the Anthropic API failed", ""))
+        return ModelAPIError(
+            summary,
+            # An error event inside a stream arrives after a 200, which would mislead.
+            status=error.status_code if error.status_code >= 400 else None,
+            error_type=error_type,
+            api_message=api_message,
+            attempts=attempts,
+            hint=hint,
+        )
+
+
+def build_params(request: ModelRequest, model: str) -> dict[str, Any]:
+    """The Messages API parameters, with cache breakpoints on the prefix that grows.
+
+    The system prompt, the tools and the conversation so far are the same from one turn
+    to the next, so marking the end of each lets the API reuse them from its cache.
+    """
+    tools = [tool.to_param() for tool in request.tools]
+    if tools:
+        tools[-1] = tools[-1] | {"cache_control": CACHE_CONTROL}
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "system": [{"type": "text", "text": request.system, "cache_control": CACHE_CONTROL}],
+        "messages": _mark_last_user_message(request.messages),
+    }
+    if tools:
+        params["tools"] = tools
+    return params
+
+
+def _mark_last_user_message(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the messages with a cache breakpoint on the last user block."""
+    marked = list(messages)
+    for index in range(len(marked) - 1, -1, -1):
+        message = marked[index]
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list) or not blocks or not isinstance(blocks[-1], dict):
+            break
+        # The API refuses a cache breakpoint on an empty text block.
+        if blocks[-1].get("type") == "text" and not blocks[-1].get("text"):
+            break
+        last = blocks[-1] | {"cache_control": CACHE_CONTROL}
+        marked[index] = message | {"content": [*blocks[:-1], last]}
+        break
+    return marked
+
+
+def to_response(message: Message) -> ModelResponse:
+    """Our ModelResponse for an SDK Message, with no SDK object left in it."""
+    usage = message.usage
+    return ModelResponse(
+        content=[_block_to_dict(block) for block in message.content],
+        stop_reason=str(message.stop_reason or ""),
+        usage=Usage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+        ),
+        model=message.model,
+    )
+
+
+def _block_to_dict(block: Any) -> dict[str, Any]:
+    """One content block as the JSON the API would accept back in the next request."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind == "tool_use":
+        # The input is kept as given even when it is not an object: the agent loop
+        # answers a malformed call with an error instead of crashing on it.
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True, warnings=False)
+    return dumped
+
+
+def _retryable(error: _Failure) -> bool:
+    if isinstance(error, anthropic.APIConnectionError | _StreamAssemblyError):
+        return True
+    assert isinstance(error, anthropic.APIStatusError)
+    return error.status_code in RETRY_STATUSES or _error_details(error)[0] in RETRY_ERROR_TYPES
+
+
+def _retry_wait(error: _Failure, attempt: int) -> float:
+    """Seconds before the next attempt: the server's retry-after, else backoff with jitter."""
+    if isinstance(error, anthropic.APIStatusError):
+        retry_after = parse_retry_after(error.response.headers)
+        if retry_after is not None:
+            return min(retry_after, MAX_RETRY_WAIT)
+    backoff = min(FIRST_RETRY_WAIT * 2.0 ** (attempt - 1), MAX_RETRY_WAIT)
+    # Jitter spreads out parallel subagents that all hit the same overload.
+    return backoff * random.uniform(0.75, 1.0)
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """The wait a retry-after-ms or retry-after header asks for (seconds or an HTTP date)."""
+    try:
+        if "retry-after-ms" in headers:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(headers.get("retry-after", ""))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_details(error: anthropic.APIStatusError) -> tuple[str | None, str | None]:
+    """The API's error type and message, from the error JSON when there is one."""
+    body = error.body
+    details = body.get("error") if isinstance(body, dict) else None
+    if isinstance(details, dict):
+        return details.get("type"), details.get("message")
+    return None, str(body) if body else None
+
+
+def _describe(error: _Failure) -> str:
+    if isinstance(error, anthropic.APIStatusError):
+        error_type, api_message = _error_details(error)
+        status = error.status_code if error.status_code >= 400 else "stream"
+        return f"{status} {error_type or ''}: {api_message or ''}"
+    return error.message if isinstance(error, anthropic.APIError) else str(error)

@@ -1,0 +1,82 @@
+"""Errors of the model layer: API failures, context overflows and bad cassettes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox_runner.errors import PlanrunError
+
+
+class ModelError(PlanrunError):
+    """The model could not answer; `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1) -> None:
+        self.status = status
+        self.attempts = attempts
+        super().__init__(message)
+
+
+class ModelAPIError(ModelError):
+    """The Messages API refused the request or kept failing until retries ran out."""
+
+    def __init__(
+        self,
+        summary: str,
+        *,
+        status: int | None = None,
+        error_type: str | None = None,
+        api_message: str | None = None,
+        attempts: int = 1,
+        hint: str = "",
+    ) -> None:
+        self.summary = summary
+        self.error_type = error_type
+        self.api_message = api_message
+        detail = " ".join(part for part in (str(status or ""), error_type or "") if part)
+        if api_message:
+            detail = f"{detail}: {api_message}" if detail else api_message
+        # Keep the message to one line whatever the API put in its error text.
+        detail = " ".join(detail.split())
+        message = summary + (f" ({detail})" if detail else "")
+        if attempts > 1:
+            message += f", gave up after {attempts} attempts"
+        if hint:
+            message += f"; {hint}"
+        super().__init__(message, status=status, attempts=attempts)
+
+
+class ContextBudgetError(ModelError):
+    """The request does not fit in the model's context window."""
+
+    def __init__(self, input_tokens: int | None, limit: int | None) -> None:
+        self.input_tokens = input_tokens
+        self.limit = limit
+        size = f": {input_tokens} input tokens > {limit} allowed" if input_tokens and limit else ""
+        super().__init__(
+            f"the request is too large for the model's context window{size}; "
+            "shorten the system prompt, the task or the attached files",
+            status=400,
+        )
+
+
+class CassetteError(ModelError):
+    """A recorded conversation is missing, malformed, exhausted or no longer lines up."""
+
+    def __init__(
+        self,
+        path: Path,
+        problem: str,
+        *,
+        line: int | None = None,
+        exchange: int | None = None,
+    ) -> None:
+        self.path = path
+        self.problem = problem
+        self.line = line
+        self.exchange = exchange
+        where = f" line {line}" if line is not None else ""
+        where += f" exchange {exchange}" if exchange is not None else ""
+        # "cassette x.jsonl has no more responses" reads as a sentence; a located
+        # problem reads better after a colon.
+        separator = ": " if where else " "
+        super().__init__(f"cassette {path}{where}{separator}{problem}")
