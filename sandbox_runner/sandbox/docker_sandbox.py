@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -11,7 +12,7 @@ from typing import Any, Self
 
 import docker.errors
 
-from sandbox_runner.errors import SandboxDiedError, SandboxError, WorkspaceError
+from sandbox_runner.errors import PlanrunError, SandboxDiedError, SandboxError, WorkspaceError
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.image import require_image
 from sandbox_runner.sandbox.spec import MANAGED_LABEL, SandboxSpec, container_options, sandbox_user
@@ -57,10 +58,15 @@ class DockerSandbox:
             self._client = ToolServerClient(raw, explain_death=self._explain_death)
             self._container.start()
             self.ready_info = self._client.wait_ready(READY_TIMEOUT_SECONDS)
-        except BaseException as error:
-            self.stop()
-            if isinstance(error, docker.errors.APIError):
-                raise SandboxError(f"cannot start the sandbox: {_api_reason(error)}") from None
+        except PlanrunError:
+            self._stop_quietly()
+            raise
+        except Exception as error:
+            # Docker API errors, and connection errors when the daemon goes away mid-start.
+            self._stop_quietly()
+            raise SandboxError(f"cannot start the sandbox: {_api_reason(error)}") from None
+        except BaseException:
+            self._stop_quietly()
             raise
 
     def call(self, request: ToolRequest) -> ExecResult:
@@ -80,14 +86,22 @@ class DockerSandbox:
                 container.remove(force=True)
             except docker.errors.NotFound:
                 pass
-            except docker.errors.APIError as error:
+            except Exception as error:
                 if "already in progress" not in str(error):
+                    with _live_lock:
+                        _live.discard(self)
                     raise SandboxError(
-                        f"cannot remove container {container.short_id}: {_api_reason(error)}"
+                        f"cannot remove container {container.short_id} ({_api_reason(error)}); "
+                        "`planrun sandbox gc` removes it once Docker answers"
                     ) from None
         self._return_plan_dir()
         with _live_lock:
             _live.discard(self)
+
+    def _stop_quietly(self) -> None:
+        """Clean up after a failed start without hiding why it failed."""
+        with contextlib.suppress(PlanrunError):
+            self.stop()
 
     def __enter__(self) -> Self:
         self.start()
