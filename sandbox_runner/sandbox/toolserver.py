@@ -7,8 +7,9 @@ request per line, ``{"id", "op", "args", "timeout"}``, and reads one response pe
 ``{"id", "ok", "output", "exit_code", "timed_out", "truncated", "error", "meta"}``.
 
 The ops are shaped like the Claude Code tools models are trained on: read, glob, grep, ls,
-bash, write, edit, plus ping and stat for the host. Every output is bounded and says when
-it was cut; every failure is a one-line message for the model, never a traceback.
+bash, write, edit, LSP (op lsp: universal-ctags and ripgrep, no language server), plus ping
+and stat for the host. Every output is bounded and says when it was cut; every failure is a
+one-line message for the model, never a traceback.
 """
 
 from __future__ import annotations
@@ -1159,6 +1160,508 @@ def op_stat(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
 
 
 # ---------------------------------------------------------------------------------------
+# lsp: code intelligence without a language server, from universal-ctags and ripgrep
+
+LSP_MAX_CANDIDATE_FILES = 200
+LSP_MAX_SYMBOLS = 100
+LSP_MAX_REFERENCES = 200
+LSP_SOURCE_PREVIEW_CHARS = 200
+LSP_CANDIDATE_MAX_FILESIZE = "4M"
+# Fixed-size argv; file lists longer than this are cut rather than hitting ARG_MAX.
+LSP_MAX_ARGV_BYTES = 1 << 20
+LSP_LANGUAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Python", ("py", "pyi")),
+    ("JavaScript/TypeScript", ("js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts")),
+    ("Go", ("go",)),
+    ("Rust", ("rs",)),
+    ("Java", ("java",)),
+    ("C/C++", ("c", "h", "cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "inl")),
+)
+# Searched when no file gives the language: the families above plus other languages ctags
+# parses, and never prose or data files, whose headings ctags would report as symbols.
+LSP_SOURCE_EXTENSIONS = (
+    *(extension for _, extensions in LSP_LANGUAGES for extension in extensions),
+    *("rb", "php", "cs", "kt", "scala", "lua", "pl", "pm", "sh"),
+)
+# --options=NONE: option files (./.ctags.d in a repository) could redirect the output.
+# --links=no: never read through a symlink; --sort=no: sorting would use a temporary file.
+CTAGS_ARGV = (
+    "ctags", "--options=NONE", "--links=no", "--sort=no", "--output-format=json",
+    "--fields=+nKzSe", "--kinds-C=+p", "--kinds-C++=+p", "-f", "-",
+)  # fmt: skip
+DECLARATION_KINDS = frozenset({"prototype", "externvar"})
+IDENTIFIER = re.compile(r"[\w$]+")
+QUALIFIER_SEPARATORS = re.compile(r"::|\.|#")
+
+
+class Symbol:
+    """One definition reported by ctags."""
+
+    __slots__ = ("imported", "kind", "line", "name", "path", "scope", "scope_kind", "signature")
+
+    def __init__(self, tag: JsonDict, name: str, path: str, line: int) -> None:
+        self.name = name
+        self.path = path
+        self.line = line
+        self.kind = _tag_text(tag, "kind") or "symbol"
+        self.scope = _tag_text(tag, "scope")
+        self.scope_kind = _tag_text(tag, "scopeKind")
+        self.signature = _tag_text(tag, "signature")
+        # ctags tags `import x as y` with a nameref; it names the module, not a definition.
+        self.imported = "nameref" in tag
+
+    @classmethod
+    def from_tag(cls, tag: object) -> Symbol | None:
+        if not isinstance(tag, dict) or tag.get("_type") != "tag":
+            return None
+        name, path, line = tag.get("name"), tag.get("path"), tag.get("line")
+        if not isinstance(name, str) or not isinstance(path, str) or not isinstance(line, int):
+            return None
+        return cls(tag, name, path, line)
+
+    def scope_depth(self) -> int:
+        return len(QUALIFIER_SEPARATORS.split(self.scope)) if self.scope else 0
+
+    def in_scope(self, qualifier: str) -> bool:
+        """Whether the symbol's scope ends with QUALIFIER (`Greeter` for `Greeter.greet`)."""
+        scope = "." + ".".join(QUALIFIER_SEPARATORS.split(self.scope)).lower()
+        return not qualifier or scope.endswith("." + qualifier.lower())
+
+
+def _tag_text(tag: JsonDict, key: str) -> str:
+    value = tag.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def op_lsp(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
+    operation = str_arg(args, "operation")
+    handler = LSP_OPERATIONS.get(operation)
+    if handler is None:
+        known = ", ".join(LSP_OPERATIONS)
+        raise ToolError(f"Invalid operation {operation!r}: expected one of {known}")
+    return handler(server, args, (time.monotonic() + timeout, timeout))
+
+
+def lsp_document_symbols(server: ToolServer, args: JsonDict, limit: tuple[float, float]) -> Outcome:
+    path = lsp_file(server, str_arg(args, "file_path"))
+    symbols = ctags_symbols(server, [path], limit)
+    if not symbols:
+        shown = workspace_relative(server, path)
+        message = f"No symbols found in {shown} (language not recognised?)"
+        return Outcome(message, meta={"symbols": 0})
+    symbols.sort(key=lambda symbol: symbol.line)
+    lines = [
+        f"{'  ' * symbol.scope_depth()}{symbol.line}: {symbol.kind} "
+        f"{printable(symbol.name)}{printable(symbol.signature)}"
+        for symbol in symbols
+    ]
+    text, truncated = cap_output("\n".join(lines))
+    return Outcome(text, truncated=truncated, meta={"symbols": len(symbols)})
+
+
+def lsp_workspace_symbols(
+    server: ToolServer, args: JsonDict, limit: tuple[float, float]
+) -> Outcome:
+    query = symbol_arg(args)
+    if query is None:
+        raise ToolError("workspace_symbols needs symbol: the name (or part of it) to look for")
+    qualifier, name = split_qualified(query)
+    symbols, parsed, mentioning = matching_symbols(server, name, qualifier, limit)
+    wanted = name.lower()
+
+    def rank(symbol: Symbol) -> tuple[int, str, int]:
+        found = symbol.name.lower()
+        closeness = (symbol.name != name) + (found != wanted) + (not found.startswith(wanted))
+        return closeness, symbol.path, symbol.line
+
+    symbols.sort(key=rank)
+    if not symbols:
+        return Outcome(f"No symbols matching {query!r} found in the workspace", meta={"symbols": 0})
+    lines = [format_symbol(server, symbol) for symbol in symbols[:LSP_MAX_SYMBOLS]]
+    notes = symbol_notes(len(symbols), parsed, mentioning, name)
+    text, truncated = cap_output("\n".join(lines + notes))
+    meta: JsonDict = {"symbols": len(symbols), "files_parsed": parsed}
+    return Outcome(text, truncated=truncated or bool(notes), meta=meta)
+
+
+def matching_symbols(
+    server: ToolServer, name: str, qualifier: str, limit: tuple[float, float]
+) -> tuple[list[Symbol], int, int]:
+    """Definitions whose name contains NAME in any case; also how many files were parsed and
+    how many mention NAME. Files with NAME as a whole word come first, as ctags is the slow
+    part and parses at most LSP_MAX_CANDIDATE_FILES."""
+    wanted = name.lower()
+    files = candidate_files(server, name, LSP_SOURCE_EXTENSIONS, limit, "--word-regexp")
+    scanned = files[:LSP_MAX_CANDIDATE_FILES]
+    symbols = ctags_symbols(server, scanned, limit)
+    found = [symbol for symbol in symbols if wanted in symbol.name.lower()]
+    if len(found) < LSP_MAX_SYMBOLS and len(scanned) < LSP_MAX_CANDIDATE_FILES:
+        # Only now pay for the case-insensitive substring search, on files not yet parsed.
+        seen = set(files)
+        more = candidate_files(server, name, LSP_SOURCE_EXTENSIONS, limit, "--ignore-case")
+        files += [path for path in more if path not in seen]
+        extra = files[len(scanned) : LSP_MAX_CANDIDATE_FILES]
+        symbols += ctags_symbols(server, extra, limit)
+        scanned += extra
+    matching = [
+        symbol for symbol in symbols if wanted in symbol.name.lower() and symbol.in_scope(qualifier)
+    ]
+    return matching, len(scanned), len(files)
+
+
+def symbol_notes(found: int, parsed: int, mentioning: int, name: str) -> list[str]:
+    notes = []
+    if found > LSP_MAX_SYMBOLS:
+        notes.append(f"[showing {LSP_MAX_SYMBOLS} of {found} symbols; use a more specific name]")
+    if mentioning > parsed:
+        notes.append(
+            f"[parsed {parsed} of the {mentioning} files that mention {name!r}; "
+            "results may be incomplete: use Grep to search further]"
+        )
+    return notes
+
+
+def lsp_definition(server: ToolServer, args: JsonDict, limit: tuple[float, float]) -> Outcome:
+    name, qualifier, origin = lsp_target(server, args, "definition", limit)
+    extensions = language_of(origin)[1] if origin else LSP_SOURCE_EXTENSIONS
+    mentioning = candidate_files(server, name, extensions, limit, "--word-regexp")
+    files = list(dict.fromkeys([origin, *mentioning] if origin else mentioning))
+    scanned = files[:LSP_MAX_CANDIDATE_FILES]
+    symbols = [
+        symbol
+        for symbol in ctags_symbols(server, scanned, limit)
+        if symbol.name == name and symbol.in_scope(qualifier)
+    ]
+    symbols.sort(
+        key=lambda symbol: (
+            symbol.path != origin,
+            symbol.kind in DECLARATION_KINDS or symbol.imported,
+            symbol.path,
+            symbol.line,
+        )
+    )
+    meta: JsonDict = {"symbol": name, "definitions": len(symbols), "files_parsed": len(scanned)}
+    if not symbols:
+        message = (
+            f"No definition found for {name!r} in {plural(len(scanned), 'file')} of the "
+            "workspace (it may come from a library, or be a local variable or attribute)"
+        )
+        return Outcome(message, meta=meta)
+    shown = symbols[:LSP_MAX_SYMBOLS]
+    previews = source_previews(shown, limit)
+    lines = [f"{plural(len(symbols), 'definition')} of {printable(name)!r}:"]
+    for symbol in shown:
+        lines.append(format_symbol(server, symbol))
+        preview = previews.get((symbol.path, symbol.line))
+        if preview:
+            lines.append(f"    {preview}")
+    notes = symbol_notes(len(symbols), len(scanned), len(files), name)
+    text, truncated = cap_output("\n".join(lines + notes))
+    return Outcome(text, truncated=truncated or bool(notes), meta=meta)
+
+
+def lsp_references(server: ToolServer, args: JsonDict, limit: tuple[float, float]) -> Outcome:
+    name, _qualifier, origin = lsp_target(server, args, "references", limit)
+    language, extensions = language_of(origin) if origin else ("", ())
+    flags = ("--word-regexp", "--line-number", "--with-filename", "--no-heading", "--null")
+    columns = ("--max-columns", "500", "--max-columns-preview")
+    argv = lsp_rg_argv(server, name, extensions, *flags, *columns)
+    stdout, capture = rg_output(server, argv, limit)
+    matches = parse_matches(stdout)
+    total = len(matches) + capture.dropped_lines
+    where = f" ({language} files)" if language else ""
+    meta: JsonDict = {"symbol": name, "references": total}
+    if not total:
+        return Outcome(f"No references to {name!r} found{where}", meta=meta)
+    shown = matches[:LSP_MAX_REFERENCES]
+    files = list(dict.fromkeys(path for path, _, _ in shown))
+    definitions = {
+        (symbol.path, symbol.line)
+        for symbol in ctags_symbols(server, files, limit)
+        if symbol.name == name
+    }
+    file_count = len({path for path, _, _ in matches})
+    lines = [f"{plural(total, 'reference')} to {name!r} in {plural(file_count, 'file')}{where}:"]
+    for path, number, text in shown:
+        mark = " (definition)" if (path, number) in definitions else ""
+        location = f"{workspace_relative(server, path)}:{number}"
+        lines.append(f"{location}: {printable(text.strip())}{mark}")
+    if total > len(shown):
+        lines.append(
+            f"[showing the first {len(shown)} of {total} references, by path; "
+            "use Grep with a path or glob to see the rest]"
+        )
+    text, truncated = cap_output("\n".join(lines))
+    return Outcome(text, truncated=truncated or total > len(shown), meta=meta)
+
+
+def parse_matches(stdout: bytes) -> list[tuple[str, int, str]]:
+    """rg's `path NUL line:text` lines as (path, line, text), sorted by path and line."""
+    matches: list[tuple[str, int, str]] = []
+    for raw in stdout.splitlines():
+        path, _, rest = raw.partition(b"\0")
+        number, _, text = rest.partition(b":")
+        if number.isdigit():
+            matches.append((os.fsdecode(path), int(number), text.decode("utf-8", "replace")))
+    matches.sort(key=lambda match: (match[0], match[1]))
+    return matches
+
+
+LSP_OPERATIONS: dict[str, Callable[[ToolServer, JsonDict, tuple[float, float]], Outcome]] = {
+    "document_symbols": lsp_document_symbols,
+    "workspace_symbols": lsp_workspace_symbols,
+    "definition": lsp_definition,
+    "references": lsp_references,
+}
+
+
+def symbol_arg(args: JsonDict) -> str | None:
+    symbol = opt_str_arg(args, "symbol")
+    if symbol is None:
+        return None
+    symbol = symbol.strip()
+    if not symbol or any(char.isspace() or char == "\0" for char in symbol):
+        raise ToolError(f"Invalid symbol {symbol!r}: expected a single name such as 'parse_args'")
+    return symbol
+
+
+def split_qualified(symbol: str) -> tuple[str, str]:
+    """`Greeter.greet` or `Counter::new` → (qualifier, name); the name is what ctags tags."""
+    parts = QUALIFIER_SEPARATORS.split(symbol)
+    if not parts[-1]:
+        raise ToolError(f"Invalid symbol {symbol!r}: it ends with a separator")
+    return ".".join(part for part in parts[:-1] if part), parts[-1]
+
+
+def lsp_target(
+    server: ToolServer, args: JsonDict, operation: str, limit: tuple[float, float]
+) -> tuple[str, str, str | None]:
+    """The name to look up (from symbol, else from file_path:line:character), its qualifier,
+    and the file the question was asked from, if any."""
+    raw_path = opt_str_arg(args, "file_path")
+    origin = lsp_file(server, raw_path) if raw_path else None
+    symbol = symbol_arg(args)
+    if symbol is not None:
+        qualifier, name = split_qualified(symbol)
+        return name, qualifier, origin
+    line = int_arg(args, "line", 0, minimum=1)
+    character = int_arg(args, "character", 0, minimum=1)
+    if origin is None or not line or not character:
+        raise ToolError(
+            f"{operation} needs file_path, line and character (1-based, as shown by Read), "
+            "or symbol"
+        )
+    return identifier_at(server, origin, line, character, limit), "", origin
+
+
+def identifier_at(
+    server: ToolServer, path: str, line: int, character: int, limit: tuple[float, float]
+) -> str:
+    """The identifier under a 1-based position; a cursor just after one counts as on it."""
+    found, lines_read = source_lines(path, {line}, limit)
+    shown = workspace_relative(server, path)
+    if line not in found:
+        raise ToolError(f"Line {line} is out of range: {shown} has {plural(lines_read, 'line')}")
+    text = found[line]
+    if character > len(text) + 1:
+        raise ToolError(
+            f"Character {character} is out of range: line {line} of {shown} "
+            f"has {plural(len(text), 'character')}"
+        )
+    index = character - 1
+    spans = [match for match in IDENTIFIER.finditer(text) if match.start() <= index <= match.end()]
+    inside = [match for match in spans if index < match.end()]
+    word = (inside or spans)[0].group() if spans else ""
+    if not word or word[0].isdigit():
+        near = text[max(0, index - 10) : index + 10].strip()
+        raise ToolError(
+            f"No identifier at {shown}:{line}:{character} (the text there is {near!r}); "
+            "point at a name, or pass symbol"
+        )
+    return word
+
+
+def lsp_file(server: ToolServer, raw: str) -> str:
+    """The file to parse: regular, and not reached through a symlink leaving the workspace."""
+    path = server.resolve(raw)
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise ToolError(f"Path is a directory, not a file: {printable(path)}")
+    if not stat.S_ISREG(mode):
+        raise ToolError(f"Not a regular file ({file_type(mode)}): {printable(path)}")
+    if not os.path.islink(path):
+        return path
+    real = os.path.realpath(path)
+    workspace = os.path.realpath(server.workspace)
+    if is_within(path, server.workspace) and not is_within(real, workspace):
+        raise ToolError(
+            f"Refusing to follow a symbolic link out of the workspace: {printable(path)}"
+        )
+    return real
+
+
+def is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def workspace_relative(server: ToolServer, path: str) -> str:
+    prefix = server.workspace.rstrip("/") + "/"
+    return printable(path[len(prefix) :] if path.startswith(prefix) else path)
+
+
+def language_of(path: str) -> tuple[str, tuple[str, ...]]:
+    """The language family of PATH by extension: its name and all its extensions."""
+    base = os.path.basename(path)
+    extension = base.rpartition(".")[2].lower() if "." in base.lstrip(".") else ""
+    if not extension.replace("+", "").replace("_", "").isalnum():
+        return "", ()  # a glob character would garble rg's --type-add
+    for language, extensions in LSP_LANGUAGES:
+        if extension in extensions:
+            return language, extensions
+    return (f".{extension}", (extension,)) if extension else ("", ())
+
+
+def format_symbol(server: ToolServer, symbol: Symbol) -> str:
+    scope = f" ({symbol.scope_kind} {symbol.scope})".replace("( ", "(") if symbol.scope else ""
+    location = f"{workspace_relative(server, symbol.path)}:{symbol.line}"
+    return f"{location}: {symbol.kind} {printable(symbol.name)}{printable(scope)}"
+
+
+def source_previews(
+    symbols: list[Symbol], limit: tuple[float, float]
+) -> dict[tuple[str, int], str]:
+    """The stripped source line of each symbol, read once per file."""
+    wanted: dict[str, set[int]] = {}
+    for symbol in symbols:
+        wanted.setdefault(symbol.path, set()).add(symbol.line)
+    previews: dict[tuple[str, int], str] = {}
+    for path, numbers in wanted.items():
+        try:
+            found, _ = source_lines(path, numbers, limit)
+        except (OSError, ToolError) as exc:
+            if isinstance(exc, ToolError) and exc.timed_out:
+                raise
+            continue
+        for number, text in found.items():
+            stripped = text.strip()
+            if len(stripped) > LSP_SOURCE_PREVIEW_CHARS:
+                stripped = stripped[:LSP_SOURCE_PREVIEW_CHARS] + " ..."
+            previews[(path, number)] = printable(stripped)
+    return previews
+
+
+def source_lines(
+    path: str, numbers: set[int], limit: tuple[float, float]
+) -> tuple[dict[int, str], int]:
+    """The wanted lines of PATH (each cut at READ_LINE_PROBE_BYTES) and how many were read."""
+    found: dict[int, str] = {}
+    last = max(numbers)
+    line_no = 0
+    with open_regular_file(path) as handle:
+        while line_no < last:
+            raw = handle.readline(READ_LINE_PROBE_BYTES)
+            if not raw:
+                break
+            line_no += 1
+            if len(raw) == READ_LINE_PROBE_BYTES and not raw.endswith(b"\n"):
+                skip_rest_of_line(handle, limit[0])
+            if line_no & 0xFFF == 0:
+                check_deadline(limit[0], "lsp", limit[1])
+            if line_no in numbers:
+                found[line_no] = raw.decode("utf-8", "replace").rstrip("\r\n")
+    return found, line_no
+
+
+def lsp_rg_argv(
+    server: ToolServer, name: str, extensions: tuple[str, ...], *flags: str
+) -> list[str]:
+    """A fixed-string ripgrep search for NAME, limited to files with the given extensions."""
+    argv = ["rg", "--no-config", "--color", "never", "--hidden", "--fixed-strings", *flags]
+    if extensions:
+        argv += ["--type-add", f"lsp:*.{{{','.join(extensions)}}}", "--type", "lsp"]
+    return [*argv, "--glob", "!.git", "-e", name, "--", server.workspace]
+
+
+def candidate_files(
+    server: ToolServer,
+    name: str,
+    extensions: tuple[str, ...],
+    limit: tuple[float, float],
+    *flags: str,
+) -> list[str]:
+    """Files that mention NAME, sorted: the only ones worth handing to ctags."""
+    argv = lsp_rg_argv(
+        server,
+        name,
+        extensions,
+        "--files-with-matches",
+        "--null",
+        "--max-filesize",
+        LSP_CANDIDATE_MAX_FILESIZE,
+        *flags,
+    )
+    stdout, _ = rg_output(server, argv, limit)
+    return sorted(os.fsdecode(path) for path in stdout.split(b"\0") if path)
+
+
+def rg_output(
+    server: ToolServer, argv: list[str], limit: tuple[float, float]
+) -> tuple[bytes, BoundedCapture]:
+    result = run_lsp_process(server, argv, limit, "ripgrep (rg)")
+    stdout = result.stdout.data()
+    if not stdout and result.returncode not in (0, 1):
+        errors = result.stderr.data().decode("utf-8", "replace").strip().splitlines()
+        raise ToolError("rg: " + " / ".join(line.strip() for line in errors[:6] if line.strip()))
+    return stdout, result.stdout
+
+
+def ctags_symbols(server: ToolServer, paths: list[str], limit: tuple[float, float]) -> list[Symbol]:
+    """Parse PATHS with ctags and return their definitions; nothing is written to disk."""
+    room = LSP_MAX_ARGV_BYTES
+    argv = list(CTAGS_ARGV)
+    for path in paths:
+        room -= len(os.fsencode(path)) + 1
+        if room < 0:
+            break
+        argv.append(path)
+    if len(argv) == len(CTAGS_ARGV):
+        return []
+    result = run_lsp_process(server, argv, limit, "universal-ctags (ctags)")
+    symbols = []
+    for raw in result.stdout.data().splitlines():
+        try:
+            symbol = Symbol.from_tag(json.loads(raw.decode("utf-8", "surrogateescape")))
+        except ValueError:
+            continue
+        if symbol is not None:
+            symbols.append(symbol)
+    if not symbols and result.returncode != 0:
+        errors = result.stderr.data().decode("utf-8", "replace").splitlines()
+        problems = [line.strip() for line in errors if line.strip() and "Notice:" not in line]
+        raise ToolError("ctags: " + " / ".join(problems[:6] or ["failed"]))
+    return symbols
+
+
+def run_lsp_process(
+    server: ToolServer, argv: list[str], limit: tuple[float, float], program: str
+) -> ProcessResult:
+    check_deadline(limit[0], "lsp", limit[1])
+    try:
+        result = run_process(
+            server,
+            argv,
+            timeout=max(MIN_TIMEOUT, limit[0] - time.monotonic()),
+            limits=(GREP_STDOUT_LIMIT, GREP_STDERR_LIMIT),
+            cwd="/",
+        )
+    except FileNotFoundError:
+        raise ToolError(f"{program} is not installed in the sandbox") from None
+    if result.timed_out:
+        raise ToolError(f"lsp timed out after {limit[1]:g} s", timed_out=True)
+    return result
+
+
+# ---------------------------------------------------------------------------------------
 # The server: request lines in, one thread per request, response lines out
 
 
@@ -1300,6 +1803,7 @@ OPS: dict[str, Callable[[ToolServer, JsonDict, float], Outcome]] = {
     "write": op_write,
     "edit": op_edit,
     "stat": op_stat,
+    "lsp": op_lsp,
 }
 
 

@@ -1,67 +1,14 @@
-"""The `planrun` command line: parse, build objects, call the library, report errors in one line."""
+"""Commands for the machinery: the Docker engine, the sandbox image, and raw sandboxes."""
 
 from __future__ import annotations
 
-import functools
 import shlex
-import signal
-import sys
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
-from sandbox_runner import __version__
-from sandbox_runner.errors import PlanrunError
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _connect_docker() -> Any:
-    from sandbox_runner.sandbox.engine import connect
-
-    return connect()
-
-
-@dataclass
-class Services:
-    """What commands need from the outside world; tests pass their own through `obj`."""
-
-    docker: Callable[[], Any] = _connect_docker
-    progress: Callable[[str], None] = field(
-        default=lambda message: click.echo(f"planrun: {message}", err=True)
-    )
-
-
-def services(ctx: click.Context) -> Services:
-    """The services of this invocation (the default ones unless a test injected others)."""
-    if not isinstance(ctx.obj, Services):
-        ctx.obj = Services()
-    return ctx.obj
-
-
-def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn planrun's errors into one-line click errors instead of tracebacks."""
-
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except PlanrunError as error:
-            raise click.ClickException(str(error)) from None
-
-    return wrapper
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="planrun")
-def cli() -> None:
-    """planrun: read-only Plan subagents, each in its own hardened Docker container."""
-
+from sandbox_runner.cli.app import cli, reports_errors, services
 
 # -- engine and image ---------------------------------------------------------------------
 
@@ -201,29 +148,3 @@ def sandbox_gc(ctx: click.Context, everything: bool) -> None:
     click.echo(
         f"removed {len(removed)} container(s)" + (f": {' '.join(removed)}" if removed else "")
     )
-
-
-# -- entry point --------------------------------------------------------------------------
-
-
-def _terminate(signum: int, _frame: object) -> NoReturn:
-    # SystemExit unwinds every `with DockerSandbox(...)`, so SIGTERM cleans up like Ctrl-C.
-    raise SystemExit(128 + signum)
-
-
-def main() -> None:
-    """Console-script entry point."""
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        code = cli.main(prog_name="planrun", standalone_mode=False)
-    except click.ClickException as error:
-        error.show()
-        code = error.exit_code
-    except (click.Abort, KeyboardInterrupt):
-        click.echo("planrun: interrupted", err=True)
-        code = 130
-    finally:
-        sandboxes = sys.modules.get("sandbox_runner.sandbox.docker_sandbox")
-        if sandboxes is not None:
-            sandboxes.stop_all()
-    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,320 @@
+"""The agent loop: the model on the host, its tools in the sandbox, every step saved at once."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner import Model, Sandbox
+from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
+from sandbox_runner.errors import PlanrunError
+from sandbox_runner.plans.files import (
+    UnsafePlanFileError,
+    append_line,
+    read_sandbox_file,
+    write_new,
+)
+from sandbox_runner.plans.validate import PlanCheck, validate_plan
+from sandbox_runner.tools.policy import Allow, ToolContext, decide
+from sandbox_runner.tools.schemas import tools_for
+from sandbox_runner.types import ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+
+EventSink = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Limits of one subagent run; reaching one stops it and keeps its partial plan."""
+
+    max_turns: int = 40
+    """Model calls."""
+    max_output_tokens: int = 16_000
+    """max_tokens of each model call."""
+    max_total_tokens: int = 3_000_000
+    """Input, output and cache tokens over the whole run."""
+    timeout_seconds: float = 1800.0
+    """Wall-clock time of the whole run."""
+    context_budget: int = 200_000
+    """The model's context window; a system prompt and tools above it are refused."""
+
+
+@dataclass
+class PlanPaths:
+    """Where a run keeps its files: the plan as the sandbox sees it and as the host does."""
+
+    plan_dir: Path
+    """Host path of the sandbox's writable plan directory."""
+    plan_file_name: str
+    """File name of the plan inside plan_dir (and inside /plan)."""
+    transcript: Path
+    """Host path of the JSONL transcript; outside anything the sandbox can write."""
+
+    @property
+    def host_plan_file(self) -> Path:
+        """The plan file on the host."""
+        return self.plan_dir / self.plan_file_name
+
+    @property
+    def container_plan_file(self) -> str:
+        """The plan file as the model sees it."""
+        return f"/plan/{self.plan_file_name}"
+
+
+@dataclass
+class _RunState:
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    tool_calls: int = 0
+    suggested_commands: list[str] = field(default_factory=list)
+    final_text: str = ""
+    feedback_sent: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+
+class LimitReached(Exception):
+    """Control flow, not an error: a run limit stops the loop and keeps the partial plan."""
+
+
+class PlanAgentRun:
+    """One Plan subagent run: prompt, loop, plan file, validation, result."""
+
+    def __init__(
+        self,
+        definition: AgentDefinition,
+        model: Model,
+        model_id: str,
+        sandbox: Sandbox,
+        *,
+        workspace: Path,
+        paths: PlanPaths,
+        system_prompt: str,
+        sections: list[str],
+        limits: RunLimits | None = None,
+        label: str = "plan",
+        on_event: EventSink | None = None,
+    ) -> None:
+        self.definition = definition
+        self.model = model
+        self.model_id = model_id
+        self.sandbox = sandbox
+        self.workspace = workspace
+        self.paths = paths
+        self.system_prompt = system_prompt
+        self.sections = sections
+        self.limits = limits or RunLimits()
+        self.label = label
+        self._on_event = on_event or (lambda event: None)
+        self.tools = self._offered_tools()
+        self.context = ToolContext(
+            offered=frozenset(tool.name for tool in self.tools),
+            plan_file=paths.container_plan_file,
+            workspace_host=str(workspace),
+            agent=definition.name,
+        )
+        self.state = _RunState()
+
+    def _offered_tools(self) -> list[ToolSpec]:
+        # A plan agent's definition never lists Write or Edit; it gets them here, scoped by
+        # the policy to its plan file, because writing the plan is its whole job.
+        names = [*self.definition.effective_tools(), "Write", "Edit"]
+        return tools_for(dict.fromkeys(names))
+
+    def run(self, requirements: str) -> PlanResult:
+        """Run the loop to the end and return the result; never raises for model or tool trouble."""
+        status, reason = PlanStatus.COMPLETE, ""
+        self._log(
+            "system",
+            text=self.system_prompt,
+            tools=[tool.name for tool in self.tools],
+            model=self.model_id,
+        )
+        self._add_user(requirements)
+        try:
+            self._check_context_budget()
+            self._loop()
+        except LimitReached as limit:
+            status, reason = PlanStatus.INCOMPLETE, str(limit)
+        except PlanrunError as error:
+            status, reason = PlanStatus.FAILED, str(error)
+        result = self._result(status, reason)
+        self._log("result", **result.to_dict())
+        self._emit(
+            "failed" if result.status is PlanStatus.FAILED else "finished", detail=result.reason
+        )
+        return result
+
+    def _loop(self) -> None:
+        state = self.state
+        while True:
+            self._check_limits()
+            state.turns += 1
+            self._emit("turn_started")
+            response = self.model.complete(self._request())
+            state.usage.add(response.usage)
+            state.messages.append({"role": "assistant", "content": response.content})
+            self._log(
+                "assistant",
+                content=response.content,
+                stop_reason=response.stop_reason,
+                usage=vars(response.usage),
+            )
+            if response.text.strip():
+                state.final_text = response.text
+            calls = response.tool_calls
+            if calls:
+                self._answer(calls)
+                continue
+            if response.stop_reason == "max_tokens":
+                raise LimitReached(
+                    f"the model reached its output limit of {self.limits.max_output_tokens} tokens"
+                )
+            if not self._review_plan():
+                return
+
+    def _answer(self, calls: list[ToolCall]) -> None:
+        results = [self._execute(call) for call in calls]
+        self._add_tool_results(results)
+
+    def _execute(self, call: ToolCall) -> ToolResult:
+        self.state.tool_calls += 1
+        self._emit("tool_call", tool=call.name, detail=_brief(call.input))
+        decision = decide(call, self.context)
+        if isinstance(decision, Allow):
+            outcome = self.sandbox.call(decision.request)
+            result = ToolResult(call.id, outcome.text or "(no output)", is_error=not outcome.ok)
+            if call.name in {"Write", "Edit"} and outcome.ok:
+                self._emit("plan_written", tool=call.name, detail=self.paths.container_plan_file)
+        else:
+            result = ToolResult(call.id, decision.message, is_error=True)
+            if decision.suggested_command:
+                self.state.suggested_commands.append(decision.suggested_command)
+        self._log(
+            "tool_result",
+            call_id=call.id,
+            name=call.name,
+            input=call.input,
+            is_error=result.is_error,
+            content=result.content,
+        )
+        self._emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
+        return result
+
+    def _review_plan(self) -> bool:
+        """Validate the plan once the model stops; True when it gets one more round."""
+        text = self._plan_text()
+        if self.state.feedback_sent or not text.strip():
+            return False
+        check = validate_plan(text, sections=self.sections, workspace=self.workspace)
+        if check.ok:
+            return False
+        self.state.feedback_sent = True
+        self._add_user(check.feedback())
+        return True
+
+    def _plan_text(self) -> str:
+        """The plan file if the model wrote one, else its final text, written for it."""
+        text = read_sandbox_file(self.paths.host_plan_file)
+        if text is not None and text.strip():
+            return text
+        final = self.state.final_text.strip()
+        if final and text is None:
+            write_new(self.paths.host_plan_file, final + "\n")
+            self._emit("plan_written", detail="from the final answer")
+        return final
+
+    def _result(self, status: PlanStatus, reason: str) -> PlanResult:
+        state = self.state
+        try:
+            text = self._plan_text()
+        except (UnsafePlanFileError, OSError) as error:
+            text, status, reason = "", PlanStatus.FAILED, str(error)
+        check: PlanCheck | None = None
+        if text.strip():
+            check = validate_plan(text, sections=self.sections, workspace=self.workspace)
+        elif status is PlanStatus.COMPLETE:
+            status, reason = PlanStatus.FAILED, "the model wrote no plan"
+        if status is PlanStatus.COMPLETE and check is not None and not check.ok:
+            reason = "the plan is invalid: " + "; ".join(check.problems)
+        return PlanResult(
+            label=self.label,
+            agent=self.definition.name,
+            model=self.model_id,
+            status=status,
+            reason=reason,
+            plan_path=self.paths.host_plan_file if text.strip() else None,
+            plan_text=text,
+            check=check,
+            suggested_commands=list(dict.fromkeys(state.suggested_commands)),
+            turns=state.turns,
+            tool_calls=state.tool_calls,
+            usage=state.usage,
+            wall_seconds=round(time.monotonic() - state.started, 3),
+            transcript=self.paths.transcript,
+        )
+
+    def _check_context_budget(self) -> None:
+        tokens = self.model.count_tokens(self._request())
+        if tokens > self.limits.context_budget:
+            raise PlanrunError(
+                f"the system prompt, tools and requirements take {tokens} tokens, more than the "
+                f"model's context budget of {self.limits.context_budget}"
+            )
+
+    def _check_limits(self) -> None:
+        state, limits = self.state, self.limits
+        if state.turns >= limits.max_turns:
+            raise LimitReached(f"turn limit of {limits.max_turns} reached")
+        if state.usage.total >= limits.max_total_tokens:
+            raise LimitReached(f"token limit of {limits.max_total_tokens} reached")
+        if time.monotonic() - state.started >= limits.timeout_seconds:
+            raise LimitReached(f"time limit of {limits.timeout_seconds:g} s reached")
+
+    def _request(self) -> ModelRequest:
+        return ModelRequest(
+            model=self.model_id,
+            system=self.system_prompt,
+            messages=self.state.messages,
+            tools=self.tools,
+            max_tokens=self.limits.max_output_tokens,
+        )
+
+    def _add_user(self, text: str) -> None:
+        self.state.messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
+        self._log("user", text=text)
+
+    def _add_tool_results(self, results: list[ToolResult]) -> None:
+        self.state.messages.append(
+            {"role": "user", "content": [result.to_block() for result in results]}
+        )
+
+    def _emit(self, kind: str, *, tool: str | None = None, detail: str = "") -> None:
+        state = self.state
+        self._on_event(
+            AgentEvent(
+                kind=kind,
+                label=self.label,
+                turn=state.turns,
+                tool=tool,
+                detail=detail,
+                tool_calls=state.tool_calls,
+                tokens=state.usage.total,
+                elapsed=time.monotonic() - state.started,
+            )
+        )
+
+    def _log(self, kind: str, **fields: Any) -> None:
+        entry = {"type": kind, "time": time.time(), **fields}
+        append_line(self.paths.transcript, json.dumps(entry, ensure_ascii=False, default=str))
+
+
+def _brief(arguments: dict[str, Any]) -> str:
+    for key in ("command", "file_path", "pattern", "path", "operation"):
+        if key in arguments:
+            return str(arguments[key])[:120]
+    return ""

@@ -1,0 +1,227 @@
+"""One call runs one Plan subagent end to end: model on the host, tools in a sandbox."""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from sandbox_runner import Model, Sandbox
+from sandbox_runner.agents.definitions import check_read_only, resolve_model
+from sandbox_runner.agents.loop import EventSink, PlanAgentRun, PlanPaths, RunLimits
+from sandbox_runner.agents.prompt import (
+    CRITICAL_FILES_SECTION,
+    DEFAULT_SECTIONS,
+    render_plan_prompt,
+)
+from sandbox_runner.agents.registry import Registry
+from sandbox_runner.agents.results import PlanResult, PlanStatus
+from sandbox_runner.errors import PlanrunError
+from sandbox_runner.plans.document import render_document
+from sandbox_runner.plans.files import write_new
+from sandbox_runner.plans.workspace import git_head
+from sandbox_runner.types import ExecResult, ToolRequest, Usage
+
+SandboxFactory = Callable[[Path], Sandbox]
+"""Makes (does not start) a sandbox whose writable plan directory is the given host path."""
+
+
+@dataclass(frozen=True)
+class PlanJob:
+    """What to plan, and from which point of view."""
+
+    requirements: str
+    perspective: str | None = None
+    agent: str = "Plan"
+    context: str = ""
+    """Extra context for the prompt (files the user attached, issue text)."""
+    sections: tuple[str, ...] | None = None
+    """A project template's sections, replacing the default ones."""
+
+    @property
+    def label(self) -> str:
+        """A file-name-safe name for this plan: the perspective, or "plan"."""
+        if not self.perspective:
+            return "plan"
+        slug = re.sub(r"[^a-z0-9]+", "-", self.perspective.lower()).strip("-")
+        return slug[:60] or "plan"
+
+
+def required_sections(job: PlanJob) -> list[str]:
+    """The sections validation requires: the template's or the defaults, plus critical files."""
+    sections = list(job.sections or DEFAULT_SECTIONS)
+    if CRITICAL_FILES_SECTION not in sections:
+        sections.append(CRITICAL_FILES_SECTION)
+    return sections
+
+
+def run_plan(
+    job: PlanJob,
+    *,
+    workspace: Path,
+    out_dir: Path,
+    model: Model,
+    model_id: str,
+    sandbox_factory: SandboxFactory,
+    registry: Registry | None = None,
+    limits: RunLimits | None = None,
+    on_event: EventSink | None = None,
+) -> PlanResult:
+    """Run one Plan subagent and write `<label>.md` (with front matter) into out_dir.
+
+    Model and sandbox failures end in a result with status failed; nothing is lost.
+
+    Raises:
+        ConfigError: the agent is unknown, or a read-only agent lists writing tools.
+        FileExistsError: out_dir already holds a plan with this label.
+    """
+    registry = registry or Registry.load(workspace)
+    definition = registry.get(job.agent)
+    check_read_only(definition)
+    resolved_model = resolve_model(definition, model_id)
+    label = job.label
+    final_path = out_dir / f"{label}.md"
+    if final_path.exists():
+        raise FileExistsError(f"{final_path} exists; planrun never overwrites a plan")
+    sandbox_dir = out_dir / ".sandbox" / label
+    sandbox_dir.mkdir(parents=True)
+    paths = PlanPaths(sandbox_dir, f"{label}.md", out_dir / f"{label}.transcript.jsonl")
+    prompt = render_plan_prompt(
+        definition,
+        perspective=job.perspective,
+        plan_file=paths.container_plan_file,
+        plan_exists=False,
+        sections=list(job.sections) if job.sections else None,
+        requirements_context=job.context,
+    )
+    started = datetime.now(UTC)
+    run = PlanAgentRun(
+        definition,
+        model,
+        resolved_model,
+        BackgroundStart(sandbox_factory(sandbox_dir)),
+        workspace=workspace,
+        paths=paths,
+        system_prompt=prompt,
+        sections=required_sections(job),
+        limits=limits,
+        label=label,
+        on_event=on_event,
+    )
+    with run.sandbox:
+        result = run.run(job.requirements)
+    return _publish(result, job, workspace, final_path, started)
+
+
+def _publish(
+    result: PlanResult, job: PlanJob, workspace: Path, final_path: Path, started: datetime
+) -> PlanResult:
+    """Write the plan with its metadata beside the transcript; the sandbox's copy stays."""
+    if not result.plan_text.strip():
+        return result
+    metadata = plan_metadata(result, job, workspace, started)
+    write_new(final_path, render_document(metadata, result.plan_text))
+    return replace(result, plan_path=final_path)
+
+
+def plan_metadata(
+    result: PlanResult, job: PlanJob, workspace: Path, started: datetime
+) -> dict[str, Any]:
+    """The front matter of a plan file."""
+    summary = result.to_dict()
+    return {
+        "id": str(uuid.uuid4()),
+        "title": summary["title"],
+        "perspective": job.perspective,
+        "agent": result.agent,
+        "model": result.model,
+        "repository": str(workspace),
+        "git_head": git_head(workspace),
+        "status": result.status.value,
+        "valid": result.valid,
+        "reason": result.reason or None,
+        "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_seconds": result.wall_seconds,
+        "turns": result.turns,
+        "tool_calls": result.tool_calls,
+        "tokens": summary["tokens"],
+        "critical_files": [entry["path"] for entry in summary["critical_files"]],
+        "problems": summary["problems"],
+        "suggested_commands": result.suggested_commands,
+    }
+
+
+def failed_result(
+    job: PlanJob, model_id: str, reason: str, transcript: Path | None = None
+) -> PlanResult:
+    """A result for a run that could not even start."""
+    return PlanResult(
+        label=job.label,
+        agent=job.agent,
+        model=model_id,
+        status=PlanStatus.FAILED,
+        reason=reason,
+        plan_path=None,
+        plan_text="",
+        check=None,
+        suggested_commands=[],
+        turns=0,
+        tool_calls=0,
+        usage=Usage(),
+        wall_seconds=0.0,
+        transcript=transcript,
+    )
+
+
+class BackgroundStart:
+    """Starts a sandbox in a thread, so the container boots while the model thinks.
+
+    The first tool call waits for the start to finish; a start failure surfaces there,
+    as the error of that call.
+    """
+
+    def __init__(self, inner: Sandbox) -> None:
+        self.inner = inner
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, name="sandbox-start", daemon=True)
+
+    def _start(self) -> None:
+        try:
+            self.inner.start()
+        except BaseException as error:
+            self._error = error
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def call(self, request: ToolRequest) -> ExecResult:
+        self._thread.join()
+        if self._error is not None:
+            if isinstance(self._error, PlanrunError):
+                raise PlanrunError(str(self._error)) from self._error
+            raise self._error
+        return self.inner.call(request)
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._thread.join()
+        self.inner.stop()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,92 @@
+"""What an agent run reports: progress events as it goes, and its result at the end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner.plans.validate import PlanCheck
+from sandbox_runner.types import Usage
+
+
+class PlanStatus(StrEnum):
+    """How a run ended."""
+
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """A step a UI can show.
+
+    Kinds: turn_started, tool_call, tool_result, plan_written, finished, failed.
+    """
+
+    kind: str
+    label: str
+    turn: int
+    tool: str | None
+    detail: str
+    tool_calls: int
+    tokens: int
+    elapsed: float
+
+
+@dataclass
+class PlanResult:
+    """The outcome of one Plan subagent run."""
+
+    label: str
+    agent: str
+    model: str
+    status: PlanStatus
+    reason: str
+    plan_path: Path | None
+    plan_text: str
+    check: PlanCheck | None
+    suggested_commands: list[str]
+    turns: int
+    tool_calls: int
+    usage: Usage
+    wall_seconds: float
+    transcript: Path | None = None
+
+    @property
+    def valid(self) -> bool:
+        """Complete, and the plan passed validation."""
+        return self.status is PlanStatus.COMPLETE and self.check is not None and self.check.ok
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (the plan text itself is left out)."""
+        check = self.check
+        return {
+            "label": self.label,
+            "agent": self.agent,
+            "model": self.model,
+            "status": self.status.value,
+            "valid": self.valid,
+            "reason": self.reason,
+            "plan_path": str(self.plan_path) if self.plan_path else None,
+            "title": check.title if check else None,
+            "summary": check.summary if check else "",
+            "problems": list(check.problems) if check else [],
+            "critical_files": [
+                {"path": f.path, "reason": f.reason, "exists": f.exists}
+                for f in (check.critical_files if check else [])
+            ],
+            "suggested_commands": self.suggested_commands,
+            "turns": self.turns,
+            "tool_calls": self.tool_calls,
+            "tokens": {
+                "input": self.usage.input_tokens,
+                "output": self.usage.output_tokens,
+                "cache_creation": self.usage.cache_creation_input_tokens,
+                "cache_read": self.usage.cache_read_input_tokens,
+            },
+            "wall_seconds": self.wall_seconds,
+            "transcript": str(self.transcript) if self.transcript else None,
+        }

@@ -1,0 +1,738 @@
+"""Judge a whole Bash command line for plan mode: allow it only if every part is read-only.
+
+The command string is attacker-controlled (model output steered by repository content), so
+the line is read by a small POSIX-shell lexer that understands only a safe subset: words,
+quotes, `|`, `;`, `&&`, `||`, newlines and a few redirections. Anything outside that subset
+(expansions, substitutions, subshells, globs, here-documents, ...) is refused rather than
+guessed at, and each simple command must be on the allow-list with harmless options.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["BashVerdict", "classify"]
+
+
+@dataclass(frozen=True)
+class BashVerdict:
+    """Whether a Bash command may run in plan mode; if not, what was refused and why."""
+
+    allowed: bool
+    reason: str = ""
+    offending: str = ""
+
+    def guidance(self) -> str:
+        """The message returned to the model instead of output when the command was refused."""
+        if self.allowed:
+            return ""
+        return (
+            f"Plan mode is read-only, so `{self.offending}` was not run: {self.reason}. "
+            "Only read-only commands are allowed (ls, cat, head, tail, wc, find, grep, rg, "
+            "git status, git log, git diff, ...). Leave plan mode to run it. If the command "
+            "is something the plan should include, record it in the plan instead (for "
+            "example under next actions)."
+        )
+
+
+def classify(command: str) -> BashVerdict:
+    """Judge a whole command line for plan mode.
+
+    Args:
+        command: The Bash command line exactly as the model wrote it.
+
+    Returns:
+        An allowed verdict, or a refusal naming the offending part and the reason.
+    """
+    try:
+        _check_characters(command)
+        commands = _parse(command)
+    except _Refusal as refusal:
+        offending = refusal.offending or command.strip() or "(empty command)"
+        return BashVerdict(False, refusal.reason, _shorten(offending))
+    for simple in commands:
+        reason = _judge(simple)
+        if reason is not None:
+            return BashVerdict(False, reason, _shorten(command[simple.start : simple.end]))
+    return BashVerdict(True)
+
+
+# --- Lexing and parsing -------------------------------------------------------------------
+
+_WORD_END = frozenset(" \t\n;&|<>()")
+_SHELL_SYNTAX = frozenset(" \t\n;&|<>()$`\\\"'{}*?[]!#~=/")
+_REFUSED_OPERATORS = {
+    ";;": "`;;` belongs to a `case` statement, which plan mode does not judge",
+    ";&": "`;&` belongs to a `case` statement, which plan mode does not judge",
+    "|&": "`|&` is not supported in plan mode",
+    "&>": "`&>` redirects output and is read differently by different shells",
+    "<<": "here-documents and here-strings are not supported in plan mode",
+    "<>": "`<>` opens a file for writing",
+    "<&": "`<&` descriptor duplication is not supported in plan mode",
+    "<(": "process substitution can run other commands",
+    ">(": "process substitution can run other commands",
+    ">|": "`>|` overwrites files",
+    "&": "`&` runs a command in the background",
+    "(": "subshells and grouping with `( ... )` are not supported in plan mode",
+    ")": "subshells and grouping with `( ... )` are not supported in plan mode",
+}
+
+
+class _Refusal(Exception):
+    """Raised while reading a command line that contains something plan mode cannot judge."""
+
+    def __init__(self, reason: str, offending: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.offending = offending
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # "word", "separator" or "redirect"
+    value: str
+    start: int
+    end: int
+
+
+@dataclass
+class _Simple:
+    """One simple command: its words after quote removal and its redirections."""
+
+    words: list[str] = field(default_factory=list)
+    redirects: list[tuple[str, str]] = field(default_factory=list)
+    start: int = -1
+    end: int = -1
+
+    def cover(self, token: _Token) -> None:
+        self.start = token.start if self.start < 0 else self.start
+        self.end = token.end
+
+
+def _check_characters(command: str) -> None:
+    """Refuse control, invisible and look-alike characters before lexing."""
+    for line in command.split("\n"):
+        for char in line:
+            if char == "\t" or (char.isascii() and char.isprintable()):
+                continue
+            visible = line.encode("ascii", "backslashreplace").decode()
+            if char.isascii() or unicodedata.category(char)[0] in "CZ":
+                raise _Refusal(f"it contains the control or invisible character {char!a}", visible)
+            if set(unicodedata.normalize("NFKC", char)) & _SHELL_SYNTAX:
+                raise _Refusal(f"it contains {char!a}, which looks like shell syntax", visible)
+
+
+class _Lexer:
+    """Splits a command line into words, separators and redirections; refuses the rest."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.segment_start = 0
+        self.tokens: list[_Token] = []
+
+    def run(self) -> list[_Token]:
+        while self.pos < len(self.text):
+            if self.text[self.pos] in " \t":
+                self.pos += 1
+            elif self.text[self.pos] in _WORD_END:
+                self._operator("")
+            else:
+                self._word()
+        return self.tokens
+
+    def _refuse(self, reason: str) -> _Refusal:
+        line_end = self.text.find("\n", self.pos)
+        segment = self.text[self.segment_start : line_end if line_end >= 0 else None]
+        return _Refusal(reason, segment.strip())
+
+    def _emit(self, kind: str, value: str, start: int, length: int) -> None:
+        self.pos += length
+        self.tokens.append(_Token(kind, value, start, self.pos))
+        if kind == "separator":
+            self.segment_start = self.pos
+
+    def _operator(self, fd: str) -> None:
+        pair = self.text[self.pos : self.pos + 2]
+        start = self.pos - len(fd)
+        if pair in ("&&", "||"):
+            self._emit("separator", pair, start, 2)
+        elif pair in _REFUSED_OPERATORS or pair[0] in _REFUSED_OPERATORS:
+            raise self._refuse(_REFUSED_OPERATORS.get(pair) or _REFUSED_OPERATORS[pair[0]])
+        elif pair[0] in ";|\n":
+            self._emit("separator", pair[0], start, 1)
+        elif pair in (">>", ">&"):
+            self._emit("redirect", fd + pair, start, 2)
+        else:
+            self._emit("redirect", fd + pair[0], start, 1)
+
+    def _word(self) -> None:
+        start, parts, quoted = self.pos, [], False
+        while self.pos < len(self.text) and self.text[self.pos] not in _WORD_END:
+            char = self.text[self.pos]
+            quoted = quoted or char in "'\"\\"
+            if char == "'":
+                parts.append(self._single_quoted())
+            elif char == '"':
+                parts.append(self._double_quoted())
+            elif char == "\\":
+                parts.append(self._escaped())
+            else:
+                parts.append(self._plain(at_word_start=self.pos == start))
+        word = "".join(parts)
+        is_fd = not quoted and word.isascii() and word.isdigit()
+        if is_fd and self.text[self.pos : self.pos + 1] in ("<", ">"):
+            if len(word) > 1:
+                raise self._refuse("descriptors above 9 are read differently by different shells")
+            self._operator(word)
+        else:
+            self.tokens.append(_Token("word", word, start, self.pos))
+
+    def _single_quoted(self) -> str:
+        end = self.text.find("'", self.pos + 1)
+        if end < 0:
+            raise self._refuse("it has an unterminated quote")
+        value, self.pos = self.text[self.pos + 1 : end], end + 1
+        return value
+
+    def _double_quoted(self) -> str:
+        parts: list[str] = []
+        self.pos += 1
+        while self.pos < len(self.text) and self.text[self.pos] != '"':
+            char, after = self.text[self.pos], self.text[self.pos + 1 : self.pos + 2]
+            if char == "\\" and after == "\n":
+                raise self._refuse("line continuations with `\\` are not supported in plan mode")
+            if char == "\\" and after in ("$", "`", '"', "\\"):
+                parts.append(after)
+                self.pos += 2
+                continue
+            if char == "`" or (char == "$" and after not in ('"', " ", "\t")):
+                raise self._refuse("`$` and backquote substitutions cannot be judged safely")
+            if char == "!":
+                raise self._refuse("`!` can trigger history expansion; quote it with '...'")
+            parts.append(char)
+            self.pos += 1
+        if self.pos >= len(self.text):
+            raise self._refuse("it has an unterminated quote")
+        self.pos += 1
+        return "".join(parts)
+
+    def _escaped(self) -> str:
+        after = self.text[self.pos + 1 : self.pos + 2]
+        if after in ("", "\n"):
+            raise self._refuse("line continuations with `\\` are not supported in plan mode")
+        self.pos += 2
+        return after
+
+    def _plain(self, at_word_start: bool) -> str:
+        char, rest = self.text[self.pos], self.text[self.pos + 1 :]
+        if char == "$" and rest[:1] not in ("", " ", "\t", "\n"):
+            raise self._refuse("`$` expansions and substitutions cannot be judged safely")
+        if char == "`":
+            raise self._refuse("backquote command substitution can run other commands")
+        if char == "{" and at_word_start and rest[:1] == "}" and rest[1:2] in _WORD_END | {""}:
+            self.pos += 2
+            return "{}"
+        if char in "{}":
+            raise self._refuse("brace expansion and `{ ...; }` groups are not supported")
+        if char in "*?[":
+            raise self._refuse("unquoted glob patterns can expand to unexpected arguments")
+        if char == "!":
+            raise self._refuse("`!` can trigger history expansion; quote it with '...'")
+        if char == "~" and (at_word_start or self.text[self.pos - 1] in "=:"):
+            raise self._refuse("`~` expands to a home directory; quote it or spell out the path")
+        if char == "#" and at_word_start:
+            raise self._refuse("comments are not supported in plan mode")
+        self.pos += 1
+        return char
+
+
+def _parse(command: str) -> list[_Simple]:
+    """Split a command line into simple commands, refusing empty or dangling parts."""
+    commands: list[_Simple] = []
+    current, redirect, connector = _Simple(), None, ""
+    for token in _Lexer(command).run():
+        if redirect is not None:
+            if token.kind != "word":
+                raise _Refusal(f"`{redirect.value}` has no target", command[current.start :])
+            current.redirects.append((redirect.value, token.value))
+            current.cover(token)
+            redirect = None
+        elif token.kind == "separator":
+            if current.start >= 0:
+                commands.append(current)
+                current = _Simple()
+            elif token.value != "\n":
+                raise _Refusal(f"there is an empty command before `{token.value}`", "")
+            if token.value != "\n":
+                connector = "" if token.value == ";" else token.value
+        else:
+            current.cover(token)
+            connector = ""
+            if token.kind == "redirect":
+                redirect = token
+            else:
+                current.words.append(token.value)
+    if redirect is not None or connector:
+        raise _Refusal("the command line ends in the middle of a command", "")
+    commands += [current] if current.start >= 0 else []
+    if not commands:
+        raise _Refusal("the command is empty", "")
+    for simple in commands:
+        if not simple.words:
+            raise _Refusal("a redirection needs a command", command[simple.start : simple.end])
+    return commands
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def _shorten(text: str, limit: int = 160) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- Judging one simple command -----------------------------------------------------------
+
+# Commands that only read, whatever their arguments.
+_READERS = _names(
+    "ls pwd cat head wc grep egrep fgrep stat du df cut tr nl cmp comm basename dirname "
+    "realpath readlink echo true false test which type whoami id uname printenv column jq "
+    "md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum od hexdump strings "
+    "tac rev fold expand unexpand paste join seq base64 nproc"
+)
+
+# Readers with options that write files or run programs: (short letters, long options).
+_FLAG_LIMITS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sort": ("oT", ("--output", "--compress-program", "--temporary-directory")),
+    "rg": ("", ("--pre", "--hostname-bin")),
+    "file": ("C", ("--compile",)),
+    "tree": ("oR", ()),
+    "date": ("s", ("--set",)),
+    "diff": ("", ("--output",)),
+    "printf": ("v", ()),
+    "tail": ("fF", ("--follow",)),
+}
+
+_REFUSAL_GROUPS = (
+    (
+        "can change files or state",
+        "rm rmdir cp mv ln install mkdir mktemp touch chmod chown chgrp truncate dd tee shred "
+        "patch split csplit tar zip unzip gzip gunzip bzip2 xz zstd mkfifo mknod mount sync",
+    ),
+    (
+        "runs arbitrary code",
+        "python python2 python3 node deno bun perl ruby php lua tclsh sh bash zsh dash ksh "
+        "fish csh tcsh busybox pwsh",
+    ),
+    (
+        "runs another command, which plan mode cannot judge",
+        "xargs timeout nice ionice nohup time watch builtin exec eval source . sudo su doas "
+        "stdbuf setsid chroot strace ltrace parallel flock script",
+    ),
+    ("uses the network", "curl wget nc ncat netcat ssh scp sftp ftp telnet rsync socat"),
+    (
+        "installs packages or runs builds",
+        "npm npx yarn pnpm pip pip3 pipx uv poetry conda apt apt-get dpkg yum dnf apk brew "
+        "cargo go gem bundle make cmake ninja gradle mvn docker podman kubectl",
+    ),
+    ("is interactive", "less more vi vim nvim nano emacs ed ex top htop man info"),
+    (
+        "changes shell or system state",
+        "export unset set alias unalias declare typeset local readonly shopt trap ulimit "
+        "umask hash kill pkill killall shutdown reboot pushd popd wait read",
+    ),
+    ("reads options from the repository that can make it write files", "ctags"),
+)
+_REFUSAL_REASONS = {
+    name: f"`{name}` {text}" for text, names in _REFUSAL_GROUPS for name in names.split()
+}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+def _judge(simple: _Simple) -> str | None:
+    """The reason a simple command is refused, or None when it is read-only."""
+    for operator, target in simple.redirects:
+        problem = _redirect_problem(operator, target)
+        if problem is not None:
+            return problem
+    name, args = simple.words[0], simple.words[1:]
+    if _ASSIGNMENT.match(name):
+        return f"`{name.partition('=')[0]}=` sets a variable or the environment of a command"
+    if "/" in name:
+        return f"`{name}` runs a program by its path"
+    if name in _CHECKERS:
+        return _CHECKERS[name](args)
+    if name in _FLAG_LIMITS:
+        flag = _forbidden_flag(args, *_FLAG_LIMITS[name])
+        return None if flag is None else f"`{name} {flag}` can write files or run other programs"
+    if name in _READERS:
+        return None
+    return _REFUSAL_REASONS.get(name, f"`{name}` is not a known read-only command")
+
+
+def _redirect_problem(operator: str, target: str) -> str | None:
+    kind = operator.lstrip("0123456789")
+    if kind == "<":
+        if target.startswith(("/dev/tcp/", "/dev/udp/")):
+            return f"`{operator}{target}` opens a network connection"
+        return None
+    if target == "/dev/null" or (kind == ">&" and target.isascii() and target.isdigit()):
+        return None
+    return f"the output redirection `{operator}{target}` can write files"
+
+
+def _forbidden_flag(args: list[str], short: str, long: tuple[str, ...]) -> str | None:
+    """The first option in args that is one of the forbidden ones, or an abbreviation of one."""
+    for arg in args:
+        if arg == "--":
+            return None
+        name = arg.partition("=")[0]
+        if arg.startswith("--"):
+            if len(name) > 2 and any(option.startswith(name) for option in long):
+                return arg
+        elif arg.startswith("-") and set(arg[1:]) & set(short):
+            return arg
+    return None
+
+
+def _operands(args: list[str], takes_value: frozenset[str], permute: bool = True) -> list[str]:
+    """The non-option arguments, skipping the values of the options in takes_value.
+
+    GNU tools permute (options may follow operands); others, like xxd, take every argument
+    after the first operand as an operand, even one that starts with `-`.
+    """
+    operands: list[str] = []
+    skip = after_dashes = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif after_dashes or arg == "-" or not arg.startswith("-"):
+            operands.append(arg)
+            after_dashes = after_dashes or not permute
+        else:
+            after_dashes, skip = arg == "--", arg in takes_value
+    return operands
+
+
+def _check_tail(args: list[str]) -> str | None:
+    for arg in args:
+        if arg.startswith("+") and set(arg) & {"f", "F"}:
+            return f"`tail {arg}` follows the file and never ends"
+    flag = _forbidden_flag(args, *_FLAG_LIMITS["tail"])
+    return None if flag is None else f"`tail {flag}` follows the file and never ends"
+
+
+def _check_cd(args: list[str]) -> str | None:
+    if len(_operands(args, frozenset())) <= 1:
+        return None
+    return "`cd` takes one directory"
+
+
+def _check_command(args: list[str]) -> str | None:
+    if args[:1] in (["-v"], ["-V"]):
+        return None
+    return "`command` runs another command, which plan mode cannot judge"
+
+
+def _check_env(args: list[str]) -> str | None:
+    return "`env` with arguments runs another command" if args else None
+
+
+_FIND_ACTIONS = _names("-delete -exec -execdir -ok -okdir -fprint -fprint0 -fprintf -fls")
+
+
+def _check_find(args: list[str]) -> str | None:
+    for arg in args:
+        if arg in _FIND_ACTIONS:
+            return f"`find {arg}` deletes files, writes files or runs commands"
+    return None
+
+
+_UNIQ_VALUES = _names("-f -s -w --skip-fields --skip-chars --check-chars")
+_XXD_VALUES = _names("-c -cols -g -groupsize -l -len -o -offset -s -seek -n -name")
+
+
+def _check_uniq(args: list[str]) -> str | None:
+    if len(_operands(args, _UNIQ_VALUES)) <= 1:
+        return None
+    return "`uniq` writes its second file operand"
+
+
+def _check_xxd(args: list[str]) -> str | None:
+    if len(_operands(args, _XXD_VALUES, permute=False)) <= 1:
+        return None
+    return "`xxd` writes its second file operand"
+
+
+# awk is a full language; these words are how a program writes files or runs commands.
+_AWK_DANGERS = ("system", "getline", "|", ">", "@")
+
+
+def _check_awk(args: list[str]) -> str | None:
+    index, program = 0, ""
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        if arg == "--":
+            program = " ".join(args[index : index + 1])
+            break
+        if arg == "-" or not arg.startswith("-"):
+            program = arg
+            break
+        if arg in ("-F", "-v"):
+            index += 1
+        elif not re.match(r"-[Fv].", arg):
+            return f"`awk {arg}` can load a program or write files"
+    for danger in _AWK_DANGERS:
+        if danger in program:
+            return f"an awk program with `{danger}` can write files or run commands"
+    return None
+
+
+_SED_LONG = _names(
+    "--quiet --silent --regexp-extended --separate --unbuffered --null-data --posix --debug "
+    "--sandbox --help --version"
+)
+_SED_PLAIN = frozenset("{}=dDgGhHlLnNpPxzFqQ")
+_SED_TEXT = frozenset("aic")
+_SED_ARGUMENT = frozenset("bTtrRv:lLqQ")
+_SED_WRITERS = frozenset("wWe")
+_SED_UNPARSED = "the sed script has a part that plan mode cannot parse"
+
+
+def _check_sed(args: list[str]) -> str | None:
+    scripts: list[str] = []
+    operands: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        if arg == "--":
+            operands += args[index:]
+            break
+        if arg == "-" or not arg.startswith("-"):
+            operands.append(arg)
+            continue
+        option, value = _sed_option(arg)
+        if option is None:
+            return f"`sed {arg}` can edit files in place or run a script plan mode cannot see"
+        if option and not value:
+            value, index = " ".join(args[index : index + 1]), index + 1
+        if option == "e":
+            scripts.append(value)
+    return _sed_script_problem("\n".join(scripts or operands[:1]))
+
+
+def _sed_option(arg: str) -> tuple[str | None, str]:
+    """("", "") for a harmless flag, ("e" or "l", value) for an option with a value
+    (an empty value means the next argument), (None, "") for a refused option."""
+    name, _, value = arg.partition("=")
+    if name in ("--expression", "--line-length"):
+        return ("e" if name == "--expression" else "l"), value
+    if arg in _SED_LONG:
+        return "", ""
+    if arg.startswith("--"):
+        return None, ""
+    for position, letter in enumerate(arg[1:], start=2):
+        if letter in "el":
+            return letter, arg[position:]
+        if letter not in "nErsuz":
+            return None, ""
+    return "", ""
+
+
+def _sed_script_problem(script: str) -> str | None:
+    """Walk a sed script command by command; refuse w, W, e and anything unparsable."""
+    pos = 0
+    try:
+        while pos < len(script):
+            pos = _sed_command_end(script, pos)
+    except ValueError as problem:
+        return str(problem)
+    return None
+
+
+def _sed_command_end(script: str, pos: int) -> int:
+    """Where the sed command at pos ends. Arguments are cut short rather than long, so a
+    misread can only show sed's data to the checks as commands, never hide a command.
+
+    Raises:
+        ValueError: the command writes files, runs commands, or cannot be parsed.
+    """
+    if script[pos] in " \t\n;":
+        return pos + 1
+    if script[pos] == "#":
+        return _find_any(script, pos, "\n")
+    pos = _skip_sed_address(script, pos)
+    command = script[pos : pos + 1]
+    if command in _SED_WRITERS:
+        raise ValueError(f"the sed command `{command}` writes files or runs commands")
+    if command in ("s", "y"):
+        end = _skip_delimited(script, pos + 1, 2)
+        pos = _find_any(script, end, " \t\n;}#")
+        flags = set(script[end:pos])
+        if command == "s" and flags & _SED_WRITERS:
+            raise ValueError("the sed flags `w` and `e` write files or run commands")
+        if flags - (set("gpiImM0123456789") if command == "s" else set()):
+            raise ValueError(_SED_UNPARSED)
+        return pos
+    if command in _SED_TEXT:
+        return _find_any(script, pos + 1, ";\n}")
+    if command in _SED_ARGUMENT:
+        label_start = len(script) - len(script[pos + 1 :].lstrip(" \t"))
+        return _find_any(script, label_start, " \t;\n}")
+    if command in _SED_PLAIN:
+        return pos + 1
+    raise ValueError(_SED_UNPARSED)
+
+
+def _skip_sed_address(script: str, pos: int) -> int:
+    while pos < len(script):
+        if script[pos] in "0123456789$~+,! \t":
+            pos += 1
+        elif script[pos] in "/\\":
+            pos = _skip_delimited(script, pos + 1 if script[pos] == "\\" else pos, 1)
+            while pos < len(script) and script[pos] in "IM":
+                pos += 1
+        else:
+            break
+    return pos
+
+
+def _skip_delimited(script: str, start: int, count: int) -> int:
+    """The position after count more delimiters. Newlines, even escaped, are refused: a
+    part that spans lines could hide the next line's command.
+
+    Raises:
+        ValueError: the part is unterminated or spans lines.
+    """
+    if start >= len(script) or script[start] in "\n\\":
+        raise ValueError(_SED_UNPARSED)
+    delimiter, pos = script[start], start + 1
+    while count:
+        if pos >= len(script) or script[pos] == "\n":
+            raise ValueError(_SED_UNPARSED)
+        if script[pos] == "\\" and script[pos + 1 : pos + 2] not in ("", "\n"):
+            pos += 1
+        elif script[pos] == delimiter:
+            count -= 1
+        pos += 1
+    return pos
+
+
+def _find_any(text: str, pos: int, chars: str) -> int:
+    while pos < len(text) and text[pos] not in chars:
+        pos += 1
+    return pos
+
+
+_GIT_GLOBAL_FLAGS = _names(
+    "--no-pager -P --no-optional-locks --literal-pathspecs --glob-pathspecs "
+    "--noglob-pathspecs --icase-pathspecs --no-replace-objects --version --help"
+)
+_GIT_READERS = _names(
+    "status log diff show blame annotate grep ls-files ls-tree rev-parse rev-list describe "
+    "shortlog cat-file show-ref for-each-ref name-rev merge-base whatchanged count-objects "
+    "version diff-tree diff-files diff-index check-ignore check-attr show-branch cherry "
+    "range-diff"
+)
+# Options of the readers above that write files or run programs (abbreviations count too).
+_GIT_FORBIDDEN = ("--output", "--ext-diff", "--show-signature", "--open-files-in-pager")
+# Sub-subcommands that only read; the bare form reads too for those in _GIT_BARE_READS.
+_GIT_SUBACTIONS = {
+    "stash": frozenset({"list", "show"}),
+    "worktree": frozenset({"list"}),
+    "notes": frozenset({"list", "show"}),
+    "submodule": frozenset({"status"}),
+    "reflog": frozenset({"show", "exists", "list"}),
+    "remote": frozenset({"get-url"}),
+}
+_GIT_BARE_READS = frozenset({"notes", "submodule", "reflog", "remote"})
+_GIT_LIST_MODE = _names("-l --list --contains --no-contains --merged --no-merged --points-at")
+_GIT_LIST_COMMON = _GIT_LIST_MODE | _names(
+    "-i --ignore-case --color --no-color --column --no-column --omit-empty --sort --format"
+)
+_GIT_LIST_FLAGS = {
+    "branch": _GIT_LIST_COMMON
+    | _names("-a --all -r --remotes -v -vv -av -rv --verbose --show-current --abbrev --no-abbrev"),
+    "tag": _GIT_LIST_COMMON | frozenset({"-n"}),
+}
+_GIT_CONFIG_ACTIONS = _names("--get --get-all --get-regexp --get-urlmatch --list -l")
+_GIT_CONFIG_OPTIONS = _GIT_CONFIG_ACTIONS | _names(
+    "--local --global --system --worktree --show-origin --show-scope --name-only -z --null "
+    "--type --bool --int --bool-or-int --path --expiry-date --includes --no-includes "
+    "--default --all --regexp"
+)
+
+
+def _check_git(args: list[str]) -> str | None:
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        if args[index] not in _GIT_GLOBAL_FLAGS:
+            return f"`git {args[index]}` can point git elsewhere or run other programs"
+        index += 1
+    if index == len(args):
+        return None
+    subcommand, rest = args[index], args[index + 1 :]
+    if not _git_reads(subcommand, rest):
+        return f"`git {subcommand}` can change the repository or run other programs"
+    flag = _forbidden_flag(rest, "O" if subcommand == "grep" else "", _GIT_FORBIDDEN)
+    if flag is not None:
+        return f"`git {subcommand} {flag}` writes files or runs other programs"
+    return None
+
+
+def _git_reads(subcommand: str, rest: list[str]) -> bool:
+    """Whether `git subcommand rest...` only reads, options aside."""
+    if subcommand in _GIT_READERS:
+        return True
+    if subcommand in _GIT_LIST_FLAGS:
+        return _git_lists(subcommand, rest)
+    if subcommand == "config":
+        flags = [arg.partition("=")[0] for arg in rest if arg.startswith("-")]
+        reading = rest[:1] in (["get"], ["list"]) or bool(_GIT_CONFIG_ACTIONS & set(flags))
+        return reading and set(flags) <= _GIT_CONFIG_OPTIONS
+    if subcommand == "remote" and rest[:1] in (["-v"], ["--verbose"]):
+        rest = rest[1:]
+    if subcommand in _GIT_SUBACTIONS:
+        if not rest:
+            return subcommand in _GIT_BARE_READS
+        return rest[0] in _GIT_SUBACTIONS[subcommand]
+    return subcommand == "help" and set(rest) <= {"-a", "--all", "-g", "--guides"}
+
+
+def _git_lists(subcommand: str, rest: list[str]) -> bool:
+    """Whether `git branch`/`git tag` only lists: known flags, and names only as patterns."""
+    list_mode, names = False, False
+    for arg in rest:
+        name = arg.partition("=")[0]
+        if subcommand == "tag" and re.fullmatch(r"-n\d*", name):
+            name = "-n"
+        if not arg.startswith("-"):
+            names = True
+        elif name not in _GIT_LIST_FLAGS[subcommand]:
+            return False
+        list_mode = list_mode or name in _GIT_LIST_MODE
+    return list_mode or not names
+
+
+_CHECKERS: dict[str, Callable[[list[str]], str | None]] = {
+    "awk": _check_awk,
+    "gawk": _check_awk,
+    "mawk": _check_awk,
+    "nawk": _check_awk,
+    "cd": _check_cd,
+    "command": _check_command,
+    "env": _check_env,
+    "find": _check_find,
+    "git": _check_git,
+    "sed": _check_sed,
+    "tail": _check_tail,
+    "uniq": _check_uniq,
+    "xxd": _check_xxd,
+}

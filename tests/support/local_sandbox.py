@@ -1,0 +1,101 @@
+"""A Sandbox for unit tests: the real tool server as a local process, with no container.
+
+It is NOT a security boundary; it lets the agent loop and the policy be tested fast and
+without Docker. Container paths (/workspace, /plan) are mapped to temporary directories by
+rewriting them in requests and replies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from sandbox_runner.sandbox.client import ToolServerClient
+from sandbox_runner.sandbox.spec import TOOLSERVER_SOURCE
+from sandbox_runner.types import ExecResult, ToolRequest
+
+# /workspace or /plan as a whole path component, wherever it appears in a request.
+CONTAINER_ROOT = re.compile(r"(?<![\w/.-])/(workspace|plan)(?![\w.-])")
+
+
+class LocalSandbox:
+    """Runs toolserver.py as a child process on the host, for tests only."""
+
+    def __init__(self, workspace: Path, plan_dir: Path) -> None:
+        self.workspace = workspace
+        self.plan_dir = plan_dir
+        self.requests: list[ToolRequest] = []
+        self._process: subprocess.Popen[bytes] | None = None
+        self._client: ToolServerClient | None = None
+
+    def start(self) -> None:
+        host_end, server_end = socket.socketpair()
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                str(TOOLSERVER_SOURCE),
+                "--workspace",
+                str(self.workspace),
+                "--plan-dir",
+                str(self.plan_dir),
+            ],
+            stdin=server_end,
+            stdout=server_end,
+            stderr=subprocess.DEVNULL,
+        )
+        server_end.close()
+        self._client = ToolServerClient(host_end, multiplexed=False)
+        self._client.wait_ready(10)
+
+    def call(self, request: ToolRequest) -> ExecResult:
+        assert self._client is not None, "start() first"
+        self.requests.append(request)
+        local = ToolRequest(request.op, self._to_local(request.args), request.timeout)
+        result = self._client.request(local)
+        return ExecResult(
+            ok=result.ok,
+            output=self._to_container(result.output),
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            truncated=result.truncated,
+            error=self._to_container(result.error) if result.error else None,
+            meta=result.meta,
+        )
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _to_local(self, args: dict[str, Any]) -> dict[str, Any]:
+        roots = {"workspace": str(self.workspace), "plan": str(self.plan_dir)}
+        text = CONTAINER_ROOT.sub(lambda match: roots[match.group(1)], json.dumps(args))
+        result: dict[str, Any] = json.loads(text)
+        return result
+
+    def _to_container(self, text: str) -> str:
+        return text.replace(str(self.workspace), "/workspace").replace(str(self.plan_dir), "/plan")

@@ -1,0 +1,324 @@
+"""The agent loop and one-call planning, with a scripted model and the tool server run locally."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sandbox_runner.agents.loop import RunLimits
+from sandbox_runner.agents.planner import PlanJob, run_plan
+from sandbox_runner.agents.registry import Registry
+from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
+from sandbox_runner.model.errors import ModelError
+from sandbox_runner.plans.document import split_document
+from tests.support.local_sandbox import LocalSandbox
+from tests.support.scripted_model import ScriptedModel, reply, say, use
+
+VALID_PLAN = """# Add a --verbose flag
+
+## Understanding
+The CLI needs a --verbose flag that prints each step.
+
+## Constraints
+Keep the public API.
+
+## Assumptions
+Python 3.11.
+
+## Approach
+Thread a verbose option from the CLI into app.main.
+
+## Detailed Steps
+1. Add the option in src/app.py.
+2. Log in src/util.py.
+
+## Test Plan
+Extend tests/test_app.py.
+
+## Risks
+Noisy output.
+
+## Alternatives Considered
+An environment variable.
+
+## Rollback and Mitigations
+Revert the commit.
+
+## Success Criteria
+`app --verbose` prints steps.
+
+## Next Actions
+Run `pip install -e .` and the tests.
+
+### Critical Files for Implementation
+- src/app.py - the entry point gets the flag
+- src/util.py - the logging helper
+- tests/test_app.py - the tests of the flag
+"""
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "README.md").write_text("# demo app\n")
+    (root / "src" / "app.py").write_text("def main():\n    return 42\n")
+    (root / "src" / "util.py").write_text("def log(msg):\n    print(msg)\n")
+    (root / "tests" / "test_app.py").write_text("def test_main():\n    assert True\n")
+    return root
+
+
+Runner = Callable[..., PlanResult]
+
+
+@pytest.fixture
+def plan(workspace: Path, tmp_path: Path) -> Runner:
+    sandboxes: list[LocalSandbox] = []
+
+    def factory(plan_dir: Path) -> LocalSandbox:
+        sandbox = LocalSandbox(workspace, plan_dir)
+        sandboxes.append(sandbox)
+        return sandbox
+
+    def run(model: ScriptedModel, job: PlanJob | None = None, **options: object) -> PlanResult:
+        out_dir = tmp_path / "out"
+        out_dir.mkdir(exist_ok=True)
+        result = run_plan(
+            job or PlanJob("Add a --verbose flag"),
+            workspace=workspace,
+            out_dir=out_dir,
+            model=model,
+            model_id="claude-test",
+            sandbox_factory=factory,
+            registry=Registry.load(workspace),
+            **options,  # type: ignore[arg-type]
+        )
+        run.sandboxes = sandboxes  # type: ignore[attr-defined]
+        return result
+
+    return run
+
+
+def tool_results(model: ScriptedModel, request_index: int) -> list[dict]:
+    return [
+        block
+        for block in model.requests[request_index].messages[-1]["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
+def test_plan_run_explores_writes_and_validates(plan: Runner, tmp_path: Path) -> None:
+    events: list[AgentEvent] = []
+    model = ScriptedModel(
+        [
+            reply(use("Read", {"file_path": "src/app.py"})),
+            reply(use("Grep", {"pattern": "def ", "output_mode": "count"})),
+            reply(use("Write", {"file_path": "/plan/plan.md", "content": VALID_PLAN})),
+            reply(say("The plan is written.")),
+        ]
+    )
+    result = plan(model, on_event=events.append)
+    assert result.status is PlanStatus.COMPLETE
+    assert result.valid, result.to_dict()
+    assert [f.path for f in result.check.critical_files] == [
+        "src/app.py",
+        "src/util.py",
+        "tests/test_app.py",
+    ]
+    assert "return 42" in tool_results(model, 1)[0]["content"]
+    assert result.turns == 4 and result.tool_calls == 3
+    metadata, body = split_document(result.plan_path.read_text())
+    assert result.plan_path == tmp_path / "out" / "plan.md"
+    assert metadata["status"] == "complete" and metadata["valid"] is True
+    assert metadata["critical_files"] == ["src/app.py", "src/util.py", "tests/test_app.py"]
+    assert body.startswith("# Add a --verbose flag")
+    kinds = [event.kind for event in events]
+    assert kinds[0] == "turn_started" and kinds[-1] == "finished"
+    assert "plan_written" in kinds
+
+
+def test_transcript_records_every_step(plan: Runner) -> None:
+    model = ScriptedModel(
+        [
+            reply(use("LS", {})),
+            reply(use("Write", {"file_path": "/plan/plan.md", "content": VALID_PLAN})),
+            reply(say("done")),
+        ]
+    )
+    result = plan(model)
+    entries = [json.loads(line) for line in result.transcript.read_text().splitlines()]
+    assert [e["type"] for e in entries] == [
+        "system",
+        "user",
+        "assistant",
+        "tool_result",
+        "assistant",
+        "tool_result",
+        "assistant",
+        "result",
+    ]
+    assert "## Plan File Info:" in entries[0]["text"]
+    assert entries[-1]["status"] == "complete"
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (
+            use("Write", {"file_path": "src/app.py", "content": "x"}),
+            "only allowed on the plan file",
+        ),
+        (
+            use(
+                "Edit", {"file_path": "/workspace/README.md", "old_string": "a", "new_string": "b"}
+            ),
+            "only allowed on the plan file",
+        ),
+        (use("Task", {"prompt": "go"}), "not available to the Plan agent"),
+        (use("NotebookEdit", {}), "not available"),
+        (use("Read", {"path": "x"}), "Invalid input for Read"),
+        (use("Read", "src/app.py"), "Invalid input for Read"),
+        (use("Bash", {"command": "rm -rf src"}), "read-only"),
+        (use("Bash", {"command": "echo hi > /workspace/x"}), "read-only"),
+        (use("Bash", {"command": "git commit -am x"}), "read-only"),
+        (use("Read", {"file_path": "/etc/passwd"}), "outside the directories you may use"),
+    ],
+)
+def test_refused_calls_become_error_results_and_never_run(
+    plan: Runner, workspace: Path, call: dict, expected: str
+) -> None:
+    model = ScriptedModel([reply(call), reply(say(VALID_PLAN))])
+    before = {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file()}
+    result = plan(model)
+    [answer] = tool_results(model, 1)
+    assert answer["is_error"] is True
+    assert expected in answer["content"]
+    assert plan.sandboxes[0].requests == []  # type: ignore[attr-defined]
+    assert {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file()} == before
+    assert result.status is PlanStatus.COMPLETE
+
+
+def test_refused_commands_are_kept_as_suggestions(plan: Runner) -> None:
+    model = ScriptedModel(
+        [
+            reply(use("Bash", {"command": "pip install rich"})),
+            reply(use("Bash", {"command": "git status"})),
+            reply(say(VALID_PLAN)),
+        ]
+    )
+    result = plan(model)
+    assert result.suggested_commands == ["pip install rich"]
+    assert not tool_results(model, 2)[0].get("is_error")
+    metadata, _ = split_document(result.plan_path.read_text())
+    assert metadata["suggested_commands"] == ["pip install rich"]
+
+
+def test_final_text_becomes_the_plan_when_no_file_was_written(plan: Runner, tmp_path: Path) -> None:
+    result = plan(ScriptedModel([reply(say(VALID_PLAN))]))
+    assert result.valid
+    assert (tmp_path / "out" / ".sandbox" / "plan" / "plan.md").read_text().startswith("# Add a")
+    assert split_document(result.plan_path.read_text())[1].startswith("# Add a --verbose flag")
+
+
+def test_invalid_plan_is_sent_back_once_with_its_problems(plan: Runner) -> None:
+    broken = VALID_PLAN.replace(
+        "- tests/test_app.py - the tests of the flag\n", "- src/missing.py - nope\n"
+    )
+    model = ScriptedModel(
+        [
+            reply(use("Write", {"file_path": "/plan/plan.md", "content": broken})),
+            reply(say("done")),
+            reply(use("Write", {"file_path": "/plan/plan.md", "content": VALID_PLAN})),
+            reply(say("fixed")),
+        ]
+    )
+    result = plan(model)
+    feedback = model.requests[2].messages[-1]["content"][0]["text"]
+    assert "src/missing.py" in feedback
+    assert result.valid
+
+
+def test_plan_still_invalid_after_feedback_is_reported(plan: Runner) -> None:
+    broken = (
+        VALID_PLAN.split("## Risks")[0]
+        + "### Critical Files for Implementation\n- src/app.py - x\n"
+    )
+    model = ScriptedModel([reply(say(broken)), reply(say("I cannot do better."))])
+    result = plan(model)
+    assert result.status is PlanStatus.COMPLETE
+    assert not result.valid
+    assert any("Risks" in problem for problem in result.check.problems)
+    assert "invalid" in result.reason
+    assert split_document(result.plan_path.read_text())[0]["valid"] is False
+
+
+def test_turn_limit_keeps_the_partial_plan(plan: Runner) -> None:
+    model = ScriptedModel(
+        [
+            reply(use("Write", {"file_path": "/plan/plan.md", "content": VALID_PLAN})),
+            reply(use("Read", {"file_path": "README.md"})),
+            reply(use("Read", {"file_path": "README.md"})),
+        ]
+    )
+    result = plan(model, limits=RunLimits(max_turns=2))
+    assert result.status is PlanStatus.INCOMPLETE
+    assert "turn limit of 2" in result.reason
+    assert result.plan_path is not None and "Add a --verbose flag" in result.plan_path.read_text()
+
+
+def test_token_limit_stops_the_run(plan: Runner) -> None:
+    model = ScriptedModel([reply(use("LS", {}), tokens=5000), reply(say(VALID_PLAN))])
+    result = plan(model, limits=RunLimits(max_total_tokens=1000))
+    assert result.status is PlanStatus.INCOMPLETE
+    assert "token limit" in result.reason
+
+
+def test_model_failure_fails_the_run_but_keeps_the_transcript(plan: Runner) -> None:
+    model = ScriptedModel(
+        [
+            reply(use("LS", {})),
+            ModelError("the Anthropic API failed (529), gave up after 5 attempts"),
+        ]
+    )
+    result = plan(model)
+    assert result.status is PlanStatus.FAILED
+    assert "529" in result.reason
+    assert result.plan_path is None
+    assert result.transcript.read_text().count('"type": "tool_result"') == 1
+
+
+def test_context_budget_is_checked_before_the_first_call(plan: Runner) -> None:
+    model = ScriptedModel([reply(say(VALID_PLAN))], tokens=250_000)
+    result = plan(model)
+    assert result.status is PlanStatus.FAILED
+    assert "context budget" in result.reason
+    assert model.requests == []
+
+
+def test_tool_errors_go_back_to_the_model(plan: Runner) -> None:
+    model = ScriptedModel([reply(use("Read", {"file_path": "nope.py"})), reply(say(VALID_PLAN))])
+    result = plan(model)
+    [answer] = tool_results(model, 1)
+    assert answer["is_error"] is True
+    assert "does not exist" in answer["content"]
+    assert result.valid
+
+
+def test_existing_plan_is_never_overwritten(plan: Runner, tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "plan.md").write_text("precious")
+    with pytest.raises(FileExistsError):
+        plan(ScriptedModel([reply(say(VALID_PLAN))]))
+    assert (tmp_path / "out" / "plan.md").read_text() == "precious"
+
+
+def test_perspective_reaches_the_prompt_and_names_the_plan(plan: Runner, tmp_path: Path) -> None:
+    model = ScriptedModel([reply(say(VALID_PLAN))])
+    result = plan(model, PlanJob("Add a flag", perspective="Performance"))
+    assert result.plan_path == tmp_path / "out" / "performance.md"
+    assert "performance" in model.requests[0].system.lower()
+    assert "/plan/performance.md" in model.requests[0].system
