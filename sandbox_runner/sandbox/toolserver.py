@@ -316,6 +316,28 @@ class ProcessResult:
         self.timed_out = timed_out
 
 
+# Git settings for every command: a repository owned by another uid is fine to read, and
+# nothing the repository's own config names (fsmonitor, hooks, external diff, signature
+# programs) is run, even inside the sandbox.
+GIT_SAFE_CONFIG = (
+    ("safe.directory", "*"),
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("diff.external", ""),
+    ("gpg.program", "false"),
+    ("core.pager", "cat"),
+)
+
+
+def git_config_env() -> dict[str, str]:
+    """GIT_CONFIG_* variables carrying GIT_SAFE_CONFIG."""
+    env = {"GIT_CONFIG_COUNT": str(len(GIT_SAFE_CONFIG))}
+    for index, (key, value) in enumerate(GIT_SAFE_CONFIG):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
 def command_env(token: str) -> dict[str, str]:
     """A fresh environment: nothing of the server's own environment leaks into commands."""
     return {
@@ -324,9 +346,7 @@ def command_env(token: str) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "TMPDIR": "/tmp",
         "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "safe.directory",
-        "GIT_CONFIG_VALUE_0": "*",
+        **git_config_env(),
         "GIT_PAGER": "cat",
         "PAGER": "cat",
         "TERM": "dumb",

@@ -228,7 +228,7 @@ class _Lexer:
         return after
 
     def _plain(self, at_word_start: bool) -> str:
-        char, rest = self.text[self.pos], self.text[self.pos + 1 :]
+        char, rest = self.text[self.pos], self.text[self.pos + 1 : self.pos + 3]
         if char == "$" and rest[:1] not in ("", " ", "\t", "\n"):
             raise self._refuse("`$` expansions and substitutions cannot be judged safely")
         if char == "`":
@@ -498,7 +498,7 @@ _SED_LONG = _names(
     "--quiet --silent --regexp-extended --separate --unbuffered --null-data --posix --debug "
     "--sandbox --help --version"
 )
-_SED_PLAIN = frozenset("{}=dDgGhHlLnNpPxzFqQ")
+_SED_PLAIN = frozenset("{}=dDgGhHnNpPxzF")
 _SED_TEXT = frozenset("aic")
 _SED_ARGUMENT = frozenset("bTtrRv:lLqQ")
 _SED_WRITERS = frozenset("wWe")
@@ -521,28 +521,29 @@ def _check_sed(args: list[str]) -> str | None:
         option, value = _sed_option(arg)
         if option is None:
             return f"`sed {arg}` can edit files in place or run a script plan mode cannot see"
-        if option and not value:
+        if value is None:
             value, index = " ".join(args[index : index + 1]), index + 1
         if option == "e":
             scripts.append(value)
     return _sed_script_problem("\n".join(scripts or operands[:1]))
 
 
-def _sed_option(arg: str) -> tuple[str | None, str]:
-    """("", "") for a harmless flag, ("e" or "l", value) for an option with a value
-    (an empty value means the next argument), (None, "") for a refused option."""
-    name, _, value = arg.partition("=")
+def _sed_option(arg: str) -> tuple[str | None, str | None]:
+    """Read one sed option: (None, _) when it is refused, else ("e" or "l", value) for
+    --expression and --line-length, ("", "") for a harmless flag. A value of None means the
+    option takes the next argument; "--line-length=" takes an empty value, not the next."""
+    name, equals, value = arg.partition("=")
     if name in ("--expression", "--line-length"):
-        return ("e" if name == "--expression" else "l"), value
+        return ("e" if name == "--expression" else "l"), value if equals else None
     if arg in _SED_LONG:
         return "", ""
     if arg.startswith("--"):
-        return None, ""
+        return None, None
     for position, letter in enumerate(arg[1:], start=2):
         if letter in "el":
-            return letter, arg[position:]
+            return letter, arg[position:] or None
         if letter not in "nErsuz":
-            return None, ""
+            return None, None
     return "", ""
 
 
@@ -584,7 +585,7 @@ def _sed_command_end(script: str, pos: int) -> int:
     if command in _SED_TEXT:
         return _find_any(script, pos + 1, ";\n}")
     if command in _SED_ARGUMENT:
-        label_start = len(script) - len(script[pos + 1 :].lstrip(" \t"))
+        label_start = _skip_any(script, pos + 1, " \t")
         return _find_any(script, label_start, " \t;\n}")
     if command in _SED_PLAIN:
         return pos + 1
@@ -627,6 +628,12 @@ def _skip_delimited(script: str, start: int, count: int) -> int:
 
 def _find_any(text: str, pos: int, chars: str) -> int:
     while pos < len(text) and text[pos] not in chars:
+        pos += 1
+    return pos
+
+
+def _skip_any(text: str, pos: int, chars: str) -> int:
+    while pos < len(text) and text[pos] in chars:
         pos += 1
     return pos
 
