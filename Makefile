@@ -33,6 +33,12 @@ test-unit: install
 test-docker: image
 	$(BIN)/python -m pytest -m "docker"
 
+## Two perspectives on examples/demo-repo, played from a recorded conversation: no API key needed.
+demo: image
+	$(BIN)/planrun plan -f examples/demo-requirements.md --repo examples/demo-repo \
+		--perspective simplicity --perspective performance \
+		--replay examples/cassettes/due-dates
+
 bench: image
 	$(BIN)/python benchmarks/run.py
 

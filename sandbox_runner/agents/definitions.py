@@ -23,8 +23,8 @@ KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "NotebookEdit")
 
 INHERIT = "inherit"
 MODEL_ALIASES: dict[str, str] = {
-    "sonnet": "claude-sonnet-4-5",
-    "opus": "claude-opus-4-1",
+    "sonnet": "claude-sonnet-4-6",
+    "opus": "claude-opus-4-8",
     "haiku": "claude-haiku-4-5",
 }
 """The model aliases agent files may use, and the model ids they stand for."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,6 +99,7 @@ class PlanAgentRun:
         limits: RunLimits | None = None,
         label: str = "plan",
         on_event: EventSink | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.definition = definition
         self.model = model
@@ -110,6 +112,7 @@ class PlanAgentRun:
         self.limits = limits or RunLimits()
         self.label = label
         self._on_event = on_event or (lambda event: None)
+        self._cancel = cancel or threading.Event()
         self.tools = self._offered_tools()
         self.context = ToolContext(
             offered=frozenset(tool.name for tool in self.tools),
@@ -268,6 +271,8 @@ class PlanAgentRun:
 
     def _check_limits(self) -> None:
         state, limits = self.state, self.limits
+        if self._cancel.is_set():
+            raise LimitReached("interrupted")
         if state.turns >= limits.max_turns:
             raise LimitReached(f"turn limit of {limits.max_turns} reached")
         if state.usage.total >= limits.max_total_tokens:

@@ -43,10 +43,14 @@ class PlanJob:
     """Extra context for the prompt (files the user attached, issue text)."""
     sections: tuple[str, ...] | None = None
     """A project template's sections, replacing the default ones."""
+    name: str | None = None
+    """The plan's file name (without .md); derived from the perspective when None."""
 
     @property
     def label(self) -> str:
-        """A file-name-safe name for this plan: the perspective, or "plan"."""
+        """A file-name-safe name for this plan: its name, the perspective, or "plan"."""
+        if self.name:
+            return self.name
         if not self.perspective:
             return "plan"
         slug = re.sub(r"[^a-z0-9]+", "-", self.perspective.lower()).strip("-")
@@ -72,10 +76,14 @@ def run_plan(
     registry: Registry | None = None,
     limits: RunLimits | None = None,
     on_event: EventSink | None = None,
+    cancel: threading.Event | None = None,
+    sandbox_root: Path | None = None,
 ) -> PlanResult:
     """Run one Plan subagent and write `<label>.md` (with front matter) into out_dir.
 
     Model and sandbox failures end in a result with status failed; nothing is lost.
+    The sandbox's writable plan directory is `<sandbox_root>/<label>` (default
+    `<out_dir>/.sandbox/<label>`); it must lie outside the workspace.
 
     Raises:
         ConfigError: the agent is unknown, or a read-only agent lists writing tools.
@@ -89,7 +97,7 @@ def run_plan(
     final_path = out_dir / f"{label}.md"
     if final_path.exists():
         raise FileExistsError(f"{final_path} exists; planrun never overwrites a plan")
-    sandbox_dir = out_dir / ".sandbox" / label
+    sandbox_dir = (sandbox_root or out_dir / ".sandbox") / label
     sandbox_dir.mkdir(parents=True)
     paths = PlanPaths(sandbox_dir, f"{label}.md", out_dir / f"{label}.transcript.jsonl")
     prompt = render_plan_prompt(
@@ -113,6 +121,7 @@ def run_plan(
         limits=limits,
         label=label,
         on_event=on_event,
+        cancel=cancel,
     )
     with run.sandbox:
         result = run.run(job.requirements)

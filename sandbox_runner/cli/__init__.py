@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import click
 
-from sandbox_runner.cli import agents, infra  # noqa: F401 - registers their commands
+from sandbox_runner.cli import agents, config_cmd, infra, plan_cmd, plans_cmd  # noqa: F401
 from sandbox_runner.cli.app import Services, cli
 
 __all__ = ["Services", "cli", "main"]

@@ -5,12 +5,25 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
-from sandbox_runner import __version__
-from sandbox_runner.errors import PlanrunError
+from sandbox_runner import Sandbox, __version__
+from sandbox_runner.errors import (
+    ConfigError,
+    DockerUnavailableError,
+    ImageMissingError,
+    PlanrunError,
+    WorkspaceError,
+)
+
+if TYPE_CHECKING:
+    from sandbox_runner.config import LoadedSettings
+
+# Errors the user fixes by changing the command or the setup: exit status 2.
+USAGE_ERRORS = (ConfigError, WorkspaceError, DockerUnavailableError, ImageMissingError)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -31,12 +44,45 @@ class Services:
         default=lambda message: click.echo(f"planrun: {message}", err=True)
     )
 
+    def sandbox_factory(
+        self, workspace: Path, loaded: LoadedSettings, session: str
+    ) -> Callable[[Path], Sandbox]:
+        """Makes a plan run's sandboxes: one Docker container per plan directory."""
+        from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+        from sandbox_runner.sandbox.image import require_image
+        from sandbox_runner.sandbox.spec import SandboxSpec
+
+        client = self.docker()
+        image = require_image(client, loaded.settings.image)
+        extra_dirs = tuple(loaded.resolved_extra_dirs())
+        limits = loaded.limits()
+
+        def make(plan_dir: Path) -> Sandbox:
+            spec = SandboxSpec(
+                workspace, plan_dir, image, extra_dirs, limits, session=session, agent=plan_dir.name
+            )
+            return DockerSandbox(spec, client)
+
+        return make
+
+    def stop_sandboxes(self) -> None:
+        """Remove every sandbox this process runs (after Ctrl-C)."""
+        from sandbox_runner.sandbox.docker_sandbox import stop_all
+
+        stop_all()
+
 
 def services(ctx: click.Context) -> Services:
     """The services of this invocation (the default ones unless a test injected others)."""
     if not isinstance(ctx.obj, Services):
         ctx.obj = Services()
     return ctx.obj
+
+
+class UsageProblem(click.ClickException):
+    """A mistake in the command or the setup, reported in one line with exit status 2."""
+
+    exit_code = 2
 
 
 def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -46,6 +92,8 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
+        except USAGE_ERRORS as error:
+            raise UsageProblem(str(error)) from None
         except PlanrunError as error:
             raise click.ClickException(str(error)) from None
 

@@ -145,7 +145,9 @@ def extract_section(text: str, title: str) -> str | None:
     subsections; it is returned without surrounding blank space.
     """
     document = _parse(text[:MAX_PLAN_CHARS])
-    position = _locate(document, [title]).get(title)
+    # A leading "# Approach to caching" is the plan's title, not its Approach section.
+    leading_title = 0 if document.headings and document.headings[0].level == 1 else None
+    position = _locate(document, [title], leading_title).get(title)
     if position is None:
         return None
     start = document.headings[position].index + 1

@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import stat
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 HEX_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -71,7 +74,9 @@ def _small_text(path: Path, limit: int = MAX_REF_BYTES) -> str | None:
         return None
 
 
-def tree_fingerprint(workspace: Path, *, max_files: int = 200_000) -> str:
+def tree_fingerprint(
+    workspace: Path, *, exclude: Path | None = None, max_files: int = 200_000
+) -> str:
     """A hash of every path, type, mode, size, mtime and link target under the workspace.
 
     Cheap enough to take before and after a run (no file contents are read), and any
@@ -80,7 +85,10 @@ def tree_fingerprint(workspace: Path, *, max_files: int = 200_000) -> str:
     """
     hasher = hashlib.sha256()
     seen = 0
+    excluded = str(exclude) if exclude is not None else None
     for directory, subdirs, files in os.walk(workspace, followlinks=False):
+        if excluded is not None:
+            subdirs[:] = [d for d in subdirs if os.path.join(directory, d) != excluded]
         subdirs.sort()
         for name in sorted(files + subdirs):
             path = os.path.join(directory, name)
@@ -97,3 +105,54 @@ def tree_fingerprint(workspace: Path, *, max_files: int = 200_000) -> str:
             fields = (relative, info.st_mode, info.st_size, info.st_mtime_ns, link)
             hasher.update(os.fsencode("\0".join(map(str, fields)) + "\n"))
     return hasher.hexdigest()
+
+
+@dataclass(frozen=True)
+class WorkspaceState:
+    """A snapshot that proves, compared with a later one, that nothing changed."""
+
+    fingerprint: str
+    git_status: str
+
+    def differences(self, later: WorkspaceState) -> str:
+        """What changed between this snapshot and a later one ("" when nothing did)."""
+        problems = []
+        if self.fingerprint != later.fingerprint:
+            problems.append("files, modes or timestamps under the workspace changed")
+        if self.git_status != later.git_status:
+            problems.append("`git status` changed")
+        return "; ".join(problems)
+
+
+def snapshot(workspace: Path, exclude: Path | None = None) -> WorkspaceState:
+    """The workspace's tree fingerprint and git status now."""
+    return WorkspaceState(
+        tree_fingerprint(workspace, exclude=exclude), git_status(workspace, exclude=exclude)
+    )
+
+
+def git_status(workspace: Path, exclude: Path | None = None) -> str:
+    """`git status --porcelain`, run so that it can neither write nor run repository hooks.
+
+    Optional locks are off (status would otherwise refresh the index, a write), and the
+    file-system monitor, which a repository's config could point at any program, is off.
+    """
+    if git_dir(workspace) is None or shutil.which("git") is None:
+        return ""
+    command = [
+        "git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
+        "--no-optional-locks", "-C", str(workspace), "status", "--porcelain=v1", "-z",
+        "--untracked-files=all",
+    ]  # fmt: skip
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        result = subprocess.run(command, capture_output=True, env=env, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"git status failed: {error}"
+    if result.returncode != 0:
+        return "git status failed: " + result.stderr.decode(errors="replace").strip()[:200]
+    entries = result.stdout.decode(errors="surrogateescape").split("\0")
+    if exclude is not None and exclude.is_relative_to(workspace):
+        prefix = exclude.relative_to(workspace).as_posix().rstrip("/") + "/"
+        entries = [e for e in entries if not e[3:].startswith(prefix) and e[3:] != prefix[:-1]]
+    return "\0".join(sorted(entries))

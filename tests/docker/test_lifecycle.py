@@ -190,7 +190,7 @@ def test_bad_paths_give_one_line_errors(
         "true",
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -215,6 +215,6 @@ def test_no_docker_gives_one_line_error(repo: Path, tmp_path: Path) -> None:
         timeout=60,
         env=env,
     )
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "Docker is not available" in result.stderr
     assert "Traceback" not in result.stderr

@@ -246,10 +246,15 @@ class FakeMessagesAPI:
 
     def next_answer(self, body: dict[str, Any]) -> Scripted:
         """The scripted answer to one /v1/messages request (thread-safe)."""
+        script = self.script
+        if callable(script):
+            # Called outside the lock: a script may sleep to play a slow model, and the
+            # other subagents' requests must not wait for it.
+            with self._lock:
+                self.served += 1
+            return script(body)
         with self._lock:
-            if callable(self.script):
-                answer = self.script(body)
-            elif self.served < len(self.script):
+            if self.served < len(self.script):
                 answer = self.script[self.served]
             else:
                 answer = ScriptedError(

@@ -230,9 +230,9 @@ def test_home_defaults_to_planrun_home(fs: FakeFilesystem, monkeypatch: pytest.M
     ("model", "parent", "expected"),
     [
         ("inherit", "claude-opus-4-1", "claude-opus-4-1"),
-        ("inherit", "sonnet", "claude-sonnet-4-5"),
-        ("sonnet", "claude-opus-4-1", "claude-sonnet-4-5"),
-        ("Opus", "x", "claude-opus-4-1"),
+        ("inherit", "sonnet", "claude-sonnet-4-6"),
+        ("sonnet", "claude-opus-4-1", "claude-sonnet-4-6"),
+        ("Opus", "x", "claude-opus-4-8"),
         ("haiku", "x", "claude-haiku-4-5"),
         ("claude-3-7-sonnet-latest", "x", "claude-3-7-sonnet-latest"),
     ],

@@ -359,3 +359,8 @@ def test_huge_plans_are_cut_and_say_so(workspace: Path) -> None:
 def test_missing_workspace_means_no_file_exists(tmp_path: Path) -> None:
     result = check(make_plan(), tmp_path / "missing")
     assert [f.exists for f in result.critical_files] == [False, False, False]
+
+
+def test_extract_section_does_not_take_a_title_that_starts_like_a_section() -> None:
+    plan = "# Approach to caching\n\nIntro.\n\n## Approach\nUse an LRU cache.\n\n## Risks\nStale.\n"
+    assert extract_section(plan, "Approach") == "Use an LRU cache."

@@ -1,0 +1,62 @@
+"""`planrun config`: the merged settings and where each value came from."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from sandbox_runner.cli.app import cli, reports_errors
+from sandbox_runner.config import load_settings
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "(unset)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value) or "(none)"
+    if isinstance(value, dict):
+        presets = [f"{name}: {_shown(members)}" for name, members in value.items()]
+        return "; ".join(presets) or "(none)"
+    return str(value)
+
+
+@cli.group()
+def config() -> None:
+    """Settings: ~/.planrun/config.yaml, .planrun/config.yaml, PLANRUN_* variables, flags."""
+
+
+@config.command("show")
+@click.option(
+    "--repo",
+    default=".",
+    show_default=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Repository whose .planrun/config.* to include.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print settings, sources and files as JSON.")
+@reports_errors
+def config_show(repo: str, as_json: bool) -> None:
+    """Show every setting, its value and where it came from."""
+    loaded = load_settings(Path(repo).expanduser().resolve())
+    values = asdict(loaded.settings)
+    if as_json:
+        document = {
+            "settings": values,
+            "sources": loaded.sources,
+            "files": [str(path) for path in loaded.files],
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
+    rows = [("SETTING", "VALUE", "SOURCE")]
+    rows += [(name, _shown(value), loaded.sources[name]) for name, value in values.items()]
+    name_width = max(len(row[0]) for row in rows)
+    value_width = max(len(row[1]) for row in rows)
+    for name, value, source in rows:
+        click.echo(f"{name.ljust(name_width)}  {value.ljust(value_width)}  {source}")
+    click.echo("")
+    click.echo(f"files read: {', '.join(str(path) for path in loaded.files) or '(none)'}")

@@ -1,0 +1,212 @@
+"""`planrun plan`: plan a change from several perspectives, each in its own read-only sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sandbox_runner.agents.registry import Registry, planrun_home
+from sandbox_runner.cli.app import cli, reports_errors, services
+from sandbox_runner.cli.progress import Progress, wants_live_display
+from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.inputs import (
+    find_template,
+    load_template,
+    read_context_files,
+    read_requirements,
+)
+from sandbox_runner.plans.multi import PlanRunSpec, execute
+from sandbox_runner.plans.names import claim_directory
+from sandbox_runner.sandbox.spec import resolve_workspace
+
+PLAN_FILES = ("report.json", "report.md")
+
+
+@cli.command("plan")
+@click.argument("requirements", required=False)
+@click.option(
+    "-f",
+    "--file",
+    "requirements_file",
+    type=click.Path(path_type=Path),
+    help="Read the requirements from FILE.",
+)
+@click.option(
+    "--repo", default=".", show_default=True, help="The repository to plan in (mounted read-only)."
+)
+@click.option(
+    "--perspective", "perspectives", multiple=True, help="A perspective or preset (repeatable)."
+)
+@click.option("--agent", default="Plan", show_default=True, help="The subagent to run.")
+@click.option("--model", help="Model id (default: the configured planning model).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Output directory (default: a new ~/.planrun/plans/<name>/).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print report.json to standard output, and nothing else.",
+)
+@click.option(
+    "--template",
+    type=click.Path(path_type=Path),
+    help="Plan template whose sections replace the defaults.",
+)
+@click.option(
+    "--context",
+    "context_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Attach a file to the prompt (repeatable).",
+)
+@click.option("--parallel", type=int, help="How many subagents run at once.")
+@click.option("--max-turns", type=int, help="Model calls per subagent.")
+@click.option("--timeout", type=float, help="Seconds per subagent.")
+@click.option(
+    "--replay",
+    type=click.Path(path_type=Path),
+    help="Play a recorded conversation (file or directory) instead of calling the API.",
+)
+@click.option(
+    "--record",
+    type=click.Path(path_type=Path),
+    help="Record the conversations into this directory.",
+)
+@click.pass_context
+@reports_errors
+def plan(ctx: click.Context, /, **options: Any) -> None:
+    """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
+
+    Exit status: 0 every plan complete and valid; 1 a plan failed or is invalid (the
+    report is still written); 2 a usage or configuration error; 3 the workspace changed.
+    """
+    requirements = read_requirements(options["requirements"], options["requirements_file"])
+    workspace = resolve_workspace(options["repo"])
+    loaded = load_settings(workspace, flags=_flags(options))
+    spec = _spec(options, requirements, workspace, loaded)
+    svc = services(ctx)
+    sandbox_factory = svc.sandbox_factory(workspace, loaded, spec.name)
+    labels = [job.label for job in spec.jobs()]
+    if not options["as_json"]:
+        click.echo(f"planrun: planning {len(labels)} perspective(s) into {spec.out_dir}", err=True)
+    live = wants_live_display(sys.stderr, json_output=options["as_json"])
+    with Progress(labels, live=live) as progress:
+        outcome = execute(
+            spec,
+            model_factory=_model_factory(options, spec.model_id),
+            sandbox_factory=sandbox_factory,
+            registry=Registry.load(workspace),
+            on_event=progress,
+            stop_sandboxes=svc.stop_sandboxes,
+        )
+    record = outcome.record
+    report = json.loads((record.out_dir / "report.json").read_text())
+    if options["as_json"]:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        _summarise(report)
+    if outcome.interrupted:
+        click.echo("planrun: interrupted; finished plans and the report are kept", err=True)
+        ctx.exit(130)
+    ctx.exit(record.exit_code)
+
+
+def _flags(options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "planning_model": options["model"],
+        "parallel": options["parallel"],
+        "max_turns": options["max_turns"],
+        "timeout": options["timeout"],
+    }
+
+
+def _spec(
+    options: dict[str, Any], requirements: str, workspace: Path, loaded: LoadedSettings
+) -> PlanRunSpec:
+    settings = loaded.settings
+    if not settings.planning_enabled:
+        raise ConfigError("planning is disabled by configuration (planning_enabled: false)")
+    extra_dirs = loaded.resolved_extra_dirs()
+    sections = None
+    template_path = find_template(workspace, options["template"])
+    if template_path is not None:
+        template = load_template(template_path)
+        if isinstance(template, str):
+            click.echo(f"planrun: warning: {template}", err=True)
+        else:
+            sections = template.sections
+    context = read_context_files(options["context_files"], workspace, extra_dirs)
+    out_dir = _out_dir(options["out_dir"])
+    if options["replay"] is None and not _has_credentials():
+        raise ConfigError(
+            "ANTHROPIC_API_KEY is not set: export it (or ANTHROPIC_BASE_URL for a compatible "
+            "endpoint), or use --replay CASSETTE"
+        )
+    return PlanRunSpec(
+        name=out_dir.name,
+        requirements=requirements,
+        workspace=workspace,
+        out_dir=out_dir,
+        perspectives=loaded.expand_perspectives(options["perspectives"]),
+        model_id=loaded.planning_model_id(),
+        agent=options["agent"],
+        context=context,
+        sections=sections,
+        parallel=settings.parallel,
+        limits=loaded.run_limits(),
+    )
+
+
+def _has_credentials() -> bool:
+    return any(
+        os.environ.get(name)
+        for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
+    )
+
+
+def _out_dir(requested: Path | None) -> Path:
+    """A new run directory, or --out, which must not hold plans already."""
+    if requested is None:
+        return claim_directory(planrun_home() / "plans")
+    out_dir = requested.expanduser().absolute()
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {requested} exists and is not a directory")
+    if out_dir.is_dir() and (
+        any(out_dir.glob("*.md")) or any((out_dir / name).exists() for name in PLAN_FILES)
+    ):
+        raise ConfigError(f"--out {requested} already holds plans; planrun never overwrites them")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"cannot create --out {requested}: {error.strerror}") from None
+    return out_dir
+
+
+def _model_factory(options: dict[str, Any], model_id: str) -> Any:
+    from sandbox_runner.model import create_model
+
+    def make(label: str) -> Any:
+        return create_model(model_id, replay=options["replay"], record=options["record"], key=label)
+
+    return make
+
+
+def _summarise(report: dict[str, Any]) -> None:
+    for entry in report["plans"]:
+        verdict = "valid" if entry["valid"] else entry["status"]
+        name = entry["perspective"] or entry["label"]
+        reason = f" ({entry['reason']})" if entry["reason"] else ""
+        click.echo(f"  {name:<20} {verdict:<10} {entry['plan_file'] or '-'}{reason}")
+    if not report["workspace_unchanged"]:
+        click.echo(f"  WORKSPACE CHANGED: {report['workspace_problem']}")
+    click.echo(f"Report: {Path(report['out_dir']) / 'report.md'}")

@@ -1,0 +1,121 @@
+"""Progress of running subagents: a live table on a terminal, plain log lines elsewhere."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Self, TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from sandbox_runner.agents.results import AgentEvent
+
+
+@dataclass
+class _Line:
+    label: str
+    state: str = "starting"
+    turn: int = 0
+    tool: str = ""
+    tool_calls: int = 0
+    tokens: int = 0
+    elapsed: float = 0.0
+    started: float = 0.0
+
+
+def wants_live_display(stream: TextIO, *, json_output: bool) -> bool:
+    """A live display only for a person at a terminal: not with --json, in CI or in a pipe."""
+    ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+    return stream.isatty() and not json_output and not ci
+
+
+class Progress:
+    """Receives AgentEvents from any thread and shows one line per subagent."""
+
+    def __init__(self, labels: list[str], *, live: bool, stream: TextIO | None = None) -> None:
+        self._stream = stream or sys.stderr
+        now = time.monotonic()
+        self._lines = {label: _Line(label, started=now) for label in labels}
+        self._lock = threading.Lock()
+        self._live: Live | None = None
+        if live:
+            console = Console(file=self._stream)
+            self._live = Live(
+                console=console, refresh_per_second=4, get_renderable=self._table, transient=False
+            )
+
+    def __call__(self, event: AgentEvent) -> None:
+        with self._lock:
+            line = self._lines.setdefault(event.label, _Line(event.label, started=time.monotonic()))
+            line.turn, line.tool_calls, line.tokens = event.turn, event.tool_calls, event.tokens
+            line.elapsed = event.elapsed
+            if event.kind == "tool_call":
+                line.state, line.tool = "running", f"{event.tool} {event.detail}".strip()
+            elif event.kind == "turn_started":
+                line.state, line.tool = "thinking", ""
+            elif event.kind in {"finished", "failed"}:
+                line.state, line.tool = event.kind, event.detail
+        if self._live is None and event.kind in {"tool_call", "finished", "failed"}:
+            self._log(event)
+
+    def _log(self, event: AgentEvent) -> None:
+        prefix = f"[{event.label}] turn {event.turn}"
+        if event.kind == "tool_call":
+            message = f"{prefix} {event.tool} {event.detail}".rstrip()
+        else:
+            outcome = "finished" if event.kind == "finished" else "FAILED"
+            detail = f": {event.detail}" if event.detail else ""
+            message = (
+                f"[{event.label}] {outcome}{detail} ({event.tool_calls} tool calls, "
+                f"{event.tokens} tokens, {event.elapsed:.1f} s)"
+            )
+        print(message, file=self._stream, flush=True)
+
+    def _table(self) -> Table:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for column in (
+            "perspective",
+            "state",
+            "turn",
+            "tool calls",
+            "tokens",
+            "elapsed",
+            "current",
+        ):
+            table.add_column(column, no_wrap=column != "current", overflow="ellipsis")
+        now = time.monotonic()
+        with self._lock:
+            for line in self._lines.values():
+                running = line.state not in {"finished", "failed"}
+                elapsed = now - line.started if running else line.elapsed
+                style = {"failed": "red", "finished": "green"}.get(line.state, "")
+                table.add_row(
+                    line.label,
+                    f"[{style}]{line.state}[/]" if style else line.state,
+                    str(line.turn),
+                    str(line.tool_calls),
+                    f"{line.tokens:,}",
+                    f"{elapsed:.1f} s",
+                    line.tool[:80],
+                )
+        return table
+
+    def __enter__(self) -> Self:
+        if self._live is not None:
+            self._live.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.stop()

@@ -1,0 +1,422 @@
+"""planrun's settings: defaults < user file < project file < PLANRUN_* environment < flags."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from sandbox_runner.agents.definitions import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
+from sandbox_runner.agents.registry import planrun_home
+from sandbox_runner.errors import ConfigError
+
+# Imported where used: the agent loop pulls in most of planrun, and config must stay a leaf
+# that any module can import.
+if TYPE_CHECKING:
+    from sandbox_runner.agents.loop import RunLimits
+    from sandbox_runner.sandbox.spec import Limits
+
+CONFIG_DIR = ".planrun"
+"""The project's planrun directory, holding its config file."""
+CONFIG_NAMES = ("config.yaml", "config.json")
+ENV_PREFIX = "PLANRUN_"
+DEFAULT_SOURCE = "default"
+BUILTIN_PERSPECTIVES: dict[str, list[str]] = {"default": []}
+"""Presets every configuration has; "default" is one plan without a perspective."""
+
+
+@dataclass
+class Settings:
+    """Every setting planrun reads from files, the environment and flags."""
+
+    model: str = "claude-sonnet-4-6"
+    """Default model id or alias; agents whose model is "inherit" use it."""
+    planning_model: str | None = None
+    """Model of plan runs; unset (or "inherit") means `model`."""
+    perspectives: dict[str, list[str]] = field(default_factory=dict)
+    """Presets: a name expanding to several perspectives, added to BUILTIN_PERSPECTIVES."""
+    allowed_tools: list[str] = field(default_factory=lambda: list(READ_ONLY_TOOLS))
+    """Tools offered to plan agents; only read-only tools are allowed."""
+    extra_dirs: list[str] = field(default_factory=list)
+    """Additional read-only directories; relative ones resolve against where they were set."""
+    parallel: int = 4
+    """Subagents running at the same time."""
+    max_turns: int = 40
+    """Model calls per subagent."""
+    timeout: float = 1800.0
+    """Wall-clock seconds per subagent."""
+    max_output_tokens: int = 16_000
+    """max_tokens of each model call."""
+    max_total_tokens: int = 3_000_000
+    """Input, output and cache tokens over one subagent run."""
+    memory_mb: int = 1024
+    """Memory of each sandbox container, in MiB."""
+    cpus: float = 1.0
+    """CPU share of each sandbox container, in cores."""
+    pids: int = 256
+    """Processes and threads per sandbox container."""
+    image: str | None = None
+    """Sandbox image tag; unset means the tag computed from the image inputs."""
+    planning_enabled: bool = True
+    """Whether plan runs are allowed at all."""
+
+
+class _Invalid(Exception):
+    """A value broke its rule; `expected` completes "must be ...", `got` overrides the value."""
+
+    def __init__(self, expected: str, got: object = None) -> None:
+        super().__init__(expected)
+        self.expected = expected
+        self.got = got
+
+
+def _at_least(minimum: float, expected: str, *, integer: bool) -> Callable[[object], Any]:
+    def check(value: object) -> int | float:
+        kinds = int if integer else int | float
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise _Invalid(expected)
+        if not math.isfinite(value) or value < minimum:
+            raise _Invalid(expected)
+        return value if integer else float(value)
+
+    return check
+
+
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Invalid("true or false")
+    return value
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _Invalid("a non-empty string")
+    return value.strip()
+
+
+def _optional_text(value: object) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _model(value: object) -> str:
+    model = _text(value)
+    if model.casefold() == INHERIT:
+        raise _Invalid(f"a model id or alias ({', '.join(MODEL_ALIASES)}), not 'inherit'")
+    return model
+
+
+def _texts(value: object) -> list[str]:
+    if not isinstance(value, list | tuple):
+        raise _Invalid("a list of strings")
+    items: list[str] = []
+    for item in value:
+        text = _text(os.fspath(item) if isinstance(item, os.PathLike) else item)
+        if text not in items:
+            items.append(text)
+    return items
+
+
+def _read_only_tools(value: object) -> list[str]:
+    tools = _texts(value)
+    for tool in tools:
+        if tool not in READ_ONLY_TOOLS:
+            raise _Invalid(f"a list of read-only tools ({', '.join(READ_ONLY_TOOLS)})", tool)
+    return tools
+
+
+def _presets(value: object) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        raise _Invalid("a mapping of preset names to lists of perspectives")
+    presets: dict[str, list[str]] = {}
+    for name, members in value.items():
+        try:
+            presets[_text(name)] = _texts(members)
+        except _Invalid:
+            raise _Invalid(f"a list of perspectives for preset {name!r}", members) from None
+    return presets
+
+
+_POSITIVE = "a positive integer"
+_CHECKS: dict[str, Callable[[object], Any]] = {
+    "model": _model,
+    "planning_model": _optional_text,
+    "perspectives": _presets,
+    "allowed_tools": _read_only_tools,
+    "extra_dirs": _texts,
+    "parallel": _at_least(1, _POSITIVE, integer=True),
+    "max_turns": _at_least(1, _POSITIVE, integer=True),
+    "timeout": _at_least(1, "a number of seconds, at least 1", integer=False),
+    "max_output_tokens": _at_least(1, _POSITIVE, integer=True),
+    "max_total_tokens": _at_least(1, _POSITIVE, integer=True),
+    "memory_mb": _at_least(32, "an integer of at least 32 (MiB)", integer=True),
+    "cpus": _at_least(0.01, "a number of cores, at least 0.01", integer=False),
+    "pids": _at_least(1, _POSITIVE, integer=True),
+    "image": _optional_text,
+    "planning_enabled": _boolean,
+}
+"""Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
+_DEFAULTS = Settings()
+_BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(
+    ("0", "false", "no", "off"), False
+)
+
+
+def _from_text(name: str, text: str) -> object:
+    """An environment variable as the value a file would hold; _CHECKS then judges it."""
+    default = getattr(_DEFAULTS, name)
+    if isinstance(default, list):
+        return [part.strip() for part in text.split(",") if part.strip()]
+    if default is None:
+        return text.strip() or None
+    if isinstance(default, str):
+        return text.strip()
+    if isinstance(default, bool):
+        return _BOOL_WORDS.get(text.strip().lower(), text)
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _normalise(key: str) -> str:
+    """planningModel, planning-model and PLANNING_MODEL all become planning_model."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).replace("-", "_").lower()
+
+
+def _field_name(key: object, where: str) -> str:
+    name = _normalise(str(key))
+    if name in _CHECKS:
+        return name
+    close = difflib.get_close_matches(name, list(_CHECKS), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_CHECKS)}"
+    raise ConfigError(f"{where}: unknown key {key!r}; {hint}")
+
+
+@dataclass
+class _Layer:
+    """The settings one source sets, validated, with where each came from."""
+
+    base: Path
+    """The directory relative extra_dirs set here resolve against."""
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def set(self, name: str, value: object, where: str, key: str) -> None:
+        if name in self.keys:
+            raise ConfigError(
+                f"{where}: keys {self.keys[name]!r} and {key!r} both set {name!r}; keep one"
+            )
+        try:
+            self.values[name] = _CHECKS[name](value)
+        except _Invalid as invalid:
+            got = value if invalid.got is None else invalid.got
+            raise ConfigError(
+                f"{where}: key {key!r} must be {invalid.expected}, got {_shown(got)}"
+            ) from None
+        self.sources[name] = where
+        self.keys[name] = key
+
+
+def _find_file(directory: Path) -> Path | None:
+    found = [directory / name for name in CONFIG_NAMES if (directory / name).exists()]
+    if len(found) > 1:
+        raise ConfigError(f"both {found[0]} and {found[1]} exist; keep only one of them")
+    return found[0] if found else None
+
+
+def _parse(path: Path, text: str) -> object:
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(
+                f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}: invalid YAML{at}: {error.problem}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(error).split())}") from None
+    # A file of nothing but comments is an empty configuration, not an error.
+    return {} if data is None else data
+
+
+def _file_layer(path: Path, base: Path) -> _Layer:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise ConfigError(f"{path}: cannot read the config file: {reason}") from None
+    data = _parse(path, text)
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise ConfigError(f"{path}: the top level must be a mapping of settings, got a {kind}")
+    layer = _Layer(base)
+    for key, value in data.items():
+        layer.set(_field_name(key, str(path)), value, str(path), str(key))
+    return layer
+
+
+def _env_layer(env: Mapping[str, str], base: Path) -> _Layer:
+    layer = _Layer(base)
+    for name in _CHECKS:
+        variable = ENV_PREFIX + name.upper()
+        if variable not in env:
+            continue
+        where = f"environment variable {variable}"
+        if isinstance(getattr(_DEFAULTS, name), dict):
+            raise ConfigError(
+                f"{where}: key {name!r} cannot be set from the environment; set it in a config file"
+            )
+        layer.set(name, _from_text(name, env[variable]), where, name)
+    return layer
+
+
+def _flag_layer(flags: Mapping[str, Any], base: Path) -> _Layer:
+    layer = _Layer(base)
+    for key, value in flags.items():
+        if value is None:
+            continue
+        where = f"flag --{_normalise(key).replace('_', '-')}"
+        layer.set(_field_name(key, where), value, where, key)
+    return layer
+
+
+@dataclass
+class LoadedSettings:
+    """The merged settings, where each value came from, and the config files read."""
+
+    settings: Settings
+    sources: dict[str, str]
+    """Setting -> "default", a file path, "environment variable PLANRUN_X" or "flag --x"."""
+    files: list[Path]
+    """The config files read, lowest priority first."""
+    extra_dirs_base: Path
+    """The directory relative extra_dirs resolve against: that of the source that set them."""
+
+    def limits(self) -> Limits:
+        """The sandbox resource limits; raises ConfigError if this machine cannot grant them."""
+        from sandbox_runner.sandbox.spec import Limits
+
+        values = self.settings
+        try:
+            return Limits(memory_mb=values.memory_mb, cpus=values.cpus, pids=values.pids)
+        except ValueError as error:
+            name = next((n for n in ("memory_mb", "cpus", "pids") if n in str(error)), "cpus")
+            raise ConfigError(f"{self.sources[name]}: {error}") from None
+
+    def run_limits(self) -> RunLimits:
+        """The limits of one subagent run."""
+        from sandbox_runner.agents.loop import RunLimits
+
+        values = self.settings
+        return RunLimits(
+            max_turns=values.max_turns,
+            max_output_tokens=values.max_output_tokens,
+            max_total_tokens=values.max_total_tokens,
+            timeout_seconds=values.timeout,
+        )
+
+    def planning_model_id(self) -> str:
+        """The model id of plan runs: planning_model, else model, with aliases resolved."""
+        model = self.settings.planning_model
+        if model is None or model.casefold() == INHERIT:
+            model = self.settings.model
+        return MODEL_ALIASES.get(model.casefold(), model)
+
+    def presets(self) -> dict[str, list[str]]:
+        """The built-in perspective presets, overridden and extended by the configured ones."""
+        return {**BUILTIN_PERSPECTIVES, **self.settings.perspectives}
+
+    def expand_perspectives(self, names: Sequence[str]) -> list[str | None]:
+        """Expand preset names; other names are perspectives. [None] means one plain plan."""
+        presets = self.presets()
+        expanded: list[str | None] = []
+        for name in names:
+            for perspective in presets.get(name, [name]):
+                if perspective.strip() and perspective not in expanded:
+                    expanded.append(perspective)
+        return expanded or [None]
+
+    def resolved_extra_dirs(self) -> list[Path]:
+        """The extra read-only directories as absolute paths.
+
+        Raises:
+            ConfigError: a directory does not exist, naming where it was configured.
+        """
+        resolved: list[Path] = []
+        for entry in self.settings.extra_dirs:
+            path = (self.extra_dirs_base / Path(entry).expanduser()).resolve()
+            if not path.is_dir():
+                problem = "is not a directory" if path.exists() else "does not exist"
+                raise ConfigError(
+                    f"{self.sources['extra_dirs']}: key 'extra_dirs' names {path}, which {problem}"
+                )
+            if path not in resolved:
+                resolved.append(path)
+        return resolved
+
+
+def load_settings(
+    project_root: Path | None,
+    *,
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> LoadedSettings:
+    """Merge defaults < user file < project file < PLANRUN_* environment < flags.
+
+    Each source replaces whole values (a project's extra_dirs replace the user's).
+
+    Args:
+        project_root: the repository; its `.planrun/config.yaml` (or `.json`) is read.
+        flags: settings given on the command line; None values are ignored.
+        env: the environment (default: os.environ).
+        home: planrun's user directory (default: planrun_home()).
+
+    Raises:
+        ConfigError: a file cannot be read or parsed, or a key or value is invalid.
+    """
+    cwd = Path.cwd()
+    home = (planrun_home() if home is None else home).expanduser().absolute()
+    places = [(home, home)]
+    if project_root is not None:
+        root = project_root.expanduser().absolute()
+        places.append((root / CONFIG_DIR, root))
+    layers: list[_Layer] = []
+    files: list[Path] = []
+    for directory, base in places:
+        path = _find_file(directory)
+        if path is not None:
+            layers.append(_file_layer(path, base))
+            files.append(path)
+    layers.append(_env_layer(os.environ if env is None else env, cwd))
+    layers.append(_flag_layer(flags or {}, cwd))
+    values: dict[str, Any] = {}
+    sources = dict.fromkeys(_CHECKS, DEFAULT_SOURCE)
+    extra_dirs_base = cwd
+    for layer in layers:
+        values |= layer.values
+        sources |= layer.sources
+        if "extra_dirs" in layer.values:
+            extra_dirs_base = layer.base
+    return LoadedSettings(Settings(**values), sources, files, extra_dirs_base)

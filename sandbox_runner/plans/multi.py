@@ -1,0 +1,201 @@
+"""Several Plan subagents at once, one per perspective, each in its own sandbox; then the report."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sandbox_runner import Model
+from sandbox_runner.agents.loop import EventSink, RunLimits
+from sandbox_runner.agents.planner import PlanJob, SandboxFactory, failed_result, run_plan
+from sandbox_runner.agents.registry import Registry, planrun_home
+from sandbox_runner.agents.results import PlanResult
+from sandbox_runner.errors import PlanrunError
+from sandbox_runner.plans.report import RunRecord, write_report
+from sandbox_runner.plans.workspace import git_head, snapshot
+
+ModelFactory = Callable[[str], Model]
+"""Makes the model of one plan, by label (a replayed cassette differs per perspective)."""
+
+EXIT_OK, EXIT_PLAN_FAILED, EXIT_USAGE, EXIT_WORKSPACE_CHANGED = 0, 1, 2, 3
+INTERRUPT_GRACE_SECONDS = 15.0
+
+
+@dataclass
+class PlanRunSpec:
+    """One `planrun plan` invocation, resolved: every path checked, every default applied."""
+
+    name: str
+    requirements: str
+    workspace: Path
+    out_dir: Path
+    perspectives: list[str | None]
+    model_id: str
+    agent: str = "Plan"
+    context: str = ""
+    sections: tuple[str, ...] | None = None
+    parallel: int = 4
+    limits: RunLimits = field(default_factory=RunLimits)
+
+    def jobs(self) -> list[PlanJob]:
+        """One job per perspective, with unique labels (file names)."""
+        jobs: list[PlanJob] = []
+        used: set[str] = set()
+        for perspective in self.perspectives:
+            job = PlanJob(self.requirements, perspective, self.agent, self.context, self.sections)
+            label, n = job.label, 2
+            while label in used:
+                label, n = f"{job.label}-{n}", n + 1
+            used.add(label)
+            jobs.append(replace(job, name=label))
+        return jobs
+
+
+@dataclass
+class PlanRunOutcome:
+    """What a run produced: the record behind the report, and whether it was interrupted."""
+
+    record: RunRecord
+    interrupted: bool = False
+
+
+def execute(
+    spec: PlanRunSpec,
+    *,
+    model_factory: ModelFactory,
+    sandbox_factory: SandboxFactory,
+    registry: Registry,
+    on_event: EventSink | None = None,
+    stop_sandboxes: Callable[[], object] = lambda: None,
+) -> PlanRunOutcome:
+    """Run every perspective, check the workspace did not change, and write the report.
+
+    On KeyboardInterrupt the subagents are told to stop, their sandboxes are removed,
+    what finished is kept and reported, and the outcome says it was interrupted.
+    """
+    started = datetime.now(UTC)
+    exclude = spec.out_dir if spec.out_dir.is_relative_to(spec.workspace) else None
+    before = snapshot(spec.workspace, exclude)
+    sandbox_root = _sandbox_root(spec)
+    jobs = spec.jobs()
+    runner = _Runner(spec, model_factory, sandbox_factory, registry, on_event, sandbox_root)
+    interrupted = False
+    try:
+        results = runner.run(jobs)
+    except KeyboardInterrupt:
+        interrupted = True
+        results = runner.interrupted(jobs, stop_sandboxes)
+    finally:
+        if sandbox_root != spec.out_dir / ".sandbox":
+            shutil.rmtree(sandbox_root, ignore_errors=True)
+    problem = before.differences(snapshot(spec.workspace, exclude))
+    record = RunRecord(
+        name=spec.name,
+        out_dir=spec.out_dir,
+        requirements=spec.requirements,
+        repository=str(spec.workspace),
+        git_head=git_head(spec.workspace),
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        results=results,
+        perspectives=[job.perspective for job in jobs],
+        workspace_unchanged=not problem,
+        workspace_problem=problem,
+        exit_code=exit_code(results, problem),
+    )
+    write_report(record)
+    return PlanRunOutcome(record, interrupted)
+
+
+def exit_code(results: list[PlanResult], workspace_problem: str) -> int:
+    """3 if the workspace changed, else 1 if any plan failed or is invalid, else 0."""
+    if workspace_problem:
+        return EXIT_WORKSPACE_CHANGED
+    return EXIT_OK if results and all(result.valid for result in results) else EXIT_PLAN_FAILED
+
+
+def _sandbox_root(spec: PlanRunSpec) -> Path:
+    # The sandboxes' writable plan directories must never be visible inside the
+    # read-only workspace, so an --out inside the repository gets them elsewhere.
+    if not spec.out_dir.is_relative_to(spec.workspace):
+        return spec.out_dir / ".sandbox"
+    scratch = planrun_home() / "tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=scratch))
+
+
+class _Runner:
+    """Runs the jobs on a thread pool and keeps their futures for an interrupt."""
+
+    def __init__(
+        self,
+        spec: PlanRunSpec,
+        model_factory: ModelFactory,
+        sandbox_factory: SandboxFactory,
+        registry: Registry,
+        on_event: EventSink | None,
+        sandbox_root: Path,
+    ) -> None:
+        self.spec = spec
+        self.model_factory = model_factory
+        self.sandbox_factory = sandbox_factory
+        self.registry = registry
+        self.on_event = on_event
+        self.sandbox_root = sandbox_root
+        self.cancel = threading.Event()
+        self.futures: list[Future[PlanResult]] = []
+
+    def run(self, jobs: list[PlanJob]) -> list[PlanResult]:
+        pool = ThreadPoolExecutor(max_workers=max(1, self.spec.parallel), thread_name_prefix="plan")
+        self.futures = [pool.submit(self._one, job) for job in jobs]
+        try:
+            pending: set[Future[PlanResult]] = set(self.futures)
+            while pending:
+                # A timeout keeps the main thread responsive to Ctrl-C.
+                _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return [future.result() for future in self.futures]
+
+    def _one(self, job: PlanJob) -> PlanResult:
+        spec = self.spec
+        try:
+            return run_plan(
+                job,
+                workspace=spec.workspace,
+                out_dir=spec.out_dir,
+                model=self.model_factory(job.label),
+                model_id=spec.model_id,
+                sandbox_factory=self.sandbox_factory,
+                registry=self.registry,
+                limits=spec.limits,
+                on_event=self.on_event,
+                cancel=self.cancel,
+                sandbox_root=self.sandbox_root,
+            )
+        except (PlanrunError, OSError) as error:
+            # One subagent failing never stops or loses the others.
+            return failed_result(job, spec.model_id, str(error))
+
+    def interrupted(
+        self, jobs: list[PlanJob], stop_sandboxes: Callable[[], object]
+    ) -> list[PlanResult]:
+        """Stop every subagent, keep what finished, and mark the rest as interrupted."""
+        self.cancel.set()
+        stop_sandboxes()
+        wait(self.futures, timeout=INTERRUPT_GRACE_SECONDS)
+        results = []
+        for job, future in zip(jobs, self.futures, strict=False):
+            if future.done() and not future.cancelled() and future.exception() is None:
+                results.append(future.result())
+            else:
+                results.append(
+                    failed_result(job, self.spec.model_id, "interrupted before it finished")
+                )
+        return results

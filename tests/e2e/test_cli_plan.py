@@ -1,0 +1,393 @@
+"""`planrun plan` end to end: CliRunner, real containers, the SDK against the fake API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from sandbox_runner.cli import cli
+from tests.support.fake_messages_api import FakeMessagesAPI, drop, error, message, text, tool_use
+from tests.support.plan_scripts import PerspectiveScript, writes_plan
+from tests.unit.test_plan_loop import VALID_PLAN
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "README.md").write_text("# demo app\n")
+    (root / "src" / "app.py").write_text("def main():\n    return 42\n")
+    (root / "src" / "util.py").write_text("def log(msg):\n    print(msg)\n")
+    (root / "tests" / "test_app.py").write_text("def test_main():\n    assert True\n")
+    return root
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
+    with FakeMessagesAPI() as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def needs_docker(sandbox_image: str) -> None:
+    """Every test here runs real sandboxes."""
+
+
+def plan(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["plan", *args], catch_exceptions=False)
+
+
+def report_of(result: Result) -> dict[str, Any]:
+    return json.loads(result.stdout)
+
+
+def test_two_perspectives_in_parallel_with_json(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    api.script = PerspectiveScript(
+        {
+            "simplicity": writes_plan("simplicity", VALID_PLAN),
+            "performance": writes_plan("performance", VALID_PLAN),
+        }
+    )
+    out = tmp_path / "out"
+    result = plan(
+        "Add a flag",
+        "--repo",
+        str(repo),
+        "--perspective",
+        "simplicity",
+        "--perspective",
+        "performance",
+        "--out",
+        str(out),
+        "--json",
+        "--parallel",
+        "2",
+    )
+    assert result.exit_code == 0, result.output
+    report = report_of(result)
+    assert report["schema_version"] == 1
+    assert report["status"] == "ok" and report["exit_code"] == 0
+    assert [p["perspective"] for p in report["plans"]] == ["simplicity", "performance"]
+    assert all(p["valid"] for p in report["plans"])
+    assert report["critical_files"]["shared_by_all"] == [
+        "src/app.py",
+        "src/util.py",
+        "tests/test_app.py",
+    ]
+    assert (out / "simplicity.md").is_file() and (out / "performance.md").is_file()
+    assert json.loads((out / "report.json").read_text()) == report
+    assert (out / "report.md").read_text().startswith("# Plan report")
+
+
+def test_one_failing_perspective_does_not_stop_the_others(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    overloaded = error(529, "overloaded_error", "Overloaded")
+    api.script = PerspectiveScript(
+        {"simplicity": writes_plan("simplicity", VALID_PLAN), "performance": [overloaded] * 20}
+    )
+    result = plan(
+        "Add a flag",
+        "--repo",
+        str(repo),
+        "--perspective",
+        "simplicity",
+        "--perspective",
+        "performance",
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+    )
+    assert result.exit_code == 1
+    report = report_of(result)
+    by_name = {p["perspective"]: p for p in report["plans"]}
+    assert by_name["simplicity"]["valid"]
+    assert by_name["performance"]["status"] == "failed"
+    assert "529" in by_name["performance"]["reason"]
+    assert report["failures"][0]["perspective"] == "performance"
+    assert (tmp_path / "out" / "simplicity.md").exists()
+
+
+def test_invalid_plan_exits_1_and_says_why(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    broken = VALID_PLAN.replace("- tests/test_app.py - the tests of the flag\n", "")
+    api.script = PerspectiveScript(
+        {"plan": [message(text(broken)), message(text("Still two files."))]}
+    )
+    result = plan("Add a flag", "--repo", str(repo), "--out", str(tmp_path / "out"), "--json")
+    assert result.exit_code == 1
+    [entry] = report_of(result)["plans"]
+    assert entry["status"] == "complete" and not entry["valid"]
+    assert any("3 to 5" in problem for problem in entry["problems"])
+
+
+def test_turn_limit_marks_the_plan_incomplete(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    api.script = PerspectiveScript({"plan": [message(tool_use("LS", {}))] * 10})
+    result = plan(
+        "x", "--repo", str(repo), "--out", str(tmp_path / "out"), "--json", "--max-turns", "3"
+    )
+    assert result.exit_code == 1
+    [entry] = report_of(result)["plans"]
+    assert entry["status"] == "incomplete"
+    assert "turn limit of 3" in entry["reason"]
+
+
+def test_timeout_stops_a_slow_subagent(api: FakeMessagesAPI, repo: Path, tmp_path: Path) -> None:
+    api.script = PerspectiveScript(
+        {"plan": [message(tool_use("LS", {}))] * 20}, delays={"plan": 0.5}
+    )
+    started = time.monotonic()
+    result = plan(
+        "x", "--repo", str(repo), "--out", str(tmp_path / "out"), "--json", "--timeout", "2"
+    )
+    assert result.exit_code == 1
+    [entry] = report_of(result)["plans"]
+    assert entry["status"] == "incomplete" and "time limit" in entry["reason"]
+    assert time.monotonic() - started < 30
+
+
+def test_existing_plans_are_never_overwritten(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "plan.md").write_text("precious")
+    result = plan("x", "--repo", str(repo), "--out", str(out))
+    assert result.exit_code == 2
+    assert "never overwrites" in result.output
+    assert (out / "plan.md").read_text() == "precious"
+    assert api.requests == []
+
+
+def test_default_output_is_a_new_named_directory(
+    api: FakeMessagesAPI, repo: Path, planrun_home: Path
+) -> None:
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    first = plan("x", "--repo", str(repo), "--json")
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    second = plan("x", "--repo", str(repo), "--json")
+    runs = sorted((planrun_home / "plans").iterdir())
+    assert len(runs) == 2
+    assert report_of(first)["run"] != report_of(second)["run"]
+    assert all("-" in run.name for run in runs)
+
+
+@pytest.mark.parametrize(
+    "args, message_part",
+    [
+        (["--repo", "/nonexistent"], "does not exist"),
+        (["--perspective", "x", "--parallel", "0"], "parallel"),
+        (["--context", "/etc/hostname"], "outside the repository"),
+        ([], "no requirements given"),
+    ],
+)
+def test_usage_errors_exit_2(
+    api: FakeMessagesAPI, repo: Path, args: list[str], message_part: str
+) -> None:
+    requirements = [] if message_part == "no requirements given" else ["x"]
+    base = ["--repo", str(repo)] if "--repo" not in args else []
+    result = plan(*requirements, *base, *args)
+    assert result.exit_code == 2, result.output
+    assert message_part in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_api_key_is_a_usage_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    result = plan("x", "--repo", str(repo))
+    assert result.exit_code == 2
+    assert "ANTHROPIC_API_KEY is not set" in result.output
+
+
+def test_bad_project_config_names_file_and_key(api: FakeMessagesAPI, repo: Path) -> None:
+    (repo / ".planrun").mkdir()
+    (repo / ".planrun" / "config.yaml").write_text("parallel: four\n")
+    result = plan("x", "--repo", str(repo))
+    assert result.exit_code == 2
+    assert "config.yaml" in result.output and "parallel" in result.output
+
+
+def test_config_precedence_flag_over_project_over_user(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path, planrun_home: Path
+) -> None:
+    (planrun_home / "config.yaml").write_text("planning_model: claude-user-model\nmax_turns: 7\n")
+    (repo / ".planrun").mkdir()
+    (repo / ".planrun" / "config.yaml").write_text("planning_model: claude-project-model\n")
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "a"), "--json")
+    assert api.message_requests[0].body["model"] == "claude-project-model"
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    result = plan(
+        "x",
+        "--repo",
+        str(repo),
+        "--out",
+        str(tmp_path / "b"),
+        "--json",
+        "--model",
+        "claude-flag-model",
+    )
+    assert result.exit_code == 0
+    assert api.message_requests[-1].body["model"] == "claude-flag-model"
+
+
+def test_project_template_replaces_the_sections(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    (repo / ".planrun").mkdir()
+    template = "# Plan\n\n## Goal\n\n## Design\n\n## Rollout\n"
+    (repo / ".planrun" / "plan.md").write_text(template)
+    plan_text = (
+        "# Flag\n\n## Goal\nA flag.\n\n## Design\nThread it.\n\n## Rollout\nShip it.\n\n"
+        "### Critical Files for Implementation\n- src/app.py - flag\n- src/util.py - log\n"
+        "- tests/test_app.py - tests\n"
+    )
+    api.script = PerspectiveScript({"plan": writes_plan("plan", plan_text)})
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "out"), "--json")
+    assert result.exit_code == 0, result.output
+    system = api.message_requests[0].body["system"][0]["text"]
+    assert "## Rollout" in system and "## Test Plan" not in system
+    assert (repo / ".planrun" / "plan.md").read_text() == template
+
+
+def test_context_file_reaches_the_prompt(api: FakeMessagesAPI, repo: Path, tmp_path: Path) -> None:
+    (repo / "NOTES.md").write_text("The flag must be called --verbose.\n")
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    result = plan(
+        "x", "--repo", str(repo), "--context", str(repo / "NOTES.md"), "--out", str(tmp_path / "o")
+    )
+    assert result.exit_code == 0, result.output
+    assert "must be called --verbose" in api.message_requests[0].body["system"][0]["text"]
+
+
+def test_requirements_from_stdin_and_file(api: FakeMessagesAPI, repo: Path, tmp_path: Path) -> None:
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    result = CliRunner().invoke(
+        cli,
+        ["plan", "-", "--repo", str(repo), "--out", str(tmp_path / "a")],
+        input="Plan from stdin\n",
+    )
+    assert result.exit_code == 0, result.output
+    first_user = api.message_requests[0].body["messages"][0]["content"][0]["text"]
+    assert "Plan from stdin" in first_user
+
+
+def test_dropped_connections_are_retried(api: FakeMessagesAPI, repo: Path, tmp_path: Path) -> None:
+    script = writes_plan("plan", VALID_PLAN)
+    api.script = PerspectiveScript({"plan": [script[0], script[1], script[2]]})
+    flaky = PerspectiveScript({"plan": script})
+    calls = {"n": 0}
+
+    def sometimes_drop(body: dict[str, Any]) -> Any:
+        calls["n"] += 1
+        return drop() if calls["n"] == 2 else flaky(body)
+
+    api.script = sometimes_drop
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "o"), "--json")
+    assert result.exit_code == 0, result.output
+
+
+def test_ctrl_c_keeps_finished_plans_and_removes_containers(
+    repo: Path, tmp_path: Path, docker_client: Any
+) -> None:
+    script = PerspectiveScript(
+        {
+            "fast": writes_plan("fast", VALID_PLAN),
+            "slow": [message(tool_use("LS", {}))] * 5,
+        },
+        delays={"slow": 5.0},
+    )
+    out = tmp_path / "out"
+    with FakeMessagesAPI(script) as server:
+        env = dict(os.environ, ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="k")
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sandbox_runner",
+                "plan",
+                "x",
+                "--repo",
+                str(repo),
+                "--out",
+                str(out),
+                "--perspective",
+                "fast",
+                "--perspective",
+                "slow",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not (out / "fast.md").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert (out / "fast.md").exists()
+    report = json.loads((out / "report.json").read_text())
+    statuses = {p["perspective"]: p["status"] for p in report["plans"]}
+    assert statuses["fast"] == "complete" and statuses["slow"] != "complete"
+    leftovers = [
+        c
+        for c in docker_client.containers.list(all=True, filters={"label": "io.planrun.managed=1"})
+        if c.labels.get("io.planrun.pid") == str(process.pid)
+    ]
+    assert leftovers == []
+
+
+def test_workspace_changed_during_the_run_exits_3(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    def change_the_workspace() -> Any:
+        (repo / "src" / "sneaky.py").write_text("# written from outside the sandbox\n")
+        return message(tool_use("Write", {"file_path": "/plan/plan.md", "content": VALID_PLAN}))
+
+    api.script = PerspectiveScript(
+        {"plan": [message(tool_use("LS", {})), change_the_workspace, message(text("ok"))]}
+    )
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "o"), "--json")
+    assert result.exit_code == 3
+    report = report_of(result)
+    assert report["status"] == "workspace_changed"
+    assert not report["workspace_unchanged"]
+
+
+def test_make_demo_runs(tmp_path: Path) -> None:
+    env = dict(os.environ, PLANRUN_HOME=str(tmp_path / "home"))
+    result = subprocess.run(
+        ["make", "-s", "demo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report_line = next(line for line in result.stdout.splitlines() if line.startswith("Report: "))
+    report = json.loads(
+        Path(report_line.removeprefix("Report: ")).with_name("report.json").read_text()
+    )
+    assert [p["perspective"] for p in report["plans"]] == ["simplicity", "performance"]
+    assert all(p["valid"] for p in report["plans"])

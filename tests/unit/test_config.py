@@ -1,0 +1,411 @@
+"""Settings: discovery, precedence, validation and `planrun config show`, on a fake file system."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from pyfakefs.fake_filesystem import FakeFilesystem
+
+import sandbox_runner.cli.config_cmd  # noqa: F401 - registers `planrun config`
+from sandbox_runner.agents.definitions import READ_ONLY_TOOLS
+from sandbox_runner.agents.loop import RunLimits
+from sandbox_runner.cli.app import cli
+from sandbox_runner.config import LoadedSettings, Settings, load_settings
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.sandbox.spec import Limits
+
+REPO = Path("/repo")
+HOME = Path("/home/dev/.planrun")
+USER_YAML = HOME / "config.yaml"
+USER_JSON = HOME / "config.json"
+PROJECT_YAML = REPO / ".planrun" / "config.yaml"
+PROJECT_JSON = REPO / ".planrun" / "config.json"
+
+
+def load(env: dict[str, str] | None = None, flags: dict[str, Any] | None = None) -> LoadedSettings:
+    return load_settings(REPO, env=env or {}, flags=flags, home=HOME)
+
+
+def config_error(env: dict[str, str] | None = None, flags: dict[str, Any] | None = None) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load(env, flags)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.fixture
+def repo(fs: FakeFilesystem) -> Path:
+    fs.create_dir(REPO)
+    return REPO
+
+
+# Discovery and precedence
+
+
+def test_without_files_every_setting_is_its_default(repo: Path) -> None:
+    loaded = load()
+    assert loaded.settings == Settings()
+    assert loaded.settings.allowed_tools == list(READ_ONLY_TOOLS)
+    assert set(loaded.sources.values()) == {"default"}
+    assert set(loaded.sources) == set(vars(Settings()))
+    assert loaded.files == []
+
+
+def test_user_then_project_then_env_then_flags(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(
+        USER_YAML,
+        contents="model: opus\nparallel: 2\nmax_turns: 10\npids: 100\nmemory_mb: 512\n",
+    )
+    fs.create_file(PROJECT_YAML, contents="parallel: 3\nmax_turns: 20\npids: 200\n")
+    env = {"PLANRUN_MAX_TURNS": "30", "PLANRUN_PIDS": "300", "OTHER": "x"}
+    loaded = load(env, flags={"pids": 400, "parallel": None})
+
+    settings = loaded.settings
+    assert (settings.model, settings.memory_mb) == ("opus", 512)
+    assert (settings.parallel, settings.max_turns, settings.pids) == (3, 30, 400)
+    assert settings.timeout == 1800
+    assert loaded.sources["model"] == str(USER_YAML)
+    assert loaded.sources["memory_mb"] == str(USER_YAML)
+    assert loaded.sources["parallel"] == str(PROJECT_YAML)
+    assert loaded.sources["max_turns"] == "environment variable PLANRUN_MAX_TURNS"
+    assert loaded.sources["pids"] == "flag --pids"
+    assert loaded.sources["timeout"] == "default"
+    assert loaded.files == [USER_YAML, PROJECT_YAML]
+
+
+def test_json_files_are_read_like_yaml(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_JSON, contents=json.dumps({"timeout": 60, "planningEnabled": False}))
+    fs.create_file(PROJECT_JSON, contents=json.dumps({"cpus": 2, "image": "mine:1"}))
+    loaded = load()
+    assert loaded.settings.timeout == 60.0
+    assert loaded.settings.planning_enabled is False
+    assert loaded.settings.cpus == 2.0
+    assert loaded.settings.image == "mine:1"
+    assert loaded.files == [USER_JSON, PROJECT_JSON]
+
+
+def test_without_a_project_only_the_user_file_is_read(fs: FakeFilesystem) -> None:
+    fs.create_file(USER_YAML, contents="parallel: 2\n")
+    fs.create_file(PROJECT_YAML, contents="parallel: 3\n")
+    loaded = load_settings(None, env={}, home=HOME)
+    assert loaded.settings.parallel == 2
+    assert loaded.files == [USER_YAML]
+
+
+def test_a_file_of_comments_is_an_empty_config(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="# nothing yet\n")
+    assert load().settings == Settings()
+
+
+@pytest.mark.parametrize("directory", [HOME, REPO / ".planrun"])
+def test_yaml_and_json_in_one_place_is_an_error(
+    fs: FakeFilesystem, repo: Path, directory: Path
+) -> None:
+    fs.create_file(directory / "config.yaml", contents="parallel: 2\n")
+    fs.create_file(directory / "config.json", contents='{"parallel": 3}')
+    message = config_error()
+    assert str(directory / "config.yaml") in message
+    assert str(directory / "config.json") in message
+
+
+# One-line errors naming the file and the key
+
+
+def test_a_wrong_type_names_file_key_and_value(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="parallel: four\n")
+    assert config_error() == (
+        f"{PROJECT_YAML}: key 'parallel' must be a positive integer, got 'four'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "expected"),
+    [
+        ("parallel: 0", "parallel", "positive integer, got 0"),
+        ("max_turns: 0", "max_turns", "positive integer, got 0"),
+        ("max_turns: 2.5", "max_turns", "positive integer, got 2.5"),
+        ("parallel: true", "parallel", "positive integer, got True"),
+        ("cpus: -1", "cpus", "at least 0.01, got -1"),
+        ("memory_mb: 16", "memory_mb", "at least 32 (MiB), got 16"),
+        ("timeout: 0", "timeout", "at least 1, got 0"),
+        ("allowed_tools: [Read, Write]", "allowed_tools", "read-only tools"),
+        ("allowed_tools: Read", "allowed_tools", "a list of strings, got 'Read'"),
+        ("planning_enabled: maybe", "planning_enabled", "true or false, got 'maybe'"),
+        ("model: inherit", "model", "not 'inherit'"),
+        ("model: 5", "model", "a non-empty string, got 5"),
+        ("extra_dirs: docs", "extra_dirs", "a list of strings, got 'docs'"),
+        ("perspectives: {quick: speed}", "perspectives", "preset 'quick', got 'speed'"),
+    ],
+)
+def test_invalid_values_are_one_line_errors(
+    fs: FakeFilesystem, repo: Path, line: str, key: str, expected: str
+) -> None:
+    fs.create_file(PROJECT_YAML, contents=line + "\n")
+    message = config_error()
+    assert message.startswith(f"{PROJECT_YAML}: key '{key}' must be ")
+    assert expected in message
+
+
+def test_write_in_allowed_tools_is_named(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="allowed_tools: [Read, Grep, Write]\n")
+    message = config_error()
+    assert message.startswith(f"{USER_YAML}: key 'allowed_tools' must be a list of read-only")
+    assert message.endswith("got 'Write'")
+
+
+def test_unknown_key_suggests_the_closest(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="paralel: 2\n")
+    assert config_error() == f"{PROJECT_YAML}: unknown key 'paralel'; did you mean 'parallel'?"
+
+
+def test_unknown_key_without_a_close_one_lists_the_keys(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="colour: blue\n")
+    message = config_error()
+    assert message.startswith(f"{PROJECT_YAML}: unknown key 'colour'; known keys: model,")
+
+
+def test_yaml_syntax_error_is_one_line_with_its_position(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="parallel: 2\nallowed_tools: [Read, Grep\n")
+    message = config_error()
+    assert message.startswith(f"{PROJECT_YAML}: invalid YAML at line ")
+
+
+def test_json_syntax_error_is_one_line_with_its_position(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_JSON, contents='{"parallel": 2,}')
+    message = config_error()
+    assert message.startswith(f"{USER_JSON}: invalid JSON at line 1, column 16")
+
+
+@pytest.mark.parametrize(("contents", "kind"), [("- parallel\n", "list"), ("4\n", "int")])
+def test_top_level_must_be_a_mapping(
+    fs: FakeFilesystem, repo: Path, contents: str, kind: str
+) -> None:
+    fs.create_file(PROJECT_YAML, contents=contents)
+    assert config_error() == (
+        f"{PROJECT_YAML}: the top level must be a mapping of settings, got a {kind}"
+    )
+
+
+def test_env_values_are_parsed_then_checked_by_the_same_rules(repo: Path) -> None:
+    env = {
+        "PLANRUN_CPUS": "2.5",
+        "PLANRUN_TIMEOUT": "90",
+        "PLANRUN_PLANNING_ENABLED": "no",
+        "PLANRUN_ALLOWED_TOOLS": "Read, Grep,",
+        "PLANRUN_PLANNING_MODEL": "",
+        "PLANRUN_MODEL": " haiku ",
+    }
+    settings = load(env).settings
+    assert (settings.cpus, settings.timeout) == (2.5, 90.0)
+    assert settings.planning_enabled is False
+    assert settings.allowed_tools == ["Read", "Grep"]
+    assert settings.planning_model is None
+    assert settings.model == "haiku"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("PLANRUN_PARALLEL", "four", "key 'parallel' must be a positive integer, got 'four'"),
+        ("PLANRUN_MAX_TURNS", "0", "key 'max_turns' must be a positive integer, got 0"),
+        ("PLANRUN_ALLOWED_TOOLS", "Read,Write", "read-only tools"),
+        ("PLANRUN_PLANNING_ENABLED", "sometimes", "true or false, got 'sometimes'"),
+        ("PLANRUN_PERSPECTIVES", "a,b", "cannot be set from the environment"),
+    ],
+)
+def test_env_errors_name_the_variable(repo: Path, variable: str, value: str, expected: str) -> None:
+    message = config_error(env={variable: value})
+    assert message.startswith(f"environment variable {variable}: ")
+    assert expected in message
+
+
+def test_flag_errors_name_the_flag(repo: Path) -> None:
+    assert config_error(flags={"max_turns": 0}) == (
+        "flag --max-turns: key 'max_turns' must be a positive integer, got 0"
+    )
+    assert (
+        config_error(flags={"paralel": 2})
+        == "flag --paralel: unknown key 'paralel'; did you mean 'parallel'?"
+    )
+
+
+# Key spellings
+
+
+@pytest.mark.parametrize("key", ["planning_model", "planningModel", "planning-model"])
+def test_key_spellings_are_normalised(fs: FakeFilesystem, repo: Path, key: str) -> None:
+    fs.create_file(PROJECT_YAML, contents=f"{key}: opus\nmaxTurns: 7\nmax-output-tokens: 900\n")
+    loaded = load()
+    assert loaded.settings.planning_model == "opus"
+    assert (loaded.settings.max_turns, loaded.settings.max_output_tokens) == (7, 900)
+    assert loaded.sources["planning_model"] == str(PROJECT_YAML)
+
+
+def test_one_setting_spelled_twice_in_a_file_is_an_error(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="maxTurns: 7\nmax_turns: 8\n")
+    assert config_error() == (
+        f"{PROJECT_YAML}: keys 'maxTurns' and 'max_turns' both set 'max_turns'; keep one"
+    )
+
+
+def test_flags_accept_any_spelling(repo: Path) -> None:
+    loaded = load(flags={"max-turns": 3, "planningModel": "haiku"})
+    assert loaded.settings.max_turns == 3
+    assert loaded.sources["max_turns"] == "flag --max-turns"
+    assert loaded.sources["planning_model"] == "flag --planning-model"
+
+
+# Models
+
+
+def test_planning_model_falls_back_to_model_and_resolves_aliases(repo: Path) -> None:
+    assert load().planning_model_id() == "claude-sonnet-4-6"
+    assert load({"PLANRUN_MODEL": "opus"}).planning_model_id() == "claude-opus-4-8"
+    env = {"PLANRUN_MODEL": "opus", "PLANRUN_PLANNING_MODEL": "haiku"}
+    assert load(env).planning_model_id() == "claude-haiku-4-5"
+    env["PLANRUN_PLANNING_MODEL"] = "inherit"
+    assert load(env).planning_model_id() == "claude-opus-4-8"
+
+
+# Extra directories
+
+
+def extra_dirs(loaded: LoadedSettings) -> list[str]:
+    # Compared as text: paths made before and after pyfakefs patched pathlib are never equal.
+    return [str(path) for path in loaded.resolved_extra_dirs()]
+
+
+def test_relative_extra_dirs_resolve_against_where_they_were_set(
+    fs: FakeFilesystem, repo: Path
+) -> None:
+    for directory in (HOME / "notes", REPO / "docs", Path("/shared/specs"), Path("/work/ref")):
+        fs.create_dir(directory)
+    fs.create_file(USER_YAML, contents="extra_dirs: [notes]\n")
+    assert extra_dirs(load()) == [f"{HOME}/notes"]
+
+    fs.create_file(PROJECT_YAML, contents="extra_dirs: [docs, /shared/specs, ./docs]\n")
+    assert extra_dirs(load()) == ["/repo/docs", "/shared/specs"]
+
+    os.chdir("/work")
+    assert extra_dirs(load({"PLANRUN_EXTRA_DIRS": "ref"})) == ["/work/ref"]
+    assert extra_dirs(load(flags={"extra_dirs": ["ref"]})) == ["/work/ref"]
+
+
+def test_a_missing_extra_dir_names_where_it_was_set(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="extra_dirs: [missing]\n")
+    loaded = load()
+    with pytest.raises(ConfigError) as caught:
+        loaded.resolved_extra_dirs()
+    assert str(caught.value) == (
+        f"{PROJECT_YAML}: key 'extra_dirs' names {REPO / 'missing'}, which does not exist"
+    )
+
+
+# Perspective presets
+
+
+def test_presets_expand_and_other_names_are_taken_as_is(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(
+        PROJECT_YAML,
+        contents="perspectives:\n  thorough: [simplicity, performance, security]\n",
+    )
+    loaded = load()
+    assert loaded.expand_perspectives(["thorough", "security", "cost"]) == [
+        "simplicity",
+        "performance",
+        "security",
+        "cost",
+    ]
+    assert loaded.expand_perspectives(["cost", "cost"]) == ["cost"]
+
+
+def test_no_perspectives_or_the_default_preset_is_one_plain_plan(repo: Path) -> None:
+    loaded = load()
+    assert loaded.expand_perspectives([]) == [None]
+    assert loaded.expand_perspectives(["default"]) == [None]
+    assert loaded.presets() == {"default": []}
+
+
+def test_a_config_can_redefine_the_default_preset(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="perspectives:\n  default: [security]\n")
+    assert load().expand_perspectives(["default"]) == ["security"]
+
+
+# Limits
+
+
+def test_limits_and_run_limits_carry_the_settings(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(
+        PROJECT_YAML,
+        contents=(
+            "memory_mb: 2048\ncpus: 0.5\npids: 64\nmax_turns: 12\n"
+            "max_output_tokens: 8000\nmax_total_tokens: 500000\ntimeout: 600\n"
+        ),
+    )
+    loaded = load()
+    assert loaded.limits() == Limits(memory_mb=2048, cpus=0.5, pids=64)
+    assert loaded.run_limits() == RunLimits(
+        max_turns=12, max_output_tokens=8000, max_total_tokens=500_000, timeout_seconds=600.0
+    )
+
+
+def test_more_cpus_than_the_machine_has_names_the_file(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents=f"cpus: {(os.cpu_count() or 1) + 1}\n")
+    loaded = load()
+    with pytest.raises(ConfigError) as caught:
+        loaded.limits()
+    assert str(caught.value).startswith(f"{PROJECT_YAML}: limit cpus must be between 0.01 and ")
+
+
+# planrun config show
+
+
+def test_config_show_prints_values_and_sources(
+    fs: FakeFilesystem, repo: Path, planrun_home: Path
+) -> None:
+    fs.create_file(planrun_home / "config.yaml", contents="model: opus\n")
+    fs.create_file(PROJECT_YAML, contents="parallel: 2\nextraDirs: [docs, specs]\n")
+    result = CliRunner().invoke(
+        cli, ["config", "show", "--repo", str(REPO)], env={"PLANRUN_MAX_TURNS": "9"}
+    )
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line for line in result.output.splitlines() if line}
+    assert rows["model"].split() == ["model", "opus", str(planrun_home / "config.yaml")]
+    assert rows["parallel"].split() == ["parallel", "2", str(PROJECT_YAML)]
+    assert rows["extra_dirs"].split("  ")[0] == "extra_dirs"
+    assert "docs, specs" in rows["extra_dirs"]
+    assert rows["max_turns"].endswith("environment variable PLANRUN_MAX_TURNS")
+    assert rows["timeout"].split() == ["timeout", "1800.0", "default"]
+    # Aligned columns: every source starts in the same column.
+    starts = {line.index("default") for line in result.output.splitlines() if "default" in line}
+    assert len(starts) == 1
+    assert rows["files"] == f"files read: {planrun_home / 'config.yaml'}, {PROJECT_YAML}"
+
+
+def test_config_show_json(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="planning_enabled: false\n")
+    result = CliRunner().invoke(cli, ["config", "show", "--repo", str(REPO), "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["settings"]["planning_enabled"] is False
+    assert document["settings"]["allowed_tools"] == list(READ_ONLY_TOOLS)
+    assert document["sources"]["planning_enabled"] == str(PROJECT_YAML)
+    assert document["sources"]["model"] == "default"
+    assert document["files"] == [str(PROJECT_YAML)]
+
+
+def test_config_show_reports_a_bad_config_in_one_line(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="parallel: four\n")
+    result = CliRunner().invoke(cli, ["config", "show", "--repo", str(REPO)])
+    # A ConfigError is one of app.py's USAGE_ERRORS: the user fixes the setup, exit status 2.
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        f"Error: {PROJECT_YAML}: key 'parallel' must be a positive integer, got 'four'\n"
+    )
+    assert "Traceback" not in result.output
