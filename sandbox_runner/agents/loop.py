@@ -100,6 +100,7 @@ class PlanAgentRun:
         label: str = "plan",
         on_event: EventSink | None = None,
         cancel: threading.Event | None = None,
+        allowed_tools: frozenset[str] | None = None,
     ) -> None:
         self.definition = definition
         self.model = model
@@ -113,7 +114,7 @@ class PlanAgentRun:
         self.label = label
         self._on_event = on_event or (lambda event: None)
         self._cancel = cancel or threading.Event()
-        self.tools = self._offered_tools()
+        self.tools = self._offered_tools(allowed_tools)
         self.context = ToolContext(
             offered=frozenset(tool.name for tool in self.tools),
             plan_file=paths.container_plan_file,
@@ -122,10 +123,13 @@ class PlanAgentRun:
         )
         self.state = _RunState()
 
-    def _offered_tools(self) -> list[ToolSpec]:
+    def _offered_tools(self, allowed: frozenset[str] | None) -> list[ToolSpec]:
         # A plan agent's definition never lists Write or Edit; it gets them here, scoped by
         # the policy to its plan file, because writing the plan is its whole job.
-        names = [*self.definition.effective_tools(), "Write", "Edit"]
+        exploring = [
+            t for t in self.definition.effective_tools() if allowed is None or t in allowed
+        ]
+        names = [*exploring, "Write", "Edit"]
         return tools_for(dict.fromkeys(names))
 
     def run(self, requirements: str) -> PlanResult:

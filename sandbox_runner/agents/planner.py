@@ -78,12 +78,15 @@ def run_plan(
     on_event: EventSink | None = None,
     cancel: threading.Event | None = None,
     sandbox_root: Path | None = None,
+    allowed_tools: frozenset[str] | None = None,
 ) -> PlanResult:
     """Run one Plan subagent and write `<label>.md` (with front matter) into out_dir.
 
     Model and sandbox failures end in a result with status failed; nothing is lost.
     The sandbox's writable plan directory is `<sandbox_root>/<label>` (default
-    `<out_dir>/.sandbox/<label>`); it must lie outside the workspace.
+    `<out_dir>/.sandbox/<label>`); it must lie outside the workspace. allowed_tools, when
+    given, narrows the read-only tools the definition offers (configuration can only take
+    tools away, never add them).
 
     Raises:
         ConfigError: the agent is unknown, or a read-only agent lists writing tools.
@@ -122,6 +125,7 @@ def run_plan(
         label=label,
         on_event=on_event,
         cancel=cancel,
+        allowed_tools=allowed_tools,
     )
     with run.sandbox:
         result = run.run(job.requirements)

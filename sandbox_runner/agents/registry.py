@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,8 @@ class _AgentFile:
     name: str
     fields: dict[str, Any]
     body: str
+    notes: list[str] = field(default_factory=list)
+    """Problems that did not stop the file from loading (tools planrun does not have)."""
 
 
 class _InvalidFile(Exception):
@@ -165,6 +167,7 @@ def _load_directory(
             continue
         defined_here[key] = path
         definitions[key] = definition
+        warnings.extend(AgentWarning(path, note) for note in agent_file.notes)
         warnings.extend(_soft_problems(definition, path))
 
 
@@ -209,11 +212,12 @@ def _read_agent_file(path: Path, scope: Scope) -> _AgentFile:
         raise _InvalidFile(f"invalid YAML front matter: {_yaml_problem(error)}") from error
     if not isinstance(data, dict):
         raise _InvalidFile("the front matter must be a mapping of fields (name: ..., ...)")
-    fields = _normalise_fields(data)
+    notes: list[str] = []
+    fields = _normalise_fields(data, notes)
     name = fields.pop("name", None)
     if name is None:
         raise _InvalidFile("the required field 'name' is missing")
-    return _AgentFile(path, scope, name, fields, body.strip())
+    return _AgentFile(path, scope, name, fields, body.strip(), notes)
 
 
 def _merge(base: AgentDefinition | None, agent_file: _AgentFile) -> AgentDefinition:
@@ -247,14 +251,14 @@ def _split_front_matter(text: str) -> tuple[str, str]:
     raise _InvalidFile("the front matter has no closing '---' line")
 
 
-def _normalise_fields(data: dict[Any, Any]) -> dict[str, Any]:
+def _normalise_fields(data: dict[Any, Any], notes: list[str]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for key, value in data.items():
         field_name = _FIELDS.get(str(key))
         if field_name is None or value is None:
             continue
         if field_name in _TOOL_FIELDS:
-            fields[field_name] = _tool_names(str(key), value)
+            fields[field_name] = _tool_names(str(key), value, notes)
         else:
             fields[field_name] = _text(str(key), value)
     name = fields.get("name")
@@ -273,7 +277,7 @@ def _text(key: str, value: object) -> str:
     return value.strip()
 
 
-def _tool_names(key: str, value: object) -> tuple[str, ...]:
+def _tool_names(key: str, value: object, notes: list[str]) -> tuple[str, ...]:
     if isinstance(value, str):
         # Claude Code writes tools as "Read, Grep, Glob".
         names = [part.strip() for part in value.split(",") if part.strip()]
@@ -285,13 +289,20 @@ def _tool_names(key: str, value: object) -> tuple[str, ...]:
             f"not {_kind(value)}"
         )
     tools: list[str] = []
+    unknown: list[str] = []
     for name in names:
         tool = _KNOWN_TOOL_KEYS.get(name.casefold())
         if tool is None:
-            known = ", ".join(KNOWN_TOOLS)
-            raise _InvalidFile(f"unknown tool {name!r} in {key!r} (known tools: {known})")
-        if tool not in tools:
+            unknown.append(name)
+        elif tool not in tools:
             tools.append(tool)
+    if unknown:
+        # Claude Code files name tools planrun lacks (WebFetch, mcp__...): the agent still
+        # loads, without them, and the warning says so.
+        notes.append(
+            f"{key!r} names tools planrun does not have, left out: {', '.join(unknown)} "
+            f"(known tools: {', '.join(KNOWN_TOOLS)})"
+        )
     return tuple(tools)
 
 

@@ -164,6 +164,7 @@ def _spec(
         sections=sections,
         parallel=settings.parallel,
         limits=loaded.run_limits(),
+        allowed_tools=frozenset(settings.allowed_tools),
     )
 
 

@@ -42,6 +42,7 @@ class PlanRunSpec:
     sections: tuple[str, ...] | None = None
     parallel: int = 4
     limits: RunLimits = field(default_factory=RunLimits)
+    allowed_tools: frozenset[str] | None = None
 
     def jobs(self) -> list[PlanJob]:
         """One job per perspective, with unique labels (file names)."""
@@ -178,6 +179,7 @@ class _Runner:
                 on_event=self.on_event,
                 cancel=self.cancel,
                 sandbox_root=self.sandbox_root,
+                allowed_tools=spec.allowed_tools,
             )
         except (PlanrunError, OSError) as error:
             # One subagent failing never stops or loses the others.

@@ -322,3 +322,13 @@ def test_perspective_reaches_the_prompt_and_names_the_plan(plan: Runner, tmp_pat
     assert result.plan_path == tmp_path / "out" / "performance.md"
     assert "performance" in model.requests[0].system.lower()
     assert "/plan/performance.md" in model.requests[0].system
+
+
+def test_configuration_can_take_tools_away(plan: Runner) -> None:
+    model = ScriptedModel([reply(use("Bash", {"command": "ls"})), reply(say(VALID_PLAN))])
+    result = plan(model, allowed_tools=frozenset({"Read", "Glob"}))
+    offered = [tool.name for tool in model.requests[0].tools]
+    assert offered == ["Glob", "Read", "Write", "Edit"]
+    [answer] = tool_results(model, 1)
+    assert answer["is_error"] and "not available" in answer["content"]
+    assert result.valid
