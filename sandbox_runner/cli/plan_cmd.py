@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +92,8 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     Exit status: 0 every plan complete and valid; 1 a plan failed or is invalid (the
     report is still written); 2 a usage or configuration error; 3 the workspace changed.
     """
+    if options["replay"] is None:
+        _warm_up_model_client()
     requirements = read_requirements(options["requirements"], options["requirements_file"])
     workspace = resolve_workspace(options["repo"])
     loaded = load_settings(workspace, flags=_flags(options))
@@ -119,6 +123,17 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
         click.echo("planrun: interrupted; finished plans and the report are kept", err=True)
         ctx.exit(130)
     ctx.exit(record.exit_code)
+
+
+def _warm_up_model_client() -> None:
+    # Importing the anthropic SDK takes about 1.5 s; doing it while Docker, the workspace
+    # snapshot and the containers get ready keeps it off the critical path.
+    threading.Thread(
+        target=importlib.import_module,
+        args=("sandbox_runner.model.anthropic_model",),
+        name="import-anthropic",
+        daemon=True,
+    ).start()
 
 
 def _flags(options: dict[str, Any]) -> dict[str, Any]:
