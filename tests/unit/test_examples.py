@@ -1,0 +1,42 @@
+"""The shipped examples stay in step with the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from sandbox_runner.cli import cli
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_github_workflow_plans_with_real_options_and_uploads_the_report() -> None:
+    workflow = yaml.safe_load((EXAMPLES / "github-actions" / "plan-from-issue.yml").read_text())
+    steps = workflow["jobs"]["plan"]["steps"]
+    plan_step = next(step for step in steps if step.get("id") == "plan")
+    command = plan_step["run"]
+    assert "planrun plan" in command and "--json" in command
+    help_text = CliRunner().invoke(cli, ["plan", "--help"]).output
+    for option in ("-f", "--repo", "--perspective", "--out", "--json"):
+        assert option in command
+        assert option in help_text
+    upload = next(step for step in steps if "upload-artifact" in step.get("uses", ""))
+    assert upload["if"] == "always()"
+    assert "ANTHROPIC_API_KEY" in plan_step["env"]
+
+
+def test_demo_cassettes_play_in_order() -> None:
+    from sandbox_runner.model.replay import load_cassette
+
+    for name in ("simplicity", "performance"):
+        responses = load_cassette(EXAMPLES / "cassettes" / "due-dates" / f"{name}.jsonl")
+        assert responses[-1]["stop_reason"] == "end_turn"
+        writes = [
+            block
+            for response in responses
+            for block in response["content"]
+            if block.get("type") == "tool_use" and block["name"] == "Write"
+        ]
+        assert [w["input"]["file_path"] for w in writes] == [f"/plan/{name}.md"]
