@@ -7,6 +7,7 @@ API, or a recorded conversation played back).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -35,6 +36,34 @@ class Sandbox(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+class SandboxBase(ABC):
+    """Shared lifecycle of sandbox implementations: a context manager that always stops."""
+
+    @abstractmethod
+    def start(self) -> None:
+        """Create the sandbox and wait until it answers."""
+
+    @abstractmethod
+    def call(self, request: ToolRequest) -> ExecResult:
+        """Run one tool operation inside the sandbox."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Remove the sandbox; safe to call more than once."""
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
 
 
 class Model(Protocol):

@@ -28,6 +28,28 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+SAMPLE_FILES = {
+    "README.md": "# demo app\n",
+    "src/app.py": "def main():\n    return 42\n",
+    "src/util.py": "def log(msg):\n    print(msg)\n",
+    "tests/test_app.py": "def test_main():\n    assert True\n",
+}
+
+
+def make_sample_repo(root: Path) -> Path:
+    """A small repository: a README, two modules and a test."""
+    for relative, content in SAMPLE_FILES.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(content)
+    return root
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    """A fresh sample repository for one test."""
+    return make_sample_repo(tmp_path / "repo")
+
+
 @pytest.fixture(scope="session")
 def docker_client() -> Any:
     from sandbox_runner.errors import PlanrunError

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
-from sandbox_runner import Model, Sandbox
+from sandbox_runner import Model, Sandbox, SandboxBase
 from sandbox_runner.agents.definitions import check_read_only, resolve_model
 from sandbox_runner.agents.loop import EventSink, PlanAgentRun, PlanPaths, RunLimits
 from sandbox_runner.agents.prompt import (
@@ -193,7 +192,7 @@ def failed_result(
     )
 
 
-class BackgroundStart:
+class BackgroundStart(SandboxBase):
     """Starts a sandbox in a thread, so the container boots while the model thinks.
 
     The first tool call waits for the start to finish; a start failure surfaces there,
@@ -226,15 +225,3 @@ class BackgroundStart:
         if self._thread.is_alive():
             self._thread.join()
         self.inner.stop()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
@@ -37,40 +36,17 @@ def random_name() -> str:
 def claim_directory(parent: Path) -> Path:
     """Create and return a new directory under parent with a random name never used before.
 
-    mkdir is atomic, so two processes can never claim the same name.
+    mkdir is atomic, so two processes can never claim the same name; after many
+    collisions a number is added, which makes the space of names practically endless.
     """
     parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(ATTEMPTS):
-        name = (
-            random_name()
-            if attempt < ATTEMPTS // 2
-            else f"{random_name()}-{secrets.randbelow(10_000)}"
-        )
-        candidate = parent / name
+        name = random_name()
+        if attempt >= ATTEMPTS // 2:
+            name = f"{name}-{secrets.randbelow(10_000)}"
         try:
-            candidate.mkdir()
-            return candidate
+            (parent / name).mkdir()
         except FileExistsError:
             continue
-    raise FileExistsError(f"could not find a free name under {parent}")
-
-
-def claim_file(parent: Path, suffix: str = ".md") -> Path:
-    """Create and return a new empty file under parent with a random unused name."""
-    parent.mkdir(parents=True, exist_ok=True)
-    for attempt in range(ATTEMPTS):
-        name = (
-            random_name()
-            if attempt < ATTEMPTS // 2
-            else f"{random_name()}-{secrets.randbelow(10_000)}"
-        )
-        candidate = parent / f"{name}{suffix}"
-        try:
-            descriptor = os.open(
-                candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644
-            )
-        except FileExistsError:
-            continue
-        os.close(descriptor)
-        return candidate
+        return parent / name
     raise FileExistsError(f"could not find a free name under {parent}")

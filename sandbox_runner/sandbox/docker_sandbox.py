@@ -7,11 +7,11 @@ import os
 import threading
 import time
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import docker.errors
 
+from sandbox_runner import SandboxBase
 from sandbox_runner.errors import PlanrunError, SandboxDiedError, SandboxError, WorkspaceError
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.image import require_image
@@ -26,7 +26,7 @@ _live: set[DockerSandbox] = set()
 _live_lock = threading.Lock()
 
 
-class DockerSandbox:
+class DockerSandbox(SandboxBase):
     """A sandbox on the Docker SDK; a context manager that always removes its container."""
 
     def __init__(self, spec: SandboxSpec, docker_client: Any) -> None:
@@ -102,18 +102,6 @@ class DockerSandbox:
         """Clean up after a failed start without hiding why it failed."""
         with contextlib.suppress(PlanrunError):
             self.stop()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _explain_death(self) -> str:
         """Why the tool server's stream ended, in the words a user needs."""

@@ -12,6 +12,7 @@ import pytest
 
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.spec import Limits, SandboxSpec
+from tests.conftest import make_sample_repo
 
 pytestmark = pytest.mark.docker
 
@@ -25,15 +26,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A small repository with a few files and a subdirectory."""
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / "README.md").write_text("# demo\n")
-    (root / "src" / "app.py").write_text("def main():\n    return 42\n")
+    root = make_sample_repo(tmp_path / "repo")
     # World-writable on purpose: only the read-only mount, not file modes, may stop writes.
-    for path in (root, root / "src"):
-        path.chmod(0o777)
-    for path in (root / "README.md", root / "src" / "app.py"):
-        path.chmod(0o666)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o777 if path.is_dir() else 0o666)
     return root
 
 

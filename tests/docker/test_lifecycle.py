@@ -163,7 +163,7 @@ def test_sandbox_run_cli_passes_output_and_exit_code(
         timeout=60,
     )
     assert result.returncode == 7
-    assert result.stdout == "# demo\n"
+    assert result.stdout == "# demo app\n"
 
 
 @pytest.mark.parametrize(

@@ -24,15 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "README.md").write_text("# demo app\n")
-    (root / "src" / "app.py").write_text("def main():\n    return 42\n")
-    (root / "src" / "util.py").write_text("def log(msg):\n    print(msg)\n")
-    (root / "tests" / "test_app.py").write_text("def test_main():\n    assert True\n")
-    return root
+def repo(sample_repo: Path) -> Path:
+    return sample_repo
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from sandbox_runner.agents.results import PlanStatus
 from sandbox_runner.model.anthropic_model import AnthropicModel
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.spec import SandboxSpec
+from tests.conftest import make_sample_repo
 from tests.docker.conftest import tree_hash
 from tests.support.fake_messages_api import FakeMessagesAPI, message, text, tool_use
 from tests.unit.test_plan_loop import VALID_PLAN
@@ -31,13 +32,7 @@ ATTEMPTS_TO_CHANGE_THINGS = [
 
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "README.md").write_text("# demo app\n")
-    (root / "src" / "app.py").write_text("def main():\n    return 42\n")
-    (root / "src" / "util.py").write_text("def log(msg):\n    print(msg)\n")
-    (root / "tests" / "test_app.py").write_text("def test_main():\n    assert True\n")
+    root = make_sample_repo(tmp_path / "repo")
     git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "."], check=True)

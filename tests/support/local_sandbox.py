@@ -13,9 +13,9 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from sandbox_runner import SandboxBase
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.spec import TOOLSERVER_SOURCE
 from sandbox_runner.types import ExecResult, ToolRequest
@@ -24,7 +24,7 @@ from sandbox_runner.types import ExecResult, ToolRequest
 CONTAINER_ROOT = re.compile(r"(?<![\w/.-])/(workspace|plan)(?![\w.-])")
 
 
-class LocalSandbox:
+class LocalSandbox(SandboxBase):
     """Runs toolserver.py as a child process on the host, for tests only."""
 
     def __init__(self, workspace: Path, plan_dir: Path) -> None:
@@ -78,18 +78,6 @@ class LocalSandbox:
             self._process.kill()
             self._process.wait()
             self._process = None
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _to_local(self, args: dict[str, Any]) -> dict[str, Any]:
         roots = {"workspace": str(self.workspace), "plan": str(self.plan_dir)}

@@ -61,15 +61,8 @@ Run `pip install -e .` and the tests.
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "README.md").write_text("# demo app\n")
-    (root / "src" / "app.py").write_text("def main():\n    return 42\n")
-    (root / "src" / "util.py").write_text("def log(msg):\n    print(msg)\n")
-    (root / "tests" / "test_app.py").write_text("def test_main():\n    assert True\n")
-    return root
+def workspace(sample_repo: Path) -> Path:
+    return sample_repo
 
 
 Runner = Callable[..., PlanResult]
