@@ -18,6 +18,7 @@ from sandbox_runner.plans.files import (
     UnsafePlanFileError,
     append_line,
     read_sandbox_file,
+    replace_file,
     write_new,
 )
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
@@ -74,6 +75,9 @@ class _RunState:
     tool_calls: int = 0
     suggested_commands: list[str] = field(default_factory=list)
     final_text: str = ""
+    """The text of the model's last answer without tool calls."""
+    host_written_plan: str | None = None
+    """What the host wrote to the plan file for the model (from its final text), if anything."""
     feedback_sent: bool = False
     started: float = field(default_factory=time.monotonic)
 
@@ -171,12 +175,11 @@ class PlanAgentRun:
                 stop_reason=response.stop_reason,
                 usage=vars(response.usage),
             )
-            if response.text.strip():
-                state.final_text = response.text
             calls = response.tool_calls
             if calls:
                 self._answer(calls)
                 continue
+            state.final_text = response.text
             if response.stop_reason == "max_tokens":
                 raise LimitReached(
                     f"the model reached its output limit of {self.limits.max_output_tokens} tokens"
@@ -226,14 +229,23 @@ class PlanAgentRun:
 
     def _plan_text(self) -> str:
         """The plan file if the model wrote one, else its final text, written for it."""
+        state = self.state
         text = read_sandbox_file(self.paths.host_plan_file)
+        final = state.final_text.strip() + "\n"
+        if text is not None and text == state.host_written_plan and final != text:
+            # The plan came as text, and the answer to the feedback is a corrected plan.
+            if _looks_like_plan(final):
+                replace_file(self.paths.host_plan_file, final)
+                state.host_written_plan = final
+                self._emit("plan_written", detail="from the final answer")
+                return final
         if text is not None and text.strip():
             return text
-        final = self.state.final_text.strip()
-        if final and text is None:
-            write_new(self.paths.host_plan_file, final + "\n")
+        if final.strip() and text is None:
+            write_new(self.paths.host_plan_file, final)
+            state.host_written_plan = final
             self._emit("plan_written", detail="from the final answer")
-        return final
+        return final if final.strip() else ""
 
     def _result(self, status: PlanStatus, reason: str) -> PlanResult:
         state = self.state
@@ -320,6 +332,11 @@ class PlanAgentRun:
     def _log(self, kind: str, **fields: Any) -> None:
         entry = {"type": kind, "time": time.time(), **fields}
         append_line(self.paths.transcript, json.dumps(entry, ensure_ascii=False, default=str))
+
+
+def _looks_like_plan(text: str) -> bool:
+    """A Markdown document with headings, not a remark such as "Fixed."."""
+    return sum(1 for line in text.splitlines() if line.startswith("#")) >= 2
 
 
 def _brief(arguments: dict[str, Any]) -> str:

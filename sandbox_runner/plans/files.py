@@ -67,6 +67,13 @@ def write_new(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def replace_file(path: Path, text: str) -> None:
+    """Replace a file atomically; a symlink planted at path is replaced, never followed."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write_new(temporary, text)
+    os.replace(temporary, path)
+
+
 def append_line(path: Path, line: str) -> None:
     """Append one line to a host-owned log (a transcript), flushing it to disk at once."""
     descriptor = os.open(

@@ -325,3 +325,33 @@ def test_configuration_can_take_tools_away(plan: Runner) -> None:
     [answer] = tool_results(model, 1)
     assert answer["is_error"] and "not available" in answer["content"]
     assert result.valid
+
+
+def test_a_plan_given_as_text_can_be_corrected_as_text(plan: Runner) -> None:
+    broken = VALID_PLAN.replace("## Risks\nNoisy output.\n\n", "")
+    model = ScriptedModel(
+        [reply(say(broken)), reply(use("Read", {"file_path": "README.md"})), reply(say(VALID_PLAN))]
+    )
+    result = plan(model)
+    assert result.valid
+    assert "## Risks" in result.plan_text
+
+
+def test_a_remark_after_feedback_does_not_replace_the_plan(plan: Runner) -> None:
+    broken = VALID_PLAN.replace("## Risks\nNoisy output.\n\n", "")
+    result = plan(ScriptedModel([reply(say(broken)), reply(say("Fixed."))]))
+    assert not result.valid
+    assert result.plan_text.startswith("# Add a --verbose flag")
+
+
+def test_narration_before_tool_calls_is_not_taken_for_the_plan(plan: Runner) -> None:
+    model = ScriptedModel(
+        [
+            reply(say("Let me look around."), use("LS", {})),
+            reply(use("Write", {"file_path": "/plan/plan.md", "content": VALID_PLAN})),
+        ]
+    )
+    model.steps.append(reply())
+    result = plan(model)
+    assert result.valid
+    assert "Let me look around" not in result.plan_text
