@@ -232,13 +232,13 @@ class PlanAgentRun:
         state = self.state
         text = read_sandbox_file(self.paths.host_plan_file)
         final = state.final_text.strip() + "\n"
-        if text is not None and text == state.host_written_plan and final != text:
+        corrected = text is not None and text == state.host_written_plan and final != text
+        if corrected and _looks_like_plan(final):
             # The plan came as text, and the answer to the feedback is a corrected plan.
-            if _looks_like_plan(final):
-                replace_file(self.paths.host_plan_file, final)
-                state.host_written_plan = final
-                self._emit("plan_written", detail="from the final answer")
-                return final
+            replace_file(self.paths.host_plan_file, final)
+            state.host_written_plan = final
+            self._emit("plan_written", detail="from the final answer")
+            return final
         if text is not None and text.strip():
             return text
         if final.strip() and text is None:
