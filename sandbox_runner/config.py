@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import json
-import math
 import os
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +13,7 @@ import yaml
 
 from sandbox_runner.agents.definitions import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.agents.registry import planrun_home
+from sandbox_runner.config_values import CHECKS, checked, field_name, from_text, normalise
 from sandbox_runner.errors import ConfigError
 
 # Imported where used: the agent loop pulls in most of planrun, and config must stay a leaf
@@ -69,142 +67,7 @@ class Settings:
     """Whether plan runs are allowed at all."""
 
 
-class _Invalid(Exception):
-    """A value broke its rule; `expected` completes "must be ...", `got` overrides the value."""
-
-    def __init__(self, expected: str, got: object = None) -> None:
-        super().__init__(expected)
-        self.expected = expected
-        self.got = got
-
-
-def _at_least(minimum: float, expected: str, *, integer: bool) -> Callable[[object], Any]:
-    def check(value: object) -> int | float:
-        kinds = int if integer else int | float
-        if isinstance(value, bool) or not isinstance(value, kinds):
-            raise _Invalid(expected)
-        if not math.isfinite(value) or value < minimum:
-            raise _Invalid(expected)
-        return value if integer else float(value)
-
-    return check
-
-
-def _boolean(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise _Invalid("true or false")
-    return value
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _Invalid("a non-empty string")
-    return value.strip()
-
-
-def _optional_text(value: object) -> str | None:
-    return None if value is None else _text(value)
-
-
-def _model(value: object) -> str:
-    model = _text(value)
-    if model.casefold() == INHERIT:
-        raise _Invalid(f"a model id or alias ({', '.join(MODEL_ALIASES)}), not 'inherit'")
-    return model
-
-
-def _texts(value: object) -> list[str]:
-    if not isinstance(value, list | tuple):
-        raise _Invalid("a list of strings")
-    items: list[str] = []
-    for item in value:
-        text = _text(os.fspath(item) if isinstance(item, os.PathLike) else item)
-        if text not in items:
-            items.append(text)
-    return items
-
-
-def _read_only_tools(value: object) -> list[str]:
-    tools = _texts(value)
-    for tool in tools:
-        if tool not in READ_ONLY_TOOLS:
-            raise _Invalid(f"a list of read-only tools ({', '.join(READ_ONLY_TOOLS)})", tool)
-    return tools
-
-
-def _presets(value: object) -> dict[str, list[str]]:
-    if not isinstance(value, dict):
-        raise _Invalid("a mapping of preset names to lists of perspectives")
-    presets: dict[str, list[str]] = {}
-    for name, members in value.items():
-        try:
-            presets[_text(name)] = _texts(members)
-        except _Invalid:
-            raise _Invalid(f"a list of perspectives for preset {name!r}", members) from None
-    return presets
-
-
-_POSITIVE = "a positive integer"
-_CHECKS: dict[str, Callable[[object], Any]] = {
-    "model": _model,
-    "planning_model": _optional_text,
-    "perspectives": _presets,
-    "allowed_tools": _read_only_tools,
-    "extra_dirs": _texts,
-    "parallel": _at_least(1, _POSITIVE, integer=True),
-    "max_turns": _at_least(1, _POSITIVE, integer=True),
-    "timeout": _at_least(1, "a number of seconds, at least 1", integer=False),
-    "max_output_tokens": _at_least(1, _POSITIVE, integer=True),
-    "max_total_tokens": _at_least(1, _POSITIVE, integer=True),
-    "memory_mb": _at_least(32, "an integer of at least 32 (MiB)", integer=True),
-    "cpus": _at_least(0.01, "a number of cores, at least 0.01", integer=False),
-    "pids": _at_least(1, _POSITIVE, integer=True),
-    "image": _optional_text,
-    "planning_enabled": _boolean,
-}
-"""Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
 _DEFAULTS = Settings()
-_BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(
-    ("0", "false", "no", "off"), False
-)
-
-
-def _from_text(name: str, text: str) -> object:
-    """An environment variable as the value a file would hold; _CHECKS then judges it."""
-    default = getattr(_DEFAULTS, name)
-    if isinstance(default, list):
-        return [part.strip() for part in text.split(",") if part.strip()]
-    if default is None:
-        return text.strip() or None
-    if isinstance(default, str):
-        return text.strip()
-    if isinstance(default, bool):
-        return _BOOL_WORDS.get(text.strip().lower(), text)
-    for number in (int, float):
-        try:
-            return number(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _normalise(key: str) -> str:
-    """planningModel, planning-model and PLANNING_MODEL all become planning_model."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).replace("-", "_").lower()
-
-
-def _field_name(key: object, where: str) -> str:
-    name = _normalise(str(key))
-    if name in _CHECKS:
-        return name
-    close = difflib.get_close_matches(name, list(_CHECKS), n=1)
-    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_CHECKS)}"
-    raise ConfigError(f"{where}: unknown key {key!r}; {hint}")
 
 
 @dataclass
@@ -222,13 +85,7 @@ class _Layer:
             raise ConfigError(
                 f"{where}: keys {self.keys[name]!r} and {key!r} both set {name!r}; keep one"
             )
-        try:
-            self.values[name] = _CHECKS[name](value)
-        except _Invalid as invalid:
-            got = value if invalid.got is None else invalid.got
-            raise ConfigError(
-                f"{where}: key {key!r} must be {invalid.expected}, got {_shown(got)}"
-            ) from None
+        self.values[name] = checked(name, value, where, key)
         self.sources[name] = where
         self.keys[name] = key
 
@@ -272,22 +129,23 @@ def _file_layer(path: Path, base: Path) -> _Layer:
         raise ConfigError(f"{path}: the top level must be a mapping of settings, got a {kind}")
     layer = _Layer(base)
     for key, value in data.items():
-        layer.set(_field_name(key, str(path)), value, str(path), str(key))
+        layer.set(field_name(key, str(path)), value, str(path), str(key))
     return layer
 
 
 def _env_layer(env: Mapping[str, str], base: Path) -> _Layer:
     layer = _Layer(base)
-    for name in _CHECKS:
+    for name in CHECKS:
         variable = ENV_PREFIX + name.upper()
         if variable not in env:
             continue
         where = f"environment variable {variable}"
-        if isinstance(getattr(_DEFAULTS, name), dict):
+        default = getattr(_DEFAULTS, name)
+        if isinstance(default, dict):
             raise ConfigError(
                 f"{where}: key {name!r} cannot be set from the environment; set it in a config file"
             )
-        layer.set(name, _from_text(name, env[variable]), where, name)
+        layer.set(name, from_text(default, env[variable]), where, name)
     return layer
 
 
@@ -296,8 +154,8 @@ def _flag_layer(flags: Mapping[str, Any], base: Path) -> _Layer:
     for key, value in flags.items():
         if value is None:
             continue
-        where = f"flag --{_normalise(key).replace('_', '-')}"
-        layer.set(_field_name(key, where), value, where, key)
+        where = f"flag --{normalise(key).replace('_', '-')}"
+        layer.set(field_name(key, where), value, where, key)
     return layer
 
 
@@ -412,7 +270,7 @@ def load_settings(
     layers.append(_env_layer(os.environ if env is None else env, cwd))
     layers.append(_flag_layer(flags or {}, cwd))
     values: dict[str, Any] = {}
-    sources = dict.fromkeys(_CHECKS, DEFAULT_SOURCE)
+    sources = dict.fromkeys(CHECKS, DEFAULT_SOURCE)
     extra_dirs_base = cwd
     for layer in layers:
         values |= layer.values

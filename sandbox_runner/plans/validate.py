@@ -6,18 +6,33 @@ raises, and the workspace is checked without following symlinks out of it.
 
 from __future__ import annotations
 
-import os
-import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox_runner.sandbox.spec import WORKSPACE_MOUNT
+from sandbox_runner.plans.critical_files import (
+    CRITICAL_FILES_TITLE,
+    MAX_ENTRIES,
+    CriticalFile,
+    check_critical_files,
+    shorten,
+)
 
-CRITICAL_FILES_TITLE = "Critical Files for Implementation"
+__all__ = [
+    "CRITICAL_FILES_TITLE",
+    "ENTRY_FORMAT",
+    "MAX_ENTRIES",
+    "MAX_HEADINGS",
+    "MAX_PLAN_CHARS",
+    "SUMMARY_CHARS",
+    "CriticalFile",
+    "PlanCheck",
+    "extract_section",
+    "validate_plan",
+]
+
 MAX_PLAN_CHARS = 2 * 1024 * 1024
-MAX_ENTRIES = 50
 # Real plans have dozens of headings; the cap bounds the work on garbage.
 MAX_HEADINGS = 2000
 SUMMARY_CHARS = 400
@@ -29,21 +44,6 @@ _LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+")
 _LEADING_JUNK = re.compile(r"^[\W_]+")
 _NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)]?|[ivxlcdm]+[.)]|[a-z][.)])\s+", re.IGNORECASE)
 _NON_WORD = re.compile(r"[\W_]+")
-_LINK = re.compile(r"\[([^\]\n]*)\]\(([^)\s]*)\)(.*)", re.DOTALL)
-_CODE = re.compile(r"(`+)([^`]+)\1(.*)", re.DOTALL)
-_BOLD = re.compile(r"(\*\*|__)(.+?)\1(.*)", re.DOTALL)
-_LINE_SUFFIX = re.compile(r"(?::(\d+(?:-\d+)?)|#L(\d+)(?:-L?(\d+))?)$")
-_EXTENSION = re.compile(r"\.\w")
-
-
-@dataclass(frozen=True)
-class CriticalFile:
-    """One entry of "Critical Files for Implementation", its path relative to the repository."""
-
-    path: str
-    reason: str
-    exists: bool
-    line: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,9 @@ def validate_plan(
     files: list[CriticalFile] = []
     notes: list[str] = []
     if CRITICAL_FILES_TITLE in found:
-        files, file_problems, notes = _check_critical_files(
-            document, found[CRITICAL_FILES_TITLE], workspace, (min_files, max_files)
+        entries = _list_entries(document, found[CRITICAL_FILES_TITLE])
+        files, file_problems, notes = check_critical_files(
+            entries, workspace, (min_files, max_files)
         )
         problems += file_problems
     return PlanCheck(
@@ -235,7 +236,7 @@ def _find_title(document: _Document, section_positions: set[int]) -> str | None:
         if position in section_positions or not heading.text:
             continue
         if heading.level == 1 or position < first_section:
-            return _shorten(heading.text.replace("**", "").replace("__", ""), 200)
+            return shorten(heading.text.replace("**", "").replace("__", ""), 200)
     return None
 
 
@@ -267,124 +268,6 @@ def _list_entries(document: _Document, position: int) -> list[tuple[str, str]]:
     ]
 
 
-def _check_critical_files(
-    document: _Document, position: int, workspace: Path, bounds: tuple[int, int]
-) -> tuple[list[CriticalFile], list[str], list[str]]:
-    """The critical files of the section at `position`, the problems and the notes."""
-    root, prefixes = _workspace_root(workspace)
-    entries = _list_entries(document, position)
-    files: list[CriticalFile] = []
-    problems: list[str] = []
-    notes: list[str] = []
-    seen: set[str] = set()
-    for text, continuation in entries[:MAX_ENTRIES]:
-        entry = _read_entry(text, continuation, root, prefixes)
-        if isinstance(entry, str):
-            problems.append(entry)
-            continue
-        raw, relative, line, reason = entry
-        if (relative or raw) in seen:
-            problems.append(f"critical file listed more than once: {relative or raw}")
-            continue
-        seen.add(relative or raw)
-        if relative is None:
-            problems.append(f"critical file is outside the repository: {_shorten(raw, 120)}")
-            continue
-        exists, is_dir = _exists_inside(root, relative)
-        files.append(CriticalFile(relative, reason, exists, line))
-        if not exists:
-            problems.append(f"critical file does not exist in the repository: {relative}")
-        elif is_dir:
-            notes.append(f"critical file is a directory, accepted: {relative}/")
-        if not reason:
-            problems.append(f"critical file without a reason: {relative}")
-    count = len(seen) + max(0, len(entries) - MAX_ENTRIES)
-    if not bounds[0] <= count <= bounds[1]:
-        required = f"{bounds[0]} to {bounds[1]}" if bounds[0] != bounds[1] else str(bounds[0])
-        files_word = "file" if count == 1 else "files"
-        problems.insert(
-            0, f"{CRITICAL_FILES_TITLE} lists {count} {files_word}; {required} are required"
-        )
-    return files, problems, notes
-
-
-def _read_entry(
-    text: str, continuation: str, root: Path | None, prefixes: tuple[str, ...]
-) -> tuple[str, str | None, str | None, str] | str:
-    """(raw path, repository-relative path or None, line, reason), or a problem."""
-    raw, rest, marked = _split_entry(text)
-    raw = raw.strip("`*\"' ").rstrip(",;:")
-    if not raw or len(raw) > 1024 or any(c.isspace() or not c.isprintable() for c in raw):
-        return f"entry without a path: {_shorten(text, 80)}"
-    line: str | None = None
-    if suffix := _LINE_SUFFIX.search(raw):
-        line = suffix.group(1) or "-".join(filter(None, suffix.group(2, 3)))
-        raw = raw[: suffix.start()]
-    if raw.endswith(".") and not raw.endswith(".."):
-        raw = raw[:-1]
-    relative = _repo_relative(raw, prefixes) if raw else None
-    # A bare first word is a path only if it looks like one ("Makefile" must exist).
-    plausible = "/" in raw or _EXTENSION.search(raw) is not None or marked
-    exists = relative is not None and _exists_inside(root, relative)[0]
-    if not raw or not (plausible or exists):
-        return f"entry without a path: {_shorten(text, 80)}"
-    reason = rest.strip().lstrip(":-–—|,> \t").strip()
-    if reason.startswith("(") and reason.endswith(")"):
-        reason = reason[1:-1].strip()
-    return raw, relative, line, _shorten(reason or continuation, 500)
-
-
-def _split_entry(text: str) -> tuple[str, str, bool]:
-    """Split a list item into its path, the rest, and whether markup set the path apart."""
-    if link := _LINK.match(text):
-        label = link.group(1).strip("`* ")
-        target = link.group(2) if not label or " " in label else label
-        return target, link.group(3), True
-    for pattern in (_CODE, _BOLD):
-        if marked := pattern.match(text):
-            return marked.group(2), marked.group(3), True
-    path, _, rest = text.replace("\t", " ").partition(" ")
-    return path, rest, False
-
-
-def _repo_relative(raw: str, prefixes: tuple[str, ...]) -> str | None:
-    """The path relative to the repository root, or None when it points outside."""
-    path = raw
-    if path.startswith("~"):
-        return None
-    if path.startswith("/"):
-        for prefix in prefixes:
-            if path == prefix or path.startswith(prefix + "/"):
-                path = path[len(prefix) :].lstrip("/") or "."
-                break
-        else:
-            return None
-    normal = posixpath.normpath(path)
-    return None if normal == ".." or normal.startswith("../") else normal
-
-
-def _workspace_root(workspace: Path) -> tuple[Path | None, tuple[str, ...]]:
-    """The resolved workspace, and the absolute prefixes a plan may use for it."""
-    try:
-        root: Path | None = workspace.resolve()
-    except (OSError, RuntimeError):
-        root = None
-    host = os.path.abspath(workspace)
-    prefixes = {WORKSPACE_MOUNT, host, str(root) if root else host}
-    return root, tuple(sorted((p.rstrip("/") for p in prefixes if p != "/"), key=len)[::-1])
-
-
-def _exists_inside(root: Path | None, relative: str) -> tuple[bool, bool]:
-    """(exists, is a directory); a symlink leading out of the workspace does not exist."""
-    if root is None:
-        return False, False
-    try:
-        resolved = (root / relative).resolve(strict=True)
-        return (True, resolved.is_dir()) if resolved.is_relative_to(root) else (False, False)
-    except (OSError, RuntimeError, ValueError):
-        return False, False
-
-
 def _summary(document: _Document, positions: list[int]) -> str:
     """The first paragraph of the first required section that has one."""
     for position in positions:
@@ -400,13 +283,5 @@ def _summary(document: _Document, positions: list[int]) -> str:
             if sum(map(len, paragraph)) > SUMMARY_CHARS:
                 break
         if paragraph:
-            return _shorten(" ".join(paragraph), SUMMARY_CHARS)
+            return shorten(" ".join(paragraph), SUMMARY_CHARS)
     return ""
-
-
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text[: limit * 4].split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
-    return cut.rstrip(" ,;:") + "…"

@@ -1,0 +1,168 @@
+"""What each planrun setting accepts: key names, value rules and environment-variable text."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from sandbox_runner.agents.definitions import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
+from sandbox_runner.errors import ConfigError
+
+__all__ = ["CHECKS", "checked", "field_name", "from_text", "normalise"]
+
+
+class _Invalid(Exception):
+    """A value broke its rule; `expected` completes "must be ...", `got` overrides the value."""
+
+    def __init__(self, expected: str, got: object = None) -> None:
+        super().__init__(expected)
+        self.expected = expected
+        self.got = got
+
+
+def _at_least(minimum: float, expected: str, *, integer: bool) -> Callable[[object], Any]:
+    def check(value: object) -> int | float:
+        kinds = int if integer else int | float
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise _Invalid(expected)
+        if not math.isfinite(value) or value < minimum:
+            raise _Invalid(expected)
+        return value if integer else float(value)
+
+    return check
+
+
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Invalid("true or false")
+    return value
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _Invalid("a non-empty string")
+    return value.strip()
+
+
+def _optional_text(value: object) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _model(value: object) -> str:
+    model = _text(value)
+    if model.casefold() == INHERIT:
+        raise _Invalid(f"a model id or alias ({', '.join(MODEL_ALIASES)}), not 'inherit'")
+    return model
+
+
+def _texts(value: object) -> list[str]:
+    if not isinstance(value, list | tuple):
+        raise _Invalid("a list of strings")
+    items: list[str] = []
+    for item in value:
+        text = _text(os.fspath(item) if isinstance(item, os.PathLike) else item)
+        if text not in items:
+            items.append(text)
+    return items
+
+
+def _read_only_tools(value: object) -> list[str]:
+    tools = _texts(value)
+    for tool in tools:
+        if tool not in READ_ONLY_TOOLS:
+            raise _Invalid(f"a list of read-only tools ({', '.join(READ_ONLY_TOOLS)})", tool)
+    return tools
+
+
+def _presets(value: object) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        raise _Invalid("a mapping of preset names to lists of perspectives")
+    presets: dict[str, list[str]] = {}
+    for name, members in value.items():
+        try:
+            presets[_text(name)] = _texts(members)
+        except _Invalid:
+            raise _Invalid(f"a list of perspectives for preset {name!r}", members) from None
+    return presets
+
+
+_POSITIVE = "a positive integer"
+CHECKS: dict[str, Callable[[object], Any]] = {
+    "model": _model,
+    "planning_model": _optional_text,
+    "perspectives": _presets,
+    "allowed_tools": _read_only_tools,
+    "extra_dirs": _texts,
+    "parallel": _at_least(1, _POSITIVE, integer=True),
+    "max_turns": _at_least(1, _POSITIVE, integer=True),
+    "timeout": _at_least(1, "a number of seconds, at least 1", integer=False),
+    "max_output_tokens": _at_least(1, _POSITIVE, integer=True),
+    "max_total_tokens": _at_least(1, _POSITIVE, integer=True),
+    "memory_mb": _at_least(32, "an integer of at least 32 (MiB)", integer=True),
+    "cpus": _at_least(0.01, "a number of cores, at least 0.01", integer=False),
+    "pids": _at_least(1, _POSITIVE, integer=True),
+    "image": _optional_text,
+    "planning_enabled": _boolean,
+}
+"""Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
+_BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(
+    ("0", "false", "no", "off"), False
+)
+
+
+def from_text(default: object, text: str) -> object:
+    """An environment variable as the value a file would hold, read like the setting's default;
+    CHECKS then judges it."""
+    if isinstance(default, list):
+        return [part.strip() for part in text.split(",") if part.strip()]
+    if default is None:
+        return text.strip() or None
+    if isinstance(default, str):
+        return text.strip()
+    if isinstance(default, bool):
+        return _BOOL_WORDS.get(text.strip().lower(), text)
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    return text
+
+
+def checked(name: str, value: object, where: str, key: str) -> Any:
+    """The value of setting `name` after its rule, as set by `key` in `where`.
+
+    Raises:
+        ConfigError: the value breaks the setting's rule.
+    """
+    try:
+        return CHECKS[name](value)
+    except _Invalid as invalid:
+        got = value if invalid.got is None else invalid.got
+        raise ConfigError(
+            f"{where}: key {key!r} must be {invalid.expected}, got {_shown(got)}"
+        ) from None
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def normalise(key: str) -> str:
+    """planningModel, planning-model and PLANNING_MODEL all become planning_model."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).replace("-", "_").lower()
+
+
+def field_name(key: object, where: str) -> str:
+    """The setting a key in `where` names; raises ConfigError, with a suggestion, if none."""
+    name = normalise(str(key))
+    if name in CHECKS:
+        return name
+    close = difflib.get_close_matches(name, list(CHECKS), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(CHECKS)}"
+    raise ConfigError(f"{where}: unknown key {key!r}; {hint}")
