@@ -8,9 +8,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox_runner.plans.text import shorten
 from sandbox_runner.sandbox.spec import WORKSPACE_MOUNT
 
-__all__ = ["CRITICAL_FILES_TITLE", "MAX_ENTRIES", "CriticalFile", "check_critical_files", "shorten"]
+__all__ = ["CRITICAL_FILES_TITLE", "MAX_ENTRIES", "CriticalFile", "check_critical_files"]
 
 CRITICAL_FILES_TITLE = "Critical Files for Implementation"
 MAX_ENTRIES = 50
@@ -147,12 +148,3 @@ def _exists_inside(root: Path | None, relative: str) -> tuple[bool, bool]:
         return (True, resolved.is_dir()) if resolved.is_relative_to(root) else (False, False)
     except (OSError, RuntimeError, ValueError):
         return False, False
-
-
-def shorten(text: str, limit: int) -> str:
-    """Text on one line, cut at a word boundary to at most `limit` characters and an ellipsis."""
-    text = " ".join(text[: limit * 4].split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
-    return cut.rstrip(" ,;:") + "…"

@@ -15,6 +15,7 @@ from sandbox_runner.agents.results import PlanResult, PlanStatus
 from sandbox_runner.plans.document import strip_front_matter
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report_markdown import REPORT_SCHEMA_DOC, render_markdown
+from sandbox_runner.plans.text import shorten
 from sandbox_runner.plans.validate import extract_section
 
 __all__ = ["REPORT_SCHEMA_DOC", "RunRecord", "build_report", "render_markdown", "write_report"]
@@ -188,9 +189,9 @@ def _disagreements(plans: list[dict[str, Any]], bodies: dict[str, str]) -> dict[
     risks: dict[str, list[str]] = {}
     for label, body in bodies.items():
         if text := _first_section(body, APPROACH_TITLES):
-            approach[label] = _clip(text, APPROACH_CHARS)
+            approach[label] = shorten(text, APPROACH_CHARS)
         if text := _first_section(body, RISK_TITLES):
-            risks[label] = [_clip(item, RISK_CHARS) for item in _items(text)[:MAX_RISKS]]
+            risks[label] = [shorten(item, RISK_CHARS) for item in _items(text)[:MAX_RISKS]]
     counts: dict[str, int] = {}
     for plan in plans:
         for path in {entry["path"] for entry in plan["critical_files"]}:
@@ -298,15 +299,6 @@ def _table_rows(lines: list[str]) -> list[str]:
 def _paragraphs(lines: list[str]) -> list[str]:
     paragraphs = "\n".join(line.lstrip("#").strip() for line in lines).split("\n\n")
     return [paragraph.strip() for paragraph in paragraphs if paragraph.strip()]
-
-
-def _clip(text: str, limit: int) -> str:
-    """The text on one line, cut at a word boundary to about `limit` characters."""
-    text = " ".join(text[: limit * 4].split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0] or text[:limit]
-    return cut.rstrip(" ,;:") + "…"
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -16,8 +16,8 @@ from sandbox_runner.plans.critical_files import (
     MAX_ENTRIES,
     CriticalFile,
     check_critical_files,
-    shorten,
 )
+from sandbox_runner.plans.text import shorten
 
 __all__ = [
     "CRITICAL_FILES_TITLE",

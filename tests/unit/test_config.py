@@ -409,3 +409,12 @@ def test_config_show_reports_a_bad_config_in_one_line(fs: FakeFilesystem, repo: 
         f"Error: {PROJECT_YAML}: key 'parallel' must be a positive integer, got 'four'\n"
     )
     assert "Traceback" not in result.output
+
+
+def test_every_setting_has_exactly_one_rule() -> None:
+    from dataclasses import fields
+
+    from sandbox_runner.config import Settings
+    from sandbox_runner.config_values import CHECKS
+
+    assert set(CHECKS) == {field.name for field in fields(Settings)}
