@@ -1,0 +1,126 @@
+"""The one decision function: which tool calls run, and as which sandbox request."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox_runner.tools.policy import Allow, Deny, PermissionMode, ToolContext, decide
+from sandbox_runner.types import ToolCall, ToolRequest
+
+PLAN_TOOLS = frozenset({"Glob", "Grep", "Read", "Bash", "LS", "LSP", "Write", "Edit"})
+CONTEXT = ToolContext(
+    offered=PLAN_TOOLS, plan_file="/plan/speed.md", workspace_host="/home/me/repo", agent="Plan"
+)
+
+
+def call(name: str, **tool_input: object) -> ToolCall:
+    return ToolCall(id="toolu_1", name=name, input=dict(tool_input))
+
+
+def allowed(decision: Allow | Deny) -> ToolRequest:
+    assert isinstance(decision, Allow), decision
+    return decision.request
+
+
+def denied(decision: Allow | Deny) -> str:
+    assert isinstance(decision, Deny), decision
+    return decision.message
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("src/app.py", "/workspace/src/app.py"),
+        ("./src/../src/app.py", "/workspace/src/app.py"),
+        ("/workspace/src/app.py", "/workspace/src/app.py"),
+        ("/home/me/repo/src/app.py", "/workspace/src/app.py"),
+        ("/home/me/repo", "/workspace"),
+        ("/plan/speed.md", "/plan/speed.md"),
+        ("/ro/docs/guide.md", "/ro/docs/guide.md"),
+        ("//workspace//src", "/workspace/src"),
+    ],
+)
+def test_paths_are_normalised_to_container_paths(given: str, expected: str) -> None:
+    assert allowed(decide(call("Read", file_path=given), CONTEXT)).args["file_path"] == expected
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "../outside.txt",
+        "/workspace/../etc/shadow",
+        "/home/me/repository/x",
+        "/proc/1/environ",
+    ],
+)
+def test_paths_outside_the_permitted_roots_are_refused(path: str) -> None:
+    assert "outside the directories you may use" in denied(
+        decide(call("Read", file_path=path), CONTEXT)
+    )
+
+
+def test_empty_and_nul_paths_are_refused() -> None:
+    assert "required" in denied(decide(call("Read", file_path="  "), CONTEXT))
+    assert "NUL" in denied(decide(call("Read", file_path="a\0b"), CONTEXT))
+
+
+def test_search_tools_default_to_the_workspace_and_keep_their_options() -> None:
+    request = allowed(
+        decide(call("Grep", pattern="TODO", output_mode="count", **{"-i": True}), CONTEXT)
+    )
+    assert request == ToolRequest("grep", {"pattern": "TODO", "output_mode": "count", "-i": True})
+    assert (
+        allowed(decide(call("Glob", pattern="**/*.py", path="src"), CONTEXT)).args["path"]
+        == "/workspace/src"
+    )
+    assert allowed(decide(call("LS"), CONTEXT)).op == "ls"
+
+
+def test_bash_timeout_is_milliseconds_capped_at_ten_minutes() -> None:
+    assert allowed(decide(call("Bash", command="git log"), CONTEXT)).timeout == 120
+    assert allowed(decide(call("Bash", command="git log", timeout=5000), CONTEXT)).timeout == 5
+    assert "timeout" in denied(decide(call("Bash", command="ls", timeout=10**9), CONTEXT))
+
+
+def test_refused_bash_carries_the_command_as_a_suggestion() -> None:
+    decision = decide(call("Bash", command="npm install"), CONTEXT)
+    assert isinstance(decision, Deny)
+    assert decision.suggested_command == "npm install"
+    assert "read-only" in decision.message
+
+
+@pytest.mark.parametrize("name", ["Write", "Edit"])
+def test_writing_tools_reach_only_the_plan_file(name: str) -> None:
+    extra = {"content": "x"} if name == "Write" else {"old_string": "a", "new_string": "b"}
+    assert (
+        allowed(decide(call(name, file_path="/plan/speed.md", **extra), CONTEXT)).op == name.lower()
+    )
+    for other in ("/plan/other.md", "src/app.py", "/workspace/speed.md", "speed.md"):
+        assert "only allowed on the plan file" in denied(
+            decide(call(name, file_path=other, **extra), CONTEXT)
+        )
+
+
+def test_an_agent_without_a_plan_file_writes_nothing() -> None:
+    explore = ToolContext(offered=PLAN_TOOLS, plan_file=None, agent="Explore")
+    assert "no plan file" in denied(
+        decide(call("Write", file_path="/plan/x.md", content="x"), explore)
+    )
+
+
+def test_tools_not_offered_are_refused_with_the_list_of_allowed_ones() -> None:
+    message = denied(decide(call("Task", prompt="x"), CONTEXT))
+    assert "not available to the Plan agent" in message and "Glob" in message
+
+
+def test_other_modes_do_not_apply_the_read_only_rules() -> None:
+    work = ToolContext(offered=PLAN_TOOLS, mode=PermissionMode.ACCEPT_EDITS)
+    assert allowed(decide(call("Bash", command="npm install"), work)).op == "bash"
+    assert allowed(decide(call("Write", file_path="src/new.py", content="x"), work)).op == "write"
+
+
+def test_shift_tab_cycles_the_modes() -> None:
+    mode = PermissionMode.DEFAULT
+    seen = [mode := mode.next() for _ in range(3)]
+    assert seen == [PermissionMode.ACCEPT_EDITS, PermissionMode.PLAN, PermissionMode.DEFAULT]
