@@ -1,0 +1,59 @@
+"""How DockerSandbox explains a dead tool server, with the Docker API faked at its edge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+import requests
+
+from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+from sandbox_runner.sandbox.spec import Limits, SandboxSpec
+
+
+class FakeContainer:
+    """Stands in for docker's Container: reload() yields the next state or raises."""
+
+    def __init__(self, *states: dict[str, Any] | Exception) -> None:
+        self.states = list(states)
+        self.attrs: dict[str, Any] = {}
+
+    def reload(self) -> None:
+        state = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+        if isinstance(state, Exception):
+            raise state
+        self.attrs = {"State": state}
+
+
+def explain(tmp_path: Path, container: FakeContainer) -> str:
+    spec = SandboxSpec(tmp_path, tmp_path / "plan", "img", limits=Limits(memory_mb=256))
+    sandbox = DockerSandbox(spec, docker_client=None)
+    sandbox._container = container
+    return sandbox._explain_death()
+
+
+@pytest.mark.parametrize(
+    "states, expected",
+    [
+        (
+            [{"Running": False, "OOMKilled": True, "ExitCode": 137}],
+            "OOM-killed (memory limit 256 MB)",
+        ),
+        ([{"Running": False, "ExitCode": 3}], "the container exited with code 3"),
+        ([{"Running": True}, {"Running": False, "ExitCode": 137}], "exited with code 137"),
+        ([docker.errors.NotFound("gone")], "the container was removed"),
+        (
+            [requests.exceptions.ConnectionError("Connection refused")],
+            "the Docker daemon stopped answering (Connection refused)",
+        ),
+    ],
+)
+def test_death_is_explained(tmp_path: Path, states: list[Any], expected: str) -> None:
+    assert expected in explain(tmp_path, FakeContainer(*states))
+
+
+def test_a_server_that_closes_its_output_in_a_live_container(tmp_path: Path) -> None:
+    message = explain(tmp_path, FakeContainer({"Running": True}))
+    assert message == "the tool server closed its output while the container still runs"
