@@ -18,7 +18,8 @@ from sandbox_runner.agents.registry import Registry, planrun_home
 from sandbox_runner.agents.results import PlanResult
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.plans.report import RunRecord, write_report
-from sandbox_runner.plans.workspace import git_head, snapshot
+from sandbox_runner.plans.workspace import GitStatusRunner, git_head, snapshot
+from sandbox_runner.types import ToolRequest
 
 ModelFactory = Callable[[str], Model]
 """Makes the model of one plan, by label (a replayed cassette differs per perspective)."""
@@ -82,20 +83,27 @@ def execute(
     """
     started = datetime.now(UTC)
     exclude = spec.out_dir if spec.out_dir.is_relative_to(spec.workspace) else None
-    before = snapshot(spec.workspace, exclude)
     sandbox_root = _sandbox_root(spec)
     jobs = spec.jobs()
     runner = _Runner(spec, model_factory, sandbox_factory, registry, on_event, sandbox_root)
     interrupted = False
     try:
-        results = runner.run(jobs)
-    except KeyboardInterrupt:
-        interrupted = True
-        results = runner.interrupted(jobs, stop_sandboxes)
+        before = snapshot(
+            spec.workspace, exclude, _git_in_sandbox(sandbox_factory, sandbox_root / ".before")
+        )
+        try:
+            results = runner.run(jobs)
+        except (KeyboardInterrupt, SystemExit):
+            # Ctrl-C, or SIGTERM (which the CLI turns into SystemExit).
+            interrupted = True
+            results = runner.interrupted(jobs, stop_sandboxes)
+        after = snapshot(
+            spec.workspace, exclude, _git_in_sandbox(sandbox_factory, sandbox_root / ".after")
+        )
     finally:
         if sandbox_root != spec.out_dir / ".sandbox":
             shutil.rmtree(sandbox_root, ignore_errors=True)
-    problem = before.differences(snapshot(spec.workspace, exclude))
+    problem = before.differences(after)
     record = RunRecord(
         name=spec.name,
         out_dir=spec.out_dir,
@@ -112,6 +120,22 @@ def execute(
     )
     write_report(record)
     return PlanRunOutcome(record, interrupted)
+
+
+def _git_in_sandbox(sandbox_factory: SandboxFactory, plan_dir: Path) -> GitStatusRunner:
+    """Runs git in a throwaway sandbox: a repository's config can name programs for git
+    to run (filters, diff drivers, fsmonitor), so git never runs on the host."""
+
+    def run(command: str) -> str | None:
+        plan_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            with sandbox_factory(plan_dir) as sandbox:
+                result = sandbox.call(ToolRequest("bash", {"command": command}, timeout=120))
+        except PlanrunError:
+            return None
+        return result.output if result.ok and result.exit_code == 0 else None
+
+    return run
 
 
 def exit_code(results: list[PlanResult], workspace_problem: str) -> int:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import stat
-import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+
 HEX_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+SAFE_REF = re.compile(r"refs/[A-Za-z0-9._/-]+")
 MAX_REF_BYTES = 4096
 
 
@@ -29,10 +31,11 @@ def git_dir(workspace: Path) -> Path | None:
 
 
 def git_head(workspace: Path) -> str | None:
-    """The commit HEAD points at, read from the files; git itself is never run.
+    """The commit HEAD points at, read from the files; git itself is never run on the host.
 
     Running git on the host against an untrusted repository could execute what its
-    config names (core.fsmonitor, for one), so the few files needed are parsed instead.
+    config names (core.fsmonitor, filter and diff drivers), so the few files needed are
+    parsed instead, and `git status` runs only inside a sandbox (see snapshot).
     """
     directory = git_dir(workspace)
     if directory is None:
@@ -45,6 +48,8 @@ def git_head(workspace: Path) -> str | None:
     if not head.startswith("ref:"):
         return None
     ref = head.split(":", 1)[1].strip()
+    if not SAFE_REF.fullmatch(ref) or ".." in ref.split("/"):
+        return None
     common = _common_dir(directory)
     for base in (directory, common):
         value = _small_text(base / ref)
@@ -67,11 +72,13 @@ def _common_dir(directory: Path) -> Path:
 
 
 def _small_text(path: Path, limit: int = MAX_REF_BYTES) -> str | None:
+    # A repository is untrusted: a FIFO or /dev/zero in place of HEAD must not hang or
+    # exhaust the host, and anything odd simply means "no HEAD known".
     try:
-        with path.open("rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace").strip()
-    except OSError:
+        data = read_untrusted_bytes(path, limit)
+    except UnsafeFileError:
         return None
+    return data.decode("utf-8", "replace").strip() if data is not None else None
 
 
 def tree_fingerprint(
@@ -112,46 +119,43 @@ class WorkspaceState:
     """A snapshot that proves, compared with a later one, that nothing changed."""
 
     fingerprint: str
-    git_status: str
+    git_status: str | None
+    """`git status` output; None when it could not be taken (it is then not compared)."""
 
     def differences(self, later: WorkspaceState) -> str:
         """What changed between this snapshot and a later one ("" when nothing did)."""
         problems = []
         if self.fingerprint != later.fingerprint:
             problems.append("files, modes or timestamps under the workspace changed")
-        if self.git_status != later.git_status:
+        both = self.git_status is not None and later.git_status is not None
+        if both and self.git_status != later.git_status:
             problems.append("`git status` changed")
         return "; ".join(problems)
 
 
-def snapshot(workspace: Path, exclude: Path | None = None) -> WorkspaceState:
-    """The workspace's tree fingerprint and git status now."""
-    return WorkspaceState(
-        tree_fingerprint(workspace, exclude=exclude), git_status(workspace, exclude=exclude)
-    )
+GitStatusRunner = Callable[[str], "str | None"]
+"""Runs a git command line in the workspace (inside a sandbox): its output, None on failure."""
+
+GIT_STATUS_COMMAND = (
+    "git -c core.fsmonitor=false -c core.untrackedCache=false --no-optional-locks "
+    "status --porcelain=v1 -z --untracked-files=all"
+)
 
 
-def git_status(workspace: Path, exclude: Path | None = None) -> str:
-    """`git status --porcelain`, run so that it can neither write nor run repository hooks.
+def snapshot(
+    workspace: Path, exclude: Path | None = None, run_git: GitStatusRunner | None = None
+) -> WorkspaceState:
+    """The workspace's tree fingerprint, and its git status when run_git is given."""
+    status: str | None = ""
+    if run_git is not None and git_dir(workspace) is not None:
+        output = run_git(GIT_STATUS_COMMAND)
+        status = None if output is None else filter_status(output, workspace, exclude)
+    return WorkspaceState(tree_fingerprint(workspace, exclude=exclude), status)
 
-    Optional locks are off (status would otherwise refresh the index, a write), and the
-    file-system monitor, which a repository's config could point at any program, is off.
-    """
-    if git_dir(workspace) is None or shutil.which("git") is None:
-        return ""
-    command = [
-        "git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
-        "--no-optional-locks", "-C", str(workspace), "status", "--porcelain=v1", "-z",
-        "--untracked-files=all",
-    ]  # fmt: skip
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
-    try:
-        result = subprocess.run(command, capture_output=True, env=env, timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"git status failed: {error}"
-    if result.returncode != 0:
-        return "git status failed: " + result.stderr.decode(errors="replace").strip()[:200]
-    entries = result.stdout.decode(errors="surrogateescape").split("\0")
+
+def filter_status(porcelain: str, workspace: Path, exclude: Path | None) -> str:
+    """`git status -z` entries, sorted, without planrun's own output directory."""
+    entries = porcelain.split("\0")
     if exclude is not None and exclude.is_relative_to(workspace):
         prefix = exclude.relative_to(workspace).as_posix().rstrip("/") + "/"
         entries = [e for e in entries if not e[3:].startswith(prefix) and e[3:] != prefix[:-1]]

@@ -384,3 +384,24 @@ def test_make_demo_runs(tmp_path: Path) -> None:
     )
     assert [p["perspective"] for p in report["plans"]] == ["simplicity", "performance"]
     assert all(p["valid"] for p in report["plans"])
+
+
+def test_git_never_runs_repository_programs_on_the_host(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "host-marker"
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "initial"], check=True)
+    (repo / ".gitattributes").write_text("* filter=evil\n")
+    subprocess.run(
+        [*git, "config", "filter.evil.clean", f"sh -c 'id >> {marker}; cat'"], check=True
+    )
+    subprocess.run([*git, "config", "core.fsmonitor", f"sh -c 'id >> {marker}'"], check=True)
+    os.utime(repo / "src" / "app.py", (0, 0))  # stat data no longer matches the index
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "out"), "--json")
+    assert result.exit_code == 0, result.output
+    assert not marker.exists()
+    assert report_of(result)["workspace_unchanged"]
