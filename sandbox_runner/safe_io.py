@@ -14,13 +14,14 @@ class UnsafeFileError(PlanrunError):
 
 
 def read_untrusted_bytes(
-    path: Path, max_bytes: int, *, follow_symlinks: bool = True
+    path: Path, max_bytes: int, *, follow_symlinks: bool = True, single_link: bool = False
 ) -> bytes | None:
     """Read at most max_bytes of a regular file; None when it does not exist.
 
     Never blocks on a FIFO or a device (opened non-blocking, then refused), never reads
     more than max_bytes (a link to /dev/zero cannot exhaust memory), and with
-    follow_symlinks=False refuses a symlink in the last component.
+    follow_symlinks=False refuses a symlink in the last component. single_link refuses
+    a file that has other hard links (a sandbox must not hand the host a shared inode).
 
     Raises:
         UnsafeFileError: not a regular file, larger than max_bytes, or unreadable.
@@ -42,6 +43,10 @@ def read_untrusted_bytes(
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
             raise UnsafeFileError(f"{path} is not a regular file")
+        if single_link and info.st_nlink > 1:
+            raise UnsafeFileError(
+                f"{path} has {info.st_nlink} hard links; planrun does not read it"
+            )
         if info.st_size > max_bytes:
             raise UnsafeFileError(f"{path} is {info.st_size} bytes; the limit is {max_bytes}")
         data = os.read(descriptor, max_bytes + 1)

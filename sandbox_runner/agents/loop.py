@@ -15,7 +15,7 @@ from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.plans.files import (
-    UnsafePlanFileError,
+    UnsafeFileError,
     append_line,
     read_sandbox_file,
     replace_file,
@@ -251,7 +251,7 @@ class PlanAgentRun:
         state = self.state
         try:
             text = self._plan_text()
-        except (UnsafePlanFileError, OSError) as error:
+        except (UnsafeFileError, OSError) as error:
             text, status, reason = "", PlanStatus.FAILED, str(error)
         check: PlanCheck | None = None
         if text.strip():

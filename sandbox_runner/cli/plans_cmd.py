@@ -11,7 +11,7 @@ import click
 from sandbox_runner.agents.registry import planrun_home
 from sandbox_runner.cli.app import cli, reports_errors
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.plans.files import UnsafePlanFileError, read_sandbox_file
+from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
 
 
 def _runs() -> list[tuple[Path, dict[str, Any]]]:
@@ -20,7 +20,7 @@ def _runs() -> list[tuple[Path, dict[str, Any]]]:
     for directory in sorted(root.iterdir()) if root.is_dir() else []:
         try:
             report = json.loads(read_sandbox_file(directory / "report.json") or "null")
-        except (UnsafePlanFileError, ValueError, OSError):
+        except (UnsafeFileError, ValueError, OSError):
             report = None
         if isinstance(report, dict):
             runs.append((directory, report))
@@ -78,7 +78,7 @@ def plans_show(name: str, perspective: str | None) -> None:
     target = directory / (f"{perspective}.md" if perspective else "report.md")
     try:
         text = read_sandbox_file(target)
-    except UnsafePlanFileError as error:
+    except UnsafeFileError as error:
         raise ConfigError(str(error)) from None
     if text is None:
         plans_here = ", ".join(

@@ -208,6 +208,10 @@ class _Runner:
         except (PlanrunError, OSError) as error:
             # One subagent failing never stops or loses the others.
             return failed_result(job, spec.model_id, str(error))
+        except Exception as error:
+            return failed_result(
+                job, spec.model_id, f"internal error: {type(error).__name__}: {error}"
+            )
 
     def interrupted(
         self, jobs: list[PlanJob], stop_sandboxes: Callable[[], object]

@@ -23,7 +23,10 @@ STDOUT, STDERR = 1, 2
 REPLY_GRACE_SECONDS = 10.0
 DEFAULT_TIMEOUT_SECONDS = 120.0
 STDERR_TAIL_BYTES = 4096
-MAX_LINE_BYTES = 64 * 1024 * 1024
+# Everything from the container is hostile: a process in it can write to the server's
+# output. A real reply holds at most 256 KiB of text (JSON-escaped, a few times that).
+MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_TEXT_CHARS = 512 * 1024
 
 
 class ByteStream(Protocol):
@@ -94,6 +97,7 @@ class ToolServerClient:
         self._closed_cause: str | None = None
         self._closing = False
         self._stdout_line = bytearray()
+        self._discarding = False
         self.stderr_tail = bytearray()
         self._reader = threading.Thread(
             target=self._read_loop, name="toolserver-reader", daemon=True
@@ -173,9 +177,14 @@ class ToolServerClient:
         while (newline := self._stdout_line.find(b"\n")) >= 0:
             line = bytes(self._stdout_line[:newline])
             del self._stdout_line[: newline + 1]
-            self._dispatch(line)
+            if self._discarding:
+                self._discarding = False
+            else:
+                self._dispatch(line)
         if len(self._stdout_line) > MAX_LINE_BYTES:
+            # Drop the over-long line up to its end instead of buffering it.
             self._stdout_line.clear()
+            self._discarding = True
 
     def _dispatch(self, line: bytes) -> None:
         try:
@@ -208,13 +217,31 @@ class ToolServerClient:
 
 
 def _to_result(reply: dict[str, Any]) -> ExecResult:
+    """A reply as a value: types checked, text bounded and valid UTF-8, whatever was sent."""
     meta = reply.get("meta")
+    exit_code = reply.get("exit_code")
+    error = reply.get("error")
+    output, cut = _clean_text(reply.get("output"))
     return ExecResult(
-        ok=bool(reply.get("ok")),
-        output=str(reply.get("output") or ""),
-        exit_code=reply.get("exit_code"),
-        timed_out=bool(reply.get("timed_out")),
-        truncated=bool(reply.get("truncated")),
-        error=reply.get("error"),
+        ok=reply.get("ok") is True,
+        output=output,
+        exit_code=exit_code
+        if isinstance(exit_code, int) and not isinstance(exit_code, bool)
+        else None,
+        timed_out=reply.get("timed_out") is True,
+        truncated=reply.get("truncated") is True or cut,
+        error=_clean_text(error)[0] if error is not None else None,
         meta=meta if isinstance(meta, dict) else {},
     )
+
+
+def _clean_text(value: object) -> tuple[str, bool]:
+    text = value if isinstance(value, str) else ""
+    cut = len(text) > MAX_TEXT_CHARS
+    if cut:
+        text = (
+            text[:MAX_TEXT_CHARS]
+            + f"\n... [reply cut: {len(text) - MAX_TEXT_CHARS} more characters]"
+        )
+    # json.loads accepts lone surrogates; they must not reach files or the API.
+    return text.encode("utf-8", "replace").decode("utf-8"), cut

@@ -165,3 +165,44 @@ def test_stderr_is_kept_apart_from_replies(pair: tuple[socket.socket, socket.soc
     client.wait_ready(5)
     assert client.request(ToolRequest("ping")).ok
     assert b"warning: noise" in client.stderr_tail
+
+
+def test_hostile_replies_are_bounded_and_cleaned(pair: tuple[socket.socket, socket.socket]) -> None:
+    host, container = pair
+
+    def hostile(request: dict) -> dict:
+        return {
+            "id": request["id"],
+            "ok": "yes",
+            "output": "x" * 600_000 + "\udc80",
+            "exit_code": "7",
+            "error": None,
+        }
+
+    ScriptedServer(container, hostile).thread.start()
+    client = ToolServerClient(host)
+    client.wait_ready(5)
+    result = client.request(ToolRequest("read", {"file_path": "a"}))
+    assert result.ok is False  # only a real true counts
+    assert result.exit_code is None
+    assert result.truncated and "reply cut" in result.output
+    assert len(result.output) < 600_000
+    result.output.encode("utf-8")  # no lone surrogates left
+
+
+def test_an_over_long_line_is_dropped_and_the_next_reply_still_arrives(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    host, container = pair
+    from sandbox_runner.sandbox import client as client_module
+
+    def flood_then_answer(request: dict) -> dict:
+        junk = b"A" * (client_module.MAX_LINE_BYTES + 10) + b"\n"
+        for start in range(0, len(junk), 1 << 20):
+            container.sendall(frame(1, junk[start : start + (1 << 20)]))
+        return echo(request)
+
+    ScriptedServer(container, flood_then_answer).thread.start()
+    client = ToolServerClient(host)
+    client.wait_ready(5)
+    assert client.request(ToolRequest("ping", timeout=20)).ok
