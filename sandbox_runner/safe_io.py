@@ -14,7 +14,12 @@ class UnsafeFileError(PlanrunError):
 
 
 def read_untrusted_bytes(
-    path: Path, max_bytes: int, *, follow_symlinks: bool = True, single_link: bool = False
+    path: Path,
+    max_bytes: int,
+    *,
+    follow_symlinks: bool = True,
+    single_link: bool = False,
+    truncate: bool = False,
 ) -> bytes | None:
     """Read at most max_bytes of a regular file; None when it does not exist.
 
@@ -22,6 +27,8 @@ def read_untrusted_bytes(
     more than max_bytes (a link to /dev/zero cannot exhaust memory), and with
     follow_symlinks=False refuses a symlink in the last component. single_link refuses
     a file that has other hard links (a sandbox must not hand the host a shared inode).
+    With truncate, a larger file is not an error: up to max_bytes + 1 bytes come back,
+    so the caller can tell that it was cut.
 
     Raises:
         UnsafeFileError: not a regular file, larger than max_bytes, or unreadable.
@@ -47,13 +54,13 @@ def read_untrusted_bytes(
             raise UnsafeFileError(
                 f"{path} has {info.st_nlink} hard links; planrun does not read it"
             )
-        if info.st_size > max_bytes:
+        if info.st_size > max_bytes and not truncate:
             raise UnsafeFileError(f"{path} is {info.st_size} bytes; the limit is {max_bytes}")
         data = os.read(descriptor, max_bytes + 1)
     except OSError as error:
         raise UnsafeFileError(f"cannot read {path}: {error.strerror}") from None
     finally:
         os.close(descriptor)
-    if len(data) > max_bytes:
+    if len(data) > max_bytes and not truncate:
         raise UnsafeFileError(f"{path} grew past the {max_bytes} byte limit")
     return data

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
 
 TEMPLATE_LOCATIONS = (Path(".planrun/plan.md"), Path(".codex/plan.md"))
 MAX_TEMPLATE_BYTES = 256 * 1024
@@ -36,10 +37,12 @@ def read_requirements(text: str | None, file: Path | None) -> str:
         raise ConfigError("give the requirements either as an argument or with -f, not both")
     if file is not None:
         try:
-            data = file.read_bytes()[:MAX_REQUIREMENTS_BYTES]
-        except OSError as error:
-            raise ConfigError(f"cannot read requirements file {file}: {error.strerror}") from None
-        text = data.decode("utf-8", errors="replace")
+            data = read_untrusted_bytes(file, MAX_REQUIREMENTS_BYTES, truncate=True)
+        except UnsafeFileError as error:
+            raise ConfigError(f"cannot use requirements file: {error}") from None
+        if data is None:
+            raise ConfigError(f"requirements file {file} does not exist")
+        text = data[:MAX_REQUIREMENTS_BYTES].decode("utf-8", errors="replace")
     elif text == "-":
         text = sys.stdin.read(MAX_REQUIREMENTS_BYTES)
     if text is None or not text.strip():
@@ -67,13 +70,14 @@ def load_template(path: Path) -> Template | str:
     the plan's required sections.
     """
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_TEMPLATE_BYTES)
-    except OSError as error:
-        return f"cannot read plan template {path} ({error.strerror}); using the default sections"
+        data = read_untrusted_bytes(path, MAX_TEMPLATE_BYTES, truncate=True)
+    except UnsafeFileError as error:
+        return f"cannot use plan template ({error}); using the default sections"
+    if data is None:
+        return f"plan template {path} does not exist; using the default sections"
     sections: list[str] = []
     in_fence = False
-    for line in data.decode("utf-8", errors="replace").splitlines():
+    for line in data[:MAX_TEMPLATE_BYTES].decode("utf-8", errors="replace").splitlines():
         if FENCE.match(line):
             in_fence = not in_fence
             continue
@@ -105,10 +109,11 @@ def read_context_files(files: Sequence[Path], workspace: Path, extra_dirs: Seque
                 "directories; only files there can be attached"
             )
         try:
-            with resolved.open("rb") as handle:
-                data = handle.read(MAX_CONTEXT_BYTES + 1)
-        except OSError as error:
-            raise ConfigError(f"cannot read context file {file}: {error.strerror}") from None
+            data = read_untrusted_bytes(resolved, MAX_CONTEXT_BYTES, truncate=True)
+        except UnsafeFileError as error:
+            raise ConfigError(f"cannot attach context file: {error}") from None
+        if data is None:
+            raise ConfigError(f"context file {file} does not exist")
         text = data[:MAX_CONTEXT_BYTES].decode("utf-8", errors="replace")
         note = "\n[cut at 256 KiB]" if len(data) > MAX_CONTEXT_BYTES else ""
         shown = resolved.relative_to(workspace.resolve()) if root == roots[0] else resolved
