@@ -13,6 +13,7 @@ from typing import Self, TextIO
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from sandbox_runner.agents.results import AgentEvent
 
@@ -27,6 +28,11 @@ class _Line:
     tokens: int = 0
     elapsed: float = 0.0
     started: float = 0.0
+
+
+def printable(text: str) -> str:
+    """Model-chosen text made safe for a terminal or a CI log: no control characters."""
+    return "".join(char if char.isprintable() else "?" for char in text)
 
 
 def wants_live_display(stream: TextIO, *, json_output: bool) -> bool:
@@ -56,11 +62,11 @@ class Progress:
             line.turn, line.tool_calls, line.tokens = event.turn, event.tool_calls, event.tokens
             line.elapsed = event.elapsed
             if event.kind == "tool_call":
-                line.state, line.tool = "running", f"{event.tool} {event.detail}".strip()
+                line.state, line.tool = "running", printable(f"{event.tool} {event.detail}".strip())
             elif event.kind == "turn_started":
                 line.state, line.tool = "thinking", ""
             elif event.kind in {"finished", "failed"}:
-                line.state, line.tool = event.kind, event.detail
+                line.state, line.tool = event.kind, printable(event.detail)
         if self._live is None and event.kind in {"tool_call", "finished", "failed"}:
             self._log(event)
 
@@ -75,7 +81,7 @@ class Progress:
                 f"[{event.label}] {outcome}{detail} ({event.tool_calls} tool calls, "
                 f"{event.tokens} tokens, {event.elapsed:.1f} s)"
             )
-        print(message, file=self._stream, flush=True)
+        print(printable(message), file=self._stream, flush=True)
 
     def _table(self) -> Table:
         table = Table(box=None, pad_edge=False, header_style="bold")
@@ -95,14 +101,15 @@ class Progress:
                 running = line.state not in {"finished", "failed"}
                 elapsed = now - line.started if running else line.elapsed
                 style = {"failed": "red", "finished": "green"}.get(line.state, "")
+                # Text, not markup: tool details come from the model and may hold "[/]".
                 table.add_row(
-                    line.label,
-                    f"[{style}]{line.state}[/]" if style else line.state,
+                    Text(line.label),
+                    Text(line.state, style=style),
                     str(line.turn),
                     str(line.tool_calls),
                     f"{line.tokens:,}",
                     f"{elapsed:.1f} s",
-                    line.tool[:80],
+                    Text(line.tool[:80]),
                 )
         return table
 

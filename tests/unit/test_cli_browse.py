@@ -107,3 +107,19 @@ def test_live_table_shows_one_row_per_subagent() -> None:
 
 def test_no_live_display_in_a_pipe() -> None:
     assert not wants_live_display(io.StringIO(), json_output=False)
+
+
+def test_model_text_cannot_inject_markup_or_terminal_escapes() -> None:
+    from rich.console import Console
+
+    stream = io.StringIO()
+    progress = Progress(["simplicity"], live=False, stream=stream)
+    progress(
+        event("tool_call", tool="Bash", detail="grep '[/]' x \x1b]8;;https://evil\x07\n::error::x")
+    )
+    logged = stream.getvalue()
+    assert "\x1b" not in logged and "\x07" not in logged
+    assert logged.count("\n") == 1
+    rendered = io.StringIO()
+    Console(file=rendered, width=200).print(progress._table())
+    assert "[/]" in rendered.getvalue()
