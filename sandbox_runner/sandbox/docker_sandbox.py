@@ -15,7 +15,13 @@ from sandbox_runner import SandboxBase
 from sandbox_runner.errors import PlanrunError, SandboxDiedError, SandboxError, WorkspaceError
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.image import require_image
-from sandbox_runner.sandbox.spec import MANAGED_LABEL, SandboxSpec, container_options, sandbox_user
+from sandbox_runner.sandbox.spec import (
+    MANAGED_LABEL,
+    SandboxSpec,
+    container_options,
+    sandbox_user,
+    submounts,
+)
 from sandbox_runner.types import ExecResult, ToolRequest
 
 READY_TIMEOUT_SECONDS = 30.0
@@ -45,8 +51,11 @@ class DockerSandbox(SandboxBase):
     def start(self) -> None:
         """Create and start the container; return once its tool server is ready."""
         require_image(self._docker, self.spec.image)
+        recursive = _supports_recursive_read_only(self._docker)
+        if not recursive:
+            _refuse_submounts(self.spec)
         self._hand_plan_dir_to_sandbox()
-        options = container_options(self.spec, self._user)
+        options = container_options(self.spec, self._user, recursive_read_only=recursive)
         with _live_lock:
             _live.add(self)
         try:
@@ -131,6 +140,30 @@ class DockerSandbox(SandboxBase):
     def _return_plan_dir(self) -> None:
         if os.getuid() == 0:
             _chown_tree(self.spec.plan_dir, os.getuid(), os.getgid())
+
+
+# Docker 25 (API 1.44) can make a read-only bind mount read-only all the way down.
+RECURSIVE_READ_ONLY_API = (1, 44)
+
+
+def _supports_recursive_read_only(docker_client: Any) -> bool:
+    try:
+        version = str(docker_client.api.api_version)
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except (AttributeError, ValueError):
+        return False
+    return (major, minor) >= RECURSIVE_READ_ONLY_API
+
+
+def _refuse_submounts(spec: SandboxSpec) -> None:
+    for directory in (spec.workspace, *spec.extra_dirs):
+        below = submounts(directory)
+        if below:
+            raise WorkspaceError(
+                f"{directory} has a filesystem mounted below it ({below[0]}); this Docker "
+                "engine (before 25) would leave it writable in the sandbox; unmount it, "
+                "plan a directory without mounts below it, or use Docker 25 or newer"
+            )
 
 
 def _chown_tree(root: Path, uid: int, gid: int) -> None:

@@ -151,7 +151,28 @@ def toolserver_command(spec: SandboxSpec) -> list[str]:
     return command
 
 
-def container_options(spec: SandboxSpec, user: tuple[int, int] | None = None) -> dict[str, Any]:
+def submounts(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> list[str]:
+    """Mount points strictly below path: Docker before 25 leaves them writable in a
+    read-only bind mount, so they must not exist under the workspace."""
+    try:
+        lines = mountinfo.read_text().splitlines()
+    except OSError:
+        return []
+    below = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        # mountinfo escapes space, tab, newline and backslash as octal.
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        if Path(point) != path and Path(point).is_relative_to(path):
+            below.append(point)
+    return below
+
+
+def container_options(
+    spec: SandboxSpec, user: tuple[int, int] | None = None, *, recursive_read_only: bool = False
+) -> dict[str, Any]:
     """The keyword arguments for docker's `containers.create`, as plain data.
 
     Every relaxation of these options is a security bug: read-only root and workspace,
@@ -160,12 +181,16 @@ def container_options(spec: SandboxSpec, user: tuple[int, int] | None = None) ->
     """
     uid, gid = user or sandbox_user()
     limits = spec.limits
+    recursive = recursive_read_only
     mounts = [
-        _bind(spec.workspace, WORKSPACE_MOUNT, read_only=True),
+        _bind(spec.workspace, WORKSPACE_MOUNT, read_only=True, recursive=recursive),
         _bind(spec.plan_dir, PLAN_MOUNT, read_only=False),
         _bind(TOOLSERVER_SOURCE, TOOLSERVER_MOUNT, read_only=True),
     ]
-    mounts += [_bind(src, dst, read_only=True) for src, dst in extra_mount_points(spec.extra_dirs)]
+    mounts += [
+        _bind(src, dst, read_only=True, recursive=recursive)
+        for src, dst in extra_mount_points(spec.extra_dirs)
+    ]
     plan_bytes = limits.plan_dir_mb * 1024 * 1024
     return {
         "image": spec.image,
@@ -198,11 +223,14 @@ def container_options(spec: SandboxSpec, user: tuple[int, int] | None = None) ->
     }
 
 
-def _bind(source: Path, target: str, *, read_only: bool) -> dict[str, Any]:
+def _bind(source: Path, target: str, *, read_only: bool, recursive: bool = False) -> dict[str, Any]:
+    options: dict[str, Any] = {"Propagation": "rprivate"}
+    if read_only and recursive:
+        options["ReadOnlyForceRecursive"] = True
     return {
         "Type": "bind",
         "Source": str(source),
         "Target": target,
         "ReadOnly": read_only,
-        "BindOptions": {"Propagation": "rprivate"},
+        "BindOptions": options,
     }

@@ -17,6 +17,7 @@ from sandbox_runner.errors import ImageMissingError, SandboxError
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox, collect_garbage
 from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ToolRequest
+from tests.conftest import unavailable
 
 SandboxFactory = Callable[..., DockerSandbox]
 
@@ -218,3 +219,28 @@ def test_no_docker_gives_one_line_error(repo: Path, tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "Docker is not available" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_filesystem_mounted_below_the_workspace_is_refused(
+    make_sandbox: SandboxFactory, repo: Path, docker_client: Any, test_session: str
+) -> None:
+    from sandbox_runner.errors import WorkspaceError
+    from sandbox_runner.sandbox.docker_sandbox import _supports_recursive_read_only
+
+    if os.geteuid() != 0:
+        unavailable("mounting a tmpfs below the workspace needs root")
+    below = repo / "cache"
+    below.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(below)], check=True)
+    try:
+        sandbox = make_sandbox()
+        if _supports_recursive_read_only(docker_client):
+            with sandbox:
+                result = sandbox.call(ToolRequest("bash", {"command": "touch /workspace/cache/x"}))
+            assert "Read-only file system" in result.output
+        else:
+            with pytest.raises(WorkspaceError, match="mounted below it"):
+                sandbox.start()
+        assert containers_of(docker_client, test_session) == []
+    finally:
+        subprocess.run(["umount", str(below)], check=True)

@@ -16,6 +16,7 @@ from sandbox_runner.sandbox.spec import (
     prepare_plan_dir,
     resolve_workspace,
     sandbox_user,
+    submounts,
 )
 
 
@@ -139,3 +140,24 @@ def test_plan_dir_symlink_is_refused(tmp_path: Path) -> None:
     (tmp_path / "plans").symlink_to(tmp_path / "target")
     with pytest.raises(WorkspaceError, match="symbolic link"):
         prepare_plan_dir(tmp_path / "plans")
+
+
+def test_submounts_below_a_directory_are_found(tmp_path: Path) -> None:
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "22 1 8:1 / / rw - ext4 /dev/vda rw\n"
+        "30 22 0:40 / /srv/repo/cache rw - tmpfs tmpfs rw\n"
+        "31 22 0:41 / /srv/repo\\040two/x rw - tmpfs tmpfs rw\n"
+        "32 22 0:42 / /srv/repository rw - tmpfs tmpfs rw\n"
+        "33 22 0:43 / /srv/repo rw - tmpfs tmpfs rw\n"
+    )
+    assert submounts(Path("/srv/repo"), mountinfo) == ["/srv/repo/cache"]
+    assert submounts(Path("/srv/repo two"), mountinfo) == ["/srv/repo two/x"]
+    assert submounts(Path("/elsewhere"), mountinfo) == []
+
+
+def test_recursive_read_only_binds_when_the_engine_supports_it(tmp_path: Path) -> None:
+    options = container_options(make_spec(tmp_path), (1, 1), recursive_read_only=True)
+    by_target = {m["Target"]: m["BindOptions"] for m in options["mounts"]}
+    assert by_target["/workspace"]["ReadOnlyForceRecursive"] is True
+    assert "ReadOnlyForceRecursive" not in by_target["/plan"]
