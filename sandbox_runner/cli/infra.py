@@ -118,15 +118,16 @@ def sandbox_run(
     from sandbox_runner.sandbox.runner import run_command
 
     limits = {"memory_mb": memory_mb, "pids": pids, "cpus": cpus}
-    result = run_command(
-        services(ctx).docker(),
-        repo=repo,
-        plan_dir=plan_dir or Path(tempfile.mkdtemp(prefix="planrun-plan-")),
-        extra_dirs=extra_dirs,
-        command=shlex.join(command) if len(command) > 1 else command[0],
-        timeout=timeout,
-        limits={key: value for key, value in limits.items() if value is not None},
-    )
+    with tempfile.TemporaryDirectory(prefix="planrun-plan-") as scratch:
+        result = run_command(
+            services(ctx).docker(),
+            repo=repo,
+            plan_dir=plan_dir or Path(scratch),
+            extra_dirs=extra_dirs,
+            command=shlex.join(command) if len(command) > 1 else command[0],
+            timeout=timeout,
+            limits={key: value for key, value in limits.items() if value is not None},
+        )
     if result.output:
         click.echo(result.output, nl=not result.output.endswith("\n"))
     if not result.ok:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 from urllib.parse import quote
@@ -116,7 +117,7 @@ def _header(report: dict[str, Any]) -> str:
 
 def _requirements(requirements: str) -> str:
     lines = requirements.strip().splitlines() or ["(none)"]
-    quoted = [f"> {line}".rstrip() for line in lines[:REQUIREMENT_LINES]]
+    quoted = [f"> {_safe(line)}".rstrip() for line in lines[:REQUIREMENT_LINES]]
     if len(lines) > REQUIREMENT_LINES:
         quoted.append(f"> … ({len(lines) - REQUIREMENT_LINES} more lines in report.json)")
     return "## Requirements\n\n" + "\n".join(quoted)
@@ -199,11 +200,12 @@ def _disagreements(report: dict[str, Any]) -> str:
     lines = ["## Where the plans disagree" if several else "## Approach and risks"]
     lines += ["", "### Approach"]
     for plan in plans:
-        lines += ["", f"**{_name(plan)}**", "", f"> {found['approach'].get(plan['label'], '—')}"]
+        approach = _safe(found["approach"].get(plan["label"], "—"))
+        lines += ["", f"**{_name(plan)}**", "", f"> {approach}"]
     lines += ["", "### Risks"]
     for plan in plans:
         risks = found["risks"].get(plan["label"]) or ["—"]
-        lines += ["", f"**{_name(plan)}**", "", *(f"- {risk}" for risk in risks)]
+        lines += ["", f"**{_name(plan)}**", "", *(f"- {_safe(risk)}" for risk in risks)]
     naming = [p for p in report["plans"] if p["label"] in found["unique_files"]]
     if len(naming) > 1:
         lines += ["", "### Files only one plan names", ""]
@@ -222,9 +224,10 @@ def _failures(report: dict[str, Any]) -> str:
     for failure in report["failures"]:
         mark = "❌" if failure["status"] == "failed" else "⚠️"
         lines.append(
-            f"- {mark} **{names[failure['label']]}** ({failure['status']}): {failure['reason']}"
+            f"- {mark} **{names[failure['label']]}** ({failure['status']}): "
+            f"{_safe(failure['reason'])}"
         )
-        lines += [f"  - {problem}" for problem in failure["problems"]]
+        lines += [f"  - {_safe(problem)}" for problem in failure["problems"]]
     if len(lines) == 2:
         lines.append("None: every plan is complete and valid, and the workspace is unchanged.")
     return "\n".join(lines)
@@ -257,8 +260,13 @@ def _row(cells: list[str]) -> str:
 
 def _cell(text: str) -> str:
     """A table cell: pipes escaped and line breaks as <br>, so the row stays one row."""
-    lines = text.replace("|", "\\|").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = _safe(text).replace("|", "\\|").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return "<br>".join(line.strip() for line in lines if line.strip())
+
+
+def _safe(text: str) -> str:
+    """Model-written text as inert Markdown: no raw HTML (no <img> beacons, no scripts)."""
+    return html.escape(str(text), quote=False)
 
 
 def _name(plan: dict[str, Any]) -> str:

@@ -41,6 +41,8 @@ class DockerSandbox(SandboxBase):
         self._container: Any | None = None
         self._client: ToolServerClient | None = None
         self._user = sandbox_user()
+        self._state_lock = threading.Lock()
+        self._stopping = False
         self.ready_info: dict[str, Any] = {}
 
     @property
@@ -59,7 +61,12 @@ class DockerSandbox(SandboxBase):
         with _live_lock:
             _live.add(self)
         try:
-            self._container = self._docker.containers.create(**options)
+            container = self._docker.containers.create(**options)
+            with self._state_lock:
+                # stop() may have run in another thread (Ctrl-C) while create() was under way.
+                self._container = container
+                if self._stopping:
+                    raise SandboxError("the sandbox was stopped while it was starting")
             stream = self._docker.api.attach_socket(
                 self._container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
             )
@@ -86,13 +93,15 @@ class DockerSandbox(SandboxBase):
 
     def stop(self) -> None:
         """Remove the container and give the plan files back to the invoking user."""
-        client, self._client = self._client, None
-        container, self._container = self._container, None
+        with self._state_lock:
+            self._stopping = True
+            client, self._client = self._client, None
+            container, self._container = self._container, None
         if client is not None:
             client.close()
         if container is not None:
             try:
-                container.remove(force=True)
+                container.remove(force=True, v=True)
             except docker.errors.NotFound:
                 pass
             except Exception as error:
@@ -218,7 +227,7 @@ def collect_garbage(docker_client: Any, *, everything: bool = False) -> list[str
             if pid and _process_alive(pid):
                 continue
         try:
-            container.remove(force=True)
+            container.remove(force=True, v=True)
             removed.append(container.short_id)
         except docker.errors.NotFound:
             continue

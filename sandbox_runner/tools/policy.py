@@ -84,6 +84,10 @@ def decide(call: ToolCall, context: ToolContext) -> Decision:
         if isinstance(path, Deny):
             return path
         arguments[path_key] = path
+    if call.name == "Glob":
+        refusal = _refuse_escaping_pattern(str(arguments["pattern"]), context)
+        if refusal is not None:
+            return refusal
     if call.name in WRITING_TOOLS or call.name == "Bash":
         refusal = _refuse_in_plan_mode(call.name, arguments, context)
         if refusal is not None:
@@ -113,6 +117,18 @@ def container_path(path: str, context: ToolContext) -> str | Deny:
             f"directories ({EXTRA_MOUNT_ROOT})."
         )
     return path
+
+
+def _refuse_escaping_pattern(pattern: str, context: ToolContext) -> Deny | None:
+    """A glob pattern may not climb out of the permitted directories on its own."""
+    if ".." in pattern.replace("\\", "/").split("/"):
+        return Deny("Glob patterns cannot contain '..'; give the directory as `path` instead.")
+    if pattern.startswith("/"):
+        literal = pattern.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0].split("{", 1)[0]
+        checked = container_path(literal.rstrip("/") or "/", context)
+        if isinstance(checked, Deny):
+            return checked
+    return None
 
 
 def _readable_roots() -> tuple[str, ...]:

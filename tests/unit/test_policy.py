@@ -124,3 +124,17 @@ def test_shift_tab_cycles_the_modes() -> None:
     mode = PermissionMode.DEFAULT
     seen = [mode := mode.next() for _ in range(3)]
     assert seen == [PermissionMode.ACCEPT_EDITS, PermissionMode.PLAN, PermissionMode.DEFAULT]
+
+
+@pytest.mark.parametrize(
+    "pattern", ["/etc/*", "../../etc/*", "src/../../x/*", "/*/passwd", "/proc/*/environ"]
+)
+def test_glob_patterns_cannot_climb_out(pattern: str) -> None:
+    denied(decide(call("Glob", pattern=pattern), CONTEXT))
+
+
+@pytest.mark.parametrize(
+    "pattern", ["**/*.py", "src/*.py", "/workspace/**/*.md", "/plan/*.md", "{a,b}/*"]
+)
+def test_ordinary_glob_patterns_pass(pattern: str) -> None:
+    assert allowed(decide(call("Glob", pattern=pattern), CONTEXT)).args["pattern"] == pattern

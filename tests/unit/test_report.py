@@ -461,3 +461,32 @@ def assert_tables_are_well_formed(markdown: str) -> None:
         elif widths:
             assert len(set(widths)) == 1, widths
             widths = []
+
+
+def test_model_written_html_is_inert_in_the_markdown() -> None:
+    from sandbox_runner.plans.report_markdown import render_markdown
+
+    plan = {
+        "perspective": "x", "label": "x", "agent": "Plan", "model": "m", "status": "failed",
+        "valid": False, "reason": "<img src=https://evil/beacon>", "plan_file": None,
+        "transcript": None, "title": "<script>alert(1)</script>", "summary": "a | b",
+        "problems": ["<b>bold</b>"], "critical_files": [], "suggested_commands": [],
+        "turns": 1, "tool_calls": 0,
+        "tokens": {"input": 0, "output": 0, "cache_creation": 0, "cache_read": 0, "total": 0},
+        "cost_usd": None, "wall_seconds": 1.0,
+    }  # fmt: skip
+    report = {
+        "run": "r", "status": "plan_failed", "exit_code": 1, "git_head": None, "repository": "/r",
+        "workspace_unchanged": True, "workspace_problem": "", "started_at": "s", "finished_at": "f",
+        "wall_seconds": 1.0, "requirements": "<iframe>", "plans": [plan],
+        "critical_files": {"matrix": [], "shared_by_all": [], "first_choices": {}, "agree_on_first": True},
+        "disagreements": {"approach": {"x": "<img src=x>"}, "risks": {"x": ["<a href=y>"]}, "unique_files": {}},
+        "failures": [{"label": "x", "perspective": "x", "status": "failed", "reason": plan["reason"],
+                      "problems": plan["problems"]}],
+        "totals": {"tokens": plan["tokens"], "cost_usd": None, "cost_complete": False,
+                   "plans": 1, "complete": 0, "valid": 0},
+    }  # fmt: skip
+    text = render_markdown(report)
+    for raw in ("<img", "<script", "<b>", "<iframe", "<a href"):
+        assert raw not in text
+    assert "&lt;script&gt;" in text
