@@ -13,8 +13,16 @@ import yaml
 
 from sandbox_runner.agents.definitions import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.agents.registry import planrun_home
-from sandbox_runner.config_values import CHECKS, checked, field_name, from_text, normalise
+from sandbox_runner.config_values import (
+    CHECKS,
+    check_project_value,
+    checked,
+    field_name,
+    from_text,
+    normalise,
+)
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
 
 # Imported where used: the agent loop pulls in most of planrun, and config must stay a leaf
 # that any module can import.
@@ -25,6 +33,8 @@ if TYPE_CHECKING:
 CONFIG_DIR = ".planrun"
 """The project's planrun directory, holding its config file."""
 CONFIG_NAMES = ("config.yaml", "config.json")
+MAX_CONFIG_BYTES = 1024 * 1024
+"""A config file is read only up to this size; a larger one is refused."""
 ENV_PREFIX = "PLANRUN_"
 DEFAULT_SOURCE = "default"
 BUILTIN_PERSPECTIVES: dict[str, list[str]] = {"default": []}
@@ -118,11 +128,18 @@ def _parse(path: Path, text: str) -> object:
 
 
 def _file_layer(path: Path, base: Path) -> _Layer:
+    # The project file is the repository author's: a FIFO must not hang planrun, nor a link
+    # to /dev/zero exhaust its memory.
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raw = read_untrusted_bytes(path, MAX_CONFIG_BYTES)
+        if raw is None:
+            raise ConfigError(f"{path}: cannot read the config file: it no longer exists")
+        text = raw.decode("utf-8")
+    except UnsafeFileError as error:
+        reason = str(error).replace(str(path), "it")
         raise ConfigError(f"{path}: cannot read the config file: {reason}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: cannot read the config file: {error}") from None
     data = _parse(path, text)
     if not isinstance(data, dict):
         kind = type(data).__name__
@@ -131,6 +148,24 @@ def _file_layer(path: Path, base: Path) -> _Layer:
     for key, value in data.items():
         layer.set(field_name(key, str(path)), value, str(path), str(key))
     return layer
+
+
+def _check_project(project: _Layer, below: list[_Layer]) -> None:
+    """Refuse project values that loosen what the defaults and the user file allow."""
+    for name, value in project.values.items():
+        limit, limit_source = getattr(_DEFAULTS, name), "the default config"
+        for layer in below:
+            if name in layer.values:
+                limit, limit_source = layer.values[name], f"the user config {layer.sources[name]}"
+        check_project_value(
+            name,
+            value,
+            project.sources[name],
+            project.keys[name],
+            limit=limit,
+            limit_source=limit_source,
+            root=project.base,
+        )
 
 
 def _env_layer(env: Mapping[str, str], base: Path) -> _Layer:
@@ -244,6 +279,8 @@ def load_settings(
     """Merge defaults < user file < project file < PLANRUN_* environment < flags.
 
     Each source replaces whole values (a project's extra_dirs replace the user's).
+    The repository's own file may only tighten (config_values.check_project_value says
+    how); the user file, the environment and flags are the user's and may set anything.
 
     Args:
         project_root: the repository; its `.planrun/config.yaml` (or `.json`) is read.
@@ -252,21 +289,26 @@ def load_settings(
         home: planrun's user directory (default: planrun_home()).
 
     Raises:
-        ConfigError: a file cannot be read or parsed, or a key or value is invalid.
+        ConfigError: a file cannot be read or parsed, a key or value is invalid, or the
+            project file loosens a setting.
     """
     cwd = Path.cwd()
     home = (planrun_home() if home is None else home).expanduser().absolute()
-    places = [(home, home)]
+    places = [(home, home, False)]
     if project_root is not None:
         root = project_root.expanduser().absolute()
-        places.append((root / CONFIG_DIR, root))
+        places.append((root / CONFIG_DIR, root, True))
     layers: list[_Layer] = []
     files: list[Path] = []
-    for directory, base in places:
+    for directory, base, is_project in places:
         path = _find_file(directory)
-        if path is not None:
-            layers.append(_file_layer(path, base))
-            files.append(path)
+        if path is None:
+            continue
+        layer = _file_layer(path, base)
+        if is_project:
+            _check_project(layer, below=layers)
+        layers.append(layer)
+        files.append(path)
     layers.append(_env_layer(os.environ if env is None else env, cwd))
     layers.append(_flag_layer(flags or {}, cwd))
     values: dict[str, Any] = {}

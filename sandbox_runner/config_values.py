@@ -7,12 +7,21 @@ import math
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sandbox_runner.agents.definitions import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.errors import ConfigError
 
-__all__ = ["CHECKS", "checked", "field_name", "from_text", "normalise"]
+__all__ = [
+    "CHECKS",
+    "LOWER_ONLY",
+    "check_project_value",
+    "checked",
+    "field_name",
+    "from_text",
+    "normalise",
+]
 
 
 class _Invalid(Exception):
@@ -151,6 +160,86 @@ def checked(name: str, value: object, where: str, key: str) -> Any:
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+LOWER_ONLY = (
+    "parallel",
+    "max_turns",
+    "timeout",
+    "max_output_tokens",
+    "max_total_tokens",
+    "memory_mb",
+    "cpus",
+    "pids",
+)
+"""Limits a project file may lower but never raise."""
+
+
+def check_project_value(
+    name: str, value: Any, where: str, key: str, *, limit: Any, limit_source: str, root: Path
+) -> None:
+    """Refuse a project file's value that loosens what the defaults and the user file allow.
+
+    Whoever wrote a repository writes its `.planrun/config.yaml`, so that file may only
+    tighten: lower a limit, remove tools, disable planning, point extra_dirs at its own
+    sub-trees. It cannot choose the sandbox image. model and planning_model stay free:
+    which model runs (and what it costs the user) is a product decision, not a sandbox one.
+
+    Args:
+        name: the setting, value its checked value, set by `key` in the file `where`.
+        limit: the value below the project (the user file's, else the default).
+        limit_source: where the limit came from, for the message.
+        root: the project root, which the project's extra_dirs must stay inside.
+
+    Raises:
+        ConfigError: the value loosens a setting, naming the file, the key and the limit.
+    """
+    if name == "image":
+        raise ConfigError(
+            f"{where}: a project config cannot choose the sandbox image; "
+            "set it in ~/.planrun/config.yaml or with PLANRUN_IMAGE"
+        )
+    if name in LOWER_ONLY and value > limit:
+        raise ConfigError(
+            f"{where}: key {key!r} is {value!r}, but a project config may only lower "
+            f"{name!r} (at most {limit!r} from {limit_source})"
+        )
+    if name == "planning_enabled" and value and not limit:
+        raise ConfigError(
+            f"{where}: key {key!r}: a project config cannot enable planning; "
+            f"{limit_source} disables it"
+        )
+    if name == "allowed_tools":
+        added = [tool for tool in value if tool not in limit]
+        if added:
+            raise ConfigError(
+                f"{where}: key {key!r} adds {', '.join(added)}, but a project config may only "
+                f"remove tools (allowed by {limit_source}: {', '.join(limit) or 'none'})"
+            )
+    if name == "extra_dirs":
+        for entry in value:
+            _check_project_dir(entry, root, where, key)
+
+
+def _check_project_dir(entry: str, root: Path, where: str, key: str) -> None:
+    # The project is already mounted as the workspace, so a project may only narrow to
+    # its own sub-trees; anything else could mount the user's home or keys.
+    if entry.startswith("~"):
+        problem = "starts with '~'"
+    elif Path(entry).is_absolute():
+        problem = "is an absolute path"
+    else:
+        try:
+            real_root = root.resolve()
+            inside = (root / entry).resolve().is_relative_to(real_root)
+        except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte
+            inside = False
+        problem = "" if inside else "leads outside the project (through '..' or a symlink)"
+    if problem:
+        raise ConfigError(
+            f"{where}: key {key!r} names {entry!r}, which {problem}; a project config may "
+            f"only name directories inside the project {root}"
+        )
 
 
 def normalise(key: str) -> str:

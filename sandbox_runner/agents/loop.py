@@ -27,6 +27,7 @@ from sandbox_runner.tools.schemas import tools_for
 from sandbox_runner.types import ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 
 EventSink = Callable[[AgentEvent], None]
+MAX_CALLS_PER_TURN = 32
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,12 @@ class PlanAgentRun:
                 return
 
     def _answer(self, calls: list[ToolCall]) -> None:
-        results = [self._execute(call) for call in calls]
+        results = [self._execute(call) for call in calls[:MAX_CALLS_PER_TURN]]
+        # Every tool_use needs an answer, but a turn of hundreds of calls is not run.
+        results += [
+            ToolResult(call.id, f"Not run: at most {MAX_CALLS_PER_TURN} tool calls per turn.", True)
+            for call in calls[MAX_CALLS_PER_TURN:]
+        ]
         self._add_tool_results(results)
 
     def _execute(self, call: ToolCall) -> ToolResult:

@@ -21,6 +21,7 @@ from sandbox_runner.agents.definitions import (
     check_read_only,
 )
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Front-matter keys planrun reads, in both Claude Code's camelCase and snake_case. Other
@@ -36,6 +37,8 @@ _FIELDS = {
     "when_to_use": "when_to_use",
 }
 _TOOL_FIELDS = {"tools", "disallowed_tools"}
+MAX_AGENT_BYTES = 1024 * 1024
+"""An agent file larger than this is skipped with a warning."""
 _KNOWN_TOOL_KEYS = {tool.casefold(): tool for tool in KNOWN_TOOLS}
 
 
@@ -199,10 +202,16 @@ def _soft_problems(definition: AgentDefinition, path: Path) -> list[AgentWarning
 
 def _read_agent_file(path: Path, scope: Scope) -> _AgentFile:
     """Parse one Markdown agent file: YAML front matter between '---' lines, then the body."""
+    # Project agent files are the repository author's: a FIFO must not hang planrun, nor a
+    # link to /dev/zero exhaust its memory.
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as error:
-        raise _InvalidFile(f"cannot read the file: {_reason(error)}") from error
+        raw = read_untrusted_bytes(path, MAX_AGENT_BYTES)
+        if raw is None:
+            raise _InvalidFile("cannot read the file: No such file or directory")
+        text = raw.decode("utf-8-sig")
+    except UnsafeFileError as error:
+        reason = str(error).replace(str(path), "it")
+        raise _InvalidFile(f"cannot read the file: {reason}") from error
     except UnicodeDecodeError as error:
         raise _InvalidFile(f"not UTF-8 text (invalid byte at offset {error.start})") from error
     header, body = _split_front_matter(text)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 import pytest
 from pyfakefs.fake_filesystem import FakeFilesystem
@@ -175,6 +180,53 @@ def test_unreadable_file_is_a_warning(fs: FakeFilesystem) -> None:
     registry = load()
     assert [warning.path for warning in registry.warnings] == [dangling]
     assert "cannot read" in registry.warnings[0].message
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail, instead of hanging the test run, if the block blocks for `seconds`."""
+
+    def give_up(signum: int, frame: FrameType | None) -> None:
+        raise TimeoutError(f"still blocked after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_fifo_or_dev_zero_agent_file_is_a_warning_and_others_still_load(
+    tmp_path: Path,
+) -> None:
+    # Real files: a FIFO and /dev/zero behave as they would in a hostile repository.
+    agents = tmp_path / "repo" / ".planrun" / "agents"
+    agents.mkdir(parents=True)
+    zero = agents / "a-zero.md"
+    zero.symlink_to("/dev/zero")
+    fifo = agents / "b-fifo.md"
+    os.mkfifo(fifo)
+    (agents / "c-good.md").write_text("---\nname: good\ndescription: Works\n---\nPrompt.\n")
+
+    with deadline(5):
+        registry = Registry.load(tmp_path / "repo", home=tmp_path / "home")
+
+    assert registry.get("good").description == "Works"
+    assert [(warning.path, warning.message) for warning in registry.warnings] == [
+        (zero, "cannot read the file: it is not a regular file"),
+        (fifo, "cannot read the file: it is not a regular file"),
+    ]
+
+
+def test_an_agent_file_over_one_mib_is_a_warning(fs: FakeFilesystem) -> None:
+    big = PROJECT_AGENTS / "big.md"
+    fs.create_file(big, contents="---\nname: big\ndescription: d\n---\n" + "x" * 1024 * 1024)
+    registry = load()
+    assert [warning.path for warning in registry.warnings] == [big]
+    assert registry.warnings[0].message.endswith("; the limit is 1048576")
+    assert "big" not in {definition.name for definition in registry.all()}
 
 
 def test_empty_body_loads_with_a_warning(fs: FakeFilesystem) -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -60,15 +64,16 @@ def test_without_files_every_setting_is_its_default(repo: Path) -> None:
 def test_user_then_project_then_env_then_flags(fs: FakeFilesystem, repo: Path) -> None:
     fs.create_file(
         USER_YAML,
-        contents="model: opus\nparallel: 2\nmax_turns: 10\npids: 100\nmemory_mb: 512\n",
+        contents="model: opus\nparallel: 8\nmax_turns: 30\npids: 300\nmemory_mb: 512\n",
     )
     fs.create_file(PROJECT_YAML, contents="parallel: 3\nmax_turns: 20\npids: 200\n")
-    env = {"PLANRUN_MAX_TURNS": "30", "PLANRUN_PIDS": "300", "OTHER": "x"}
-    loaded = load(env, flags={"pids": 400, "parallel": None})
+    # The environment and flags are the user's own: they may go above any file.
+    env = {"PLANRUN_MAX_TURNS": "50", "PLANRUN_PIDS": "600", "OTHER": "x"}
+    loaded = load(env, flags={"pids": 1000, "parallel": None})
 
     settings = loaded.settings
     assert (settings.model, settings.memory_mb) == ("opus", 512)
-    assert (settings.parallel, settings.max_turns, settings.pids) == (3, 30, 400)
+    assert (settings.parallel, settings.max_turns, settings.pids) == (3, 50, 1000)
     assert settings.timeout == 1800
     assert loaded.sources["model"] == str(USER_YAML)
     assert loaded.sources["memory_mb"] == str(USER_YAML)
@@ -80,13 +85,15 @@ def test_user_then_project_then_env_then_flags(fs: FakeFilesystem, repo: Path) -
 
 
 def test_json_files_are_read_like_yaml(fs: FakeFilesystem, repo: Path) -> None:
-    fs.create_file(USER_JSON, contents=json.dumps({"timeout": 60, "planningEnabled": False}))
-    fs.create_file(PROJECT_JSON, contents=json.dumps({"cpus": 2, "image": "mine:1"}))
+    fs.create_file(
+        USER_JSON, contents=json.dumps({"timeout": 60, "planningEnabled": False, "cpus": 2})
+    )
+    fs.create_file(PROJECT_JSON, contents=json.dumps({"cpus": 1.5, "maxTurns": 5}))
     loaded = load()
     assert loaded.settings.timeout == 60.0
     assert loaded.settings.planning_enabled is False
-    assert loaded.settings.cpus == 2.0
-    assert loaded.settings.image == "mine:1"
+    assert loaded.settings.cpus == 1.5
+    assert loaded.settings.max_turns == 5
     assert loaded.files == [USER_JSON, PROJECT_JSON]
 
 
@@ -286,11 +293,11 @@ def test_relative_extra_dirs_resolve_against_where_they_were_set(
 ) -> None:
     for directory in (HOME / "notes", REPO / "docs", Path("/shared/specs"), Path("/work/ref")):
         fs.create_dir(directory)
-    fs.create_file(USER_YAML, contents="extra_dirs: [notes]\n")
-    assert extra_dirs(load()) == [f"{HOME}/notes"]
+    fs.create_file(USER_YAML, contents="extra_dirs: [notes, /shared/specs]\n")
+    assert extra_dirs(load()) == [f"{HOME}/notes", "/shared/specs"]
 
-    fs.create_file(PROJECT_YAML, contents="extra_dirs: [docs, /shared/specs, ./docs]\n")
-    assert extra_dirs(load()) == ["/repo/docs", "/shared/specs"]
+    fs.create_file(PROJECT_YAML, contents="extra_dirs: [docs, ./docs]\n")
+    assert extra_dirs(load()) == ["/repo/docs"]
 
     os.chdir("/work")
     assert extra_dirs(load({"PLANRUN_EXTRA_DIRS": "ref"})) == ["/work/ref"]
@@ -342,7 +349,7 @@ def test_a_config_can_redefine_the_default_preset(fs: FakeFilesystem, repo: Path
 
 def test_limits_and_run_limits_carry_the_settings(fs: FakeFilesystem, repo: Path) -> None:
     fs.create_file(
-        PROJECT_YAML,
+        USER_YAML,
         contents=(
             "memory_mb: 2048\ncpus: 0.5\npids: 64\nmax_turns: 12\n"
             "max_output_tokens: 8000\nmax_total_tokens: 500000\ntimeout: 600\n"
@@ -356,11 +363,216 @@ def test_limits_and_run_limits_carry_the_settings(fs: FakeFilesystem, repo: Path
 
 
 def test_more_cpus_than_the_machine_has_names_the_file(fs: FakeFilesystem, repo: Path) -> None:
-    fs.create_file(PROJECT_YAML, contents=f"cpus: {(os.cpu_count() or 1) + 1}\n")
+    fs.create_file(USER_YAML, contents=f"cpus: {(os.cpu_count() or 1) + 1}\n")
     loaded = load()
     with pytest.raises(ConfigError) as caught:
         loaded.limits()
-    assert str(caught.value).startswith(f"{PROJECT_YAML}: limit cpus must be between 0.01 and ")
+    assert str(caught.value).startswith(f"{USER_YAML}: limit cpus must be between 0.01 and ")
+
+
+# A project config may only tighten: the repository may be someone else's
+
+LIMITS_ABOVE_DEFAULTS = [
+    ("memory_mb", "100000000", "1024"),
+    ("cpus", "64", "1.0"),
+    ("pids", "100000000", "256"),
+    ("parallel", "500", "4"),
+    ("max_turns", "1000", "40"),
+    ("timeout", "86400", "1800.0"),
+    ("max_output_tokens", "128000", "16000"),
+    ("max_total_tokens", "999999999", "3000000"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "limit"), LIMITS_ABOVE_DEFAULTS)
+def test_a_project_cannot_raise_a_limit_above_the_default(
+    fs: FakeFilesystem, repo: Path, key: str, value: str, limit: str
+) -> None:
+    fs.create_file(PROJECT_YAML, contents=f"{key}: {value}\n")
+    shown = value if key not in ("cpus", "timeout") else str(float(value))
+    assert config_error() == (
+        f"{PROJECT_YAML}: key {key!r} is {shown}, but a project config may only lower "
+        f"{key!r} (at most {limit} from the default config)"
+    )
+
+
+def test_a_project_cannot_raise_a_limit_above_the_user_file(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="pids: 100\n")
+    fs.create_file(PROJECT_YAML, contents="pids: 200\n")
+    assert config_error() == (
+        f"{PROJECT_YAML}: key 'pids' is 200, but a project config may only lower 'pids' "
+        f"(at most 100 from the user config {USER_YAML})"
+    )
+
+
+def test_the_limit_names_the_key_as_the_project_spelled_it(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="maxTotalTokens: 4000000\n")
+    assert config_error().startswith(f"{PROJECT_YAML}: key 'maxTotalTokens' is 4000000, but ")
+
+
+def test_a_project_may_lower_every_limit(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="pids: 1000\nmemory_mb: 4096\nparallel: 16\ntimeout: 7200\n")
+    fs.create_file(
+        PROJECT_YAML,
+        contents=(
+            "memory_mb: 4096\ncpus: 0.5\npids: 512\nparallel: 2\nmax_turns: 10\n"
+            "timeout: 3600\nmax_output_tokens: 4000\nmax_total_tokens: 100000\n"
+        ),
+    )
+    settings = load().settings
+    assert (settings.memory_mb, settings.cpus, settings.pids) == (4096, 0.5, 512)
+    assert (settings.parallel, settings.max_turns, settings.timeout) == (2, 10, 3600.0)
+    assert (settings.max_output_tokens, settings.max_total_tokens) == (4000, 100_000)
+
+
+def test_the_user_file_may_raise_limits_and_choose_the_image(
+    fs: FakeFilesystem, repo: Path
+) -> None:
+    fs.create_file(
+        USER_YAML,
+        contents=(
+            "memory_mb: 65536\ncpus: 8\npids: 100000\nparallel: 64\nmax_turns: 500\n"
+            "timeout: 86400\nmax_output_tokens: 128000\nmax_total_tokens: 99000000\n"
+            "image: mine:1\n"
+        ),
+    )
+    settings = load().settings
+    assert (settings.memory_mb, settings.cpus, settings.pids) == (65536, 8.0, 100_000)
+    assert (settings.parallel, settings.max_turns, settings.timeout) == (64, 500, 86400.0)
+    assert (settings.max_output_tokens, settings.max_total_tokens) == (128_000, 99_000_000)
+    assert settings.image == "mine:1"
+
+
+def test_a_project_cannot_choose_the_image(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="image: mine:1\n")
+    fs.create_file(PROJECT_YAML, contents="image: attacker/tools:latest\n")
+    assert config_error() == (
+        f"{PROJECT_YAML}: a project config cannot choose the sandbox image; "
+        "set it in ~/.planrun/config.yaml or with PLANRUN_IMAGE"
+    )
+
+
+def test_the_environment_may_choose_the_image(repo: Path) -> None:
+    assert load({"PLANRUN_IMAGE": "mine:2"}).settings.image == "mine:2"
+
+
+def test_a_project_may_choose_the_models(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="model: opus\nplanning_model: haiku\n")
+    assert load().planning_model_id() == "claude-haiku-4-5"
+    assert load().settings.model == "opus"
+
+
+def test_a_project_may_only_remove_tools(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="allowed_tools: [Read, Grep, Glob]\n")
+    fs.create_file(PROJECT_YAML, contents="allowed_tools: [Read, Bash]\n")
+    assert config_error() == (
+        f"{PROJECT_YAML}: key 'allowed_tools' adds Bash, but a project config may only "
+        f"remove tools (allowed by the user config {USER_YAML}: Read, Grep, Glob)"
+    )
+    fs.remove(PROJECT_YAML)
+    fs.create_file(PROJECT_YAML, contents="allowed_tools: [Grep]\n")
+    assert load().settings.allowed_tools == ["Grep"]
+
+
+def test_a_project_cannot_enable_planning_the_user_disabled(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="planning_enabled: false\n")
+    fs.create_file(PROJECT_YAML, contents="planning_enabled: true\n")
+    assert config_error() == (
+        f"{PROJECT_YAML}: key 'planning_enabled': a project config cannot enable planning; "
+        f"the user config {USER_YAML} disables it"
+    )
+
+
+OUTSIDE = "leads outside the project (through '..' or a symlink)"
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("~", "starts with '~'"),
+        ("~/.ssh", "starts with '~'"),
+        ("/etc", "is an absolute path"),
+        ("/repo/docs", "is an absolute path"),
+        ("../../../root", OUTSIDE),
+        ("docs/../../home", OUTSIDE),
+        ("escape", OUTSIDE),
+        ("escape/.ssh", OUTSIDE),
+        ("loop", OUTSIDE),
+    ],
+)
+def test_a_project_extra_dir_must_stay_inside_the_project(
+    fs: FakeFilesystem, repo: Path, entry: str, problem: str
+) -> None:
+    fs.create_dir(REPO / "docs")
+    fs.create_dir("/home/dev/.ssh")
+    fs.create_symlink(REPO / "escape", "/home/dev")
+    fs.create_symlink(REPO / "loop", REPO / "loop")
+    fs.create_file(PROJECT_YAML, contents=f"extra_dirs: [docs, {json.dumps(entry)}]\n")
+    assert config_error() == (
+        f"{PROJECT_YAML}: key 'extra_dirs' names {entry!r}, which {problem}; "
+        f"a project config may only name directories inside the project {REPO}"
+    )
+
+
+def test_a_project_extra_dir_may_name_any_sub_tree(fs: FakeFilesystem, repo: Path) -> None:
+    for directory in ("docs/api", "src", "vendor/lib"):
+        fs.create_dir(REPO / directory)
+    fs.create_symlink(REPO / "lib", REPO / "vendor" / "lib")
+    fs.create_file(PROJECT_YAML, contents="extra_dirs: [docs/api, docs/../src, lib, .]\n")
+    assert extra_dirs(load()) == ["/repo/docs/api", "/repo/src", "/repo/vendor/lib", "/repo"]
+
+
+def test_the_user_may_name_extra_dirs_anywhere(
+    fs: FakeFilesystem, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fs.create_dir("/home/dev/notes")
+    fs.create_dir("/etc")
+    fs.create_file(USER_YAML, contents="extra_dirs: ['~/notes', /etc, ../../..]\n")
+    monkeypatch.setenv("HOME", "/home/dev")
+    assert extra_dirs(load()) == ["/home/dev/notes", "/etc", "/"]
+    os.chdir("/repo")
+    assert extra_dirs(load(flags={"extra_dirs": ["/etc", ".."]})) == ["/etc", "/"]
+
+
+# Config files planrun must not hang on or read without bound
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail, instead of hanging the test run, if the block blocks for `seconds`."""
+
+    def give_up(signum: int, frame: FrameType | None) -> None:
+        raise TimeoutError(f"still blocked after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_config_that_is_not_a_regular_file_is_refused_without_hanging(
+    tmp_path: Path, kind: str
+) -> None:
+    config = tmp_path / "repo" / ".planrun" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(config)
+    else:
+        config.symlink_to("/dev/zero")
+    with deadline(5), pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path / "repo", env={}, home=tmp_path / "home")
+    assert str(caught.value) == f"{config}: cannot read the config file: it is not a regular file"
+
+
+def test_a_config_over_one_mib_is_refused(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="#" * (1024 * 1024 + 1))
+    assert config_error() == (
+        f"{PROJECT_YAML}: cannot read the config file: it is 1048577 bytes; the limit is 1048576"
+    )
 
 
 # planrun config show

@@ -355,3 +355,16 @@ def test_narration_before_tool_calls_is_not_taken_for_the_plan(plan: Runner) -> 
     result = plan(model)
     assert result.valid
     assert "Let me look around" not in result.plan_text
+
+
+def test_a_turn_with_too_many_tool_calls_runs_only_the_first_ones(plan: Runner) -> None:
+    from sandbox_runner.agents.loop import MAX_CALLS_PER_TURN
+
+    calls = [use("LS", {}) for _ in range(MAX_CALLS_PER_TURN + 3)]
+    model = ScriptedModel([reply(*calls), reply(say(VALID_PLAN))])
+    result = plan(model)
+    answers = tool_results(model, 1)
+    assert len(answers) == MAX_CALLS_PER_TURN + 3
+    assert [a.get("is_error", False) for a in answers[-3:]] == [True, True, True]
+    assert len(plan.sandboxes[0].requests) == MAX_CALLS_PER_TURN  # type: ignore[attr-defined]
+    assert result.valid
