@@ -479,10 +479,16 @@ def test_model_written_html_is_inert_in_the_markdown() -> None:
         "run": "r", "status": "plan_failed", "exit_code": 1, "git_head": None, "repository": "/r",
         "workspace_unchanged": True, "workspace_problem": "", "started_at": "s", "finished_at": "f",
         "wall_seconds": 1.0, "requirements": "<iframe>", "plans": [plan],
-        "critical_files": {"matrix": [], "shared_by_all": [], "first_choices": {}, "agree_on_first": True},
-        "disagreements": {"approach": {"x": "<img src=x>"}, "risks": {"x": ["<a href=y>"]}, "unique_files": {}},
-        "failures": [{"label": "x", "perspective": "x", "status": "failed", "reason": plan["reason"],
-                      "problems": plan["problems"]}],
+        "critical_files": {
+            "matrix": [], "shared_by_all": [], "first_choices": {}, "agree_on_first": True,
+        },
+        "disagreements": {
+            "approach": {"x": "<img src=x>"}, "risks": {"x": ["<a href=y>"]}, "unique_files": {},
+        },
+        "failures": [
+            {"label": "x", "perspective": "x", "status": "failed", "reason": plan["reason"],
+             "problems": plan["problems"]},
+        ],
         "totals": {"tokens": plan["tokens"], "cost_usd": None, "cost_complete": False,
                    "plans": 1, "complete": 0, "valid": 0},
     }  # fmt: skip
