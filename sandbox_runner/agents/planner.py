@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner import Model, Sandbox, SandboxBase
-from sandbox_runner.agents.definitions import check_read_only, resolve_model
+from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
 from sandbox_runner.agents.loop import EventSink, PlanAgentRun, PlanPaths, RunLimits
 from sandbox_runner.agents.prompt import (
     CRITICAL_FILES_SECTION,
@@ -21,7 +21,7 @@ from sandbox_runner.agents.prompt import (
 )
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.results import PlanResult, PlanStatus
-from sandbox_runner.errors import PlanrunError
+from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.workspace import git_head
@@ -54,6 +54,24 @@ class PlanJob:
             return "plan"
         slug = re.sub(r"[^a-z0-9]+", "-", self.perspective.lower()).strip("-")
         return slug[:60] or "plan"
+
+
+def plan_agent(registry: Registry, name: str) -> AgentDefinition:
+    """The definition of an agent that may plan: read-only, and without writing tools.
+
+    Raises:
+        ConfigError: unknown agent, an agent that can write, or a read-only agent whose
+            definition lists writing tools.
+    """
+    definition = registry.get(name)
+    if not definition.read_only:
+        read_only = ", ".join(d.name for d in registry.all() if d.read_only)
+        raise ConfigError(
+            f"agent {definition.name!r} can change files, so it cannot plan; "
+            f"use a read-only agent ({read_only})"
+        )
+    check_read_only(definition)
+    return definition
 
 
 def required_sections(job: PlanJob) -> list[str]:
@@ -92,8 +110,7 @@ def run_plan(
         FileExistsError: out_dir already holds a plan with this label.
     """
     registry = registry or Registry.load(workspace)
-    definition = registry.get(job.agent)
-    check_read_only(definition)
+    definition = plan_agent(registry, job.agent)
     resolved_model = resolve_model(definition, model_id)
     label = job.label
     final_path = out_dir / f"{label}.md"

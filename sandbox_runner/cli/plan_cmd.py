@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from sandbox_runner.agents.planner import plan_agent
 from sandbox_runner.agents.registry import Registry, planrun_home
 from sandbox_runner.cli.app import cli, reports_errors, services
 from sandbox_runner.cli.progress import Progress, wants_live_display
@@ -97,6 +98,10 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     requirements = read_requirements(options["requirements"], options["requirements_file"])
     workspace = resolve_workspace(options["repo"])
     loaded = load_settings(workspace, flags=_flags(options))
+    registry = Registry.load(workspace)
+    for warning in registry.warnings:
+        click.echo(f"planrun: warning: {warning}", err=True)
+    plan_agent(registry, options["agent"])
     spec = _spec(options, requirements, workspace, loaded)
     svc = services(ctx)
     sandbox_factory = svc.sandbox_factory(workspace, loaded, spec.name)
@@ -109,7 +114,7 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
             spec,
             model_factory=_model_factory(options, spec.model_id),
             sandbox_factory=sandbox_factory,
-            registry=Registry.load(workspace),
+            registry=registry,
             on_event=progress,
             stop_sandboxes=svc.stop_sandboxes,
         )

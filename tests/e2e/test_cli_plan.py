@@ -405,3 +405,25 @@ def test_git_never_runs_repository_programs_on_the_host(
     assert result.exit_code == 0, result.output
     assert not marker.exists()
     assert report_of(result)["workspace_unchanged"]
+
+
+@pytest.mark.parametrize(
+    "agent, message_part", [("general-purpose", "cannot plan"), ("Nope", "unknown agent 'Nope'")]
+)
+def test_only_read_only_agents_may_plan(
+    api: FakeMessagesAPI, repo: Path, agent: str, message_part: str
+) -> None:
+    result = plan("x", "--repo", str(repo), "--agent", agent)
+    assert result.exit_code == 2
+    assert message_part in result.output
+    assert api.requests == []
+
+
+def test_an_agent_file_that_gives_plan_write_is_refused(api: FakeMessagesAPI, repo: Path) -> None:
+    (repo / ".planrun" / "agents").mkdir(parents=True)
+    (repo / ".planrun" / "agents" / "plan.md").write_text(
+        "---\nname: Plan\ntools: Read, Write\n---\n"
+    )
+    result = plan("x", "--repo", str(repo))
+    assert result.exit_code == 2
+    assert "Write" in result.output and "plan.md" in result.output
