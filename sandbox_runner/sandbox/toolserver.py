@@ -256,6 +256,488 @@ def file_type(mode: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------
+# git: a repository is read, never obeyed
+
+
+# Git settings for every command, in command-line scope (above the repository's own config):
+# a repository owned by another uid is fine to read, but no program that its config names
+# may run, even inside the sandbox.
+GIT_SAFE_CONFIG = (
+    ("safe.directory", "*"),
+    # Tracked files can lay out a directory as a bare repository, with its own config.
+    ("safe.bareRepository", "explicit"),
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.sshCommand", "false"),
+    ("core.askPass", "false"),
+    ("credential.helper", ""),  # the empty value empties the list of helpers
+    ("protocol.allow", "never"),  # protocol.<name>.allow beats it: see GIT_ALLOW_PROTOCOL
+    ("gpg.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("log.showSignature", "false"),
+    # `git log --help` would run the repository's man.<viewer>.cmd or browser.<name>.cmd.
+    ("help.format", "info"),
+    ("core.pager", "cat"),
+)
+# Stands in for an external diff the repository names. Git passes `path old-file old-hex
+# old-mode new-file new-hex new-mode` and takes diff(1)'s status 1 for a crash; an empty
+# value is no way out either: git then stops with "external diff died".
+GIT_PLAIN_DIFF = (
+    'f() { printf "diff --git a/%s b/%s\\n" "$1" "$1"; '
+    'diff -u --label "a/$1" --label "b/$1" -- "$2" "$5"; :; }; f'
+)
+# Empty values switch a filter off (process wins over clean/smudge, and an empty one runs
+# nothing); required=false keeps git from failing the file instead.
+GIT_FILTER_OFF = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+GIT_CONFIG_MAX_BYTES = 1 << 20
+GIT_CONFIG_MAX_FILES = 1024
+GIT_INCLUDE_MAX_DEPTH = 10  # git's own limit: deeper, it stops with an error
+GIT_SUBMODULE_MAX_DEPTH = 8
+GIT_MODULES_MAX_DIRS = 4096
+GIT_MAX_OVERRIDES = 2048
+GIT_MAX_NAME_BYTES = 1024
+COMMAND_HOME = "/tmp"
+
+Stamp = tuple[int, int, int, int, int, int]
+
+
+class GitRefusal(Exception):
+    """A config file git may read cannot be checked, so git must not run; says why."""
+
+
+class GitGuard:
+    """The git variables for commands' environment: GIT_SAFE_CONFIG, plus entries that
+    switch off every filter, diff and merge driver the repositories under ROOTS define.
+
+    ROOTS (the workspace and extra directories) are read-only mounts. The result is kept
+    until a file or directory the scan looked at changes.
+    """
+
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = roots
+        self._lock = threading.Lock()
+        self._stamps: dict[str, Stamp | None] = {}
+        self._env: dict[str, str] | None = None
+
+    def env(self) -> dict[str, str]:
+        with self._lock:
+            if self._env is None or any(
+                stamp_of(path) != stamp for path, stamp in self._stamps.items()
+            ):
+                self._env = self._scan()
+            return self._env
+
+    def _scan(self) -> dict[str, str]:
+        scan = GitConfigScan(self.roots)
+        try:
+            env = git_config_env([*GIT_SAFE_CONFIG, *scan.run()])
+        except GitRefusal as refusal:
+            message = f"planrun: git is disabled in this sandbox: {refusal}"
+            # The invalid key stops every git command with the message; the GIT_DIR that
+            # does not exist stops it before it opens the repository's files (a FIFO there
+            # would block it) and says the same.
+            env = git_config_env([*GIT_SAFE_CONFIG, (message, "")])
+            env["GIT_DIR"] = "/" + message
+        self._stamps = scan.stamps
+        return env
+
+
+def stamp_of(path: str) -> Stamp | None:
+    try:
+        return stamp_from(os.stat(path))
+    except (OSError, ValueError):
+        return None
+
+
+def stamp_from(info: os.stat_result) -> Stamp:
+    return (
+        info.st_dev,
+        info.st_ino,
+        info.st_mode,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+    )
+
+
+class GitConfigScan:
+    """One look at every config file git may read for the repositories under the roots:
+    each root's repository, its submodules, and every file their config includes."""
+
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = [os.path.realpath(root) for root in roots]
+        self.stamps: dict[str, Stamp | None] = {}
+        self.variables: dict[tuple[bytes, bytes | None, bytes], None] = {}
+        self._depths: dict[str, int] = {}  # the smallest include depth each file was read at
+        self._files = 0
+        self._module_dirs = 0
+
+    def run(self) -> list[tuple[str, str]]:
+        for root in self.roots:
+            self.worktree(root, 0)
+        return driver_overrides(self.variables)
+
+    def worktree(self, worktree: str, depth: int) -> None:
+        """The repository of WORKTREE and, through its .gitmodules, its submodules'."""
+        gitdir = self.gitdir_of(os.path.join(worktree, ".git"))
+        if gitdir is not None:
+            self.repository(gitdir)
+        data = self.read(os.path.join(worktree, ".gitmodules"))
+        for name, value in git_config_variables(data or b""):
+            section, _, key = split_variable(name)
+            if section == b"submodule" and key == b"path" and value:
+                if depth >= GIT_SUBMODULE_MAX_DEPTH:
+                    raise GitRefusal(f"submodules nest over {GIT_SUBMODULE_MAX_DEPTH} deep")
+                self.worktree(os.path.join(worktree, os.fsdecode(value)), depth + 1)
+
+    def gitdir_of(self, dotgit: str) -> str | None:
+        """The git directory a .git directory or `gitdir: PATH` file stands for."""
+        self.require_stable(dotgit)
+        info = self.stat(dotgit)
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            return dotgit
+        if info is None or not stat.S_ISREG(info.st_mode):
+            return None  # git does not read a .git that is neither
+        data = self.read(dotgit)
+        if data is None or not data.startswith(b"gitdir: "):
+            return None
+        return os.path.join(os.path.dirname(dotgit), os.fsdecode(data[8:].rstrip(b"\r\n")))
+
+    def repository(self, gitdir: str) -> None:
+        common = gitdir
+        shared = self.read(os.path.join(gitdir, "commondir"))  # a linked worktree's gitdir
+        if shared:
+            common = os.path.join(gitdir, os.fsdecode(shared.rstrip(b"\r\n")))
+        for name in ("config", "config.worktree"):
+            self.config_file(os.path.join(common, name), 0)
+            self.config_file(os.path.join(gitdir, name), 0)
+        self.modules(os.path.join(common, "modules"))
+
+    def modules(self, top: str) -> None:
+        """Every submodule's git directory under .git/modules (names may hold slashes)."""
+        pending = [top]
+        while pending:
+            directory = pending.pop()
+            self._module_dirs += 1
+            if self._module_dirs > GIT_MODULES_MAX_DIRS:
+                raise GitRefusal(f"more than {GIT_MODULES_MAX_DIRS} submodule directories")
+            self.require_stable(directory)
+            if self.stat(directory) is None:
+                continue
+            try:
+                with os.scandir(directory) as scan:
+                    subdirs = {entry.name for entry in scan if entry.is_dir(follow_symlinks=False)}
+            except OSError:
+                continue
+            if os.path.lexists(os.path.join(directory, "HEAD")):
+                # A git directory: nested submodules live only in its modules/.
+                self.config_file(os.path.join(directory, "config"), 0)
+                self.config_file(os.path.join(directory, "config.worktree"), 0)
+                subdirs &= {"modules"}
+            pending += [os.path.join(directory, name) for name in sorted(subdirs)]
+
+    def config_file(self, path: str, depth: int) -> None:
+        """Note the variables of one config file and, recursively, the files it includes."""
+        real = os.path.realpath(path)
+        if self._depths.get(real, GIT_INCLUDE_MAX_DEPTH + 1) <= depth:
+            return
+        self._depths[real] = depth
+        self.require_stable(path)
+        data = self.read(path)
+        if data is None:
+            return
+        for name, value in git_config_variables(data):
+            section, subsection, key = split_variable(name)
+            if key == b"path" and (section, subsection is None) in INCLUDE_SECTIONS:
+                target = include_target(value, path)
+                if target is not None and depth < GIT_INCLUDE_MAX_DEPTH:
+                    self.config_file(target, depth + 1)
+            else:
+                self.variables[(section, subsection, key)] = None
+
+    def require_stable(self, path: str) -> None:
+        """Refuse a file that could change between this look and git's own read of it."""
+        real = os.path.realpath(path)
+        if any(is_within(real, root) for root in self.roots):
+            return
+        probe = real
+        while True:
+            if os.path.lexists(probe) and os.access(probe, os.W_OK):
+                raise GitRefusal(f"{printable(path)}, which git would read, is in a writable place")
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                return
+            probe = parent
+
+    def stat(self, path: str) -> os.stat_result | None:
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            self.stamps[path] = None
+            return None
+        self.stamps[path] = stamp_from(info)
+        return info
+
+    def read(self, path: str) -> bytes | None:
+        """A regular file's bytes; None if it is missing, unreadable or a directory, as git
+        then reads nothing there either (or stops)."""
+        try:
+            # O_NONBLOCK: a FIFO must not hang the server; it is refused below.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            self.stat(path)
+            return None
+        try:
+            info = os.fstat(fd)
+            self.stamps[path] = stamp_from(info)
+            if stat.S_ISDIR(info.st_mode):
+                return None
+            if not stat.S_ISREG(info.st_mode):
+                kind = file_type(info.st_mode).replace("_", " ")
+                raise GitRefusal(f"{printable(path)}, which git would read, is a {kind}")
+            self._files += 1
+            if self._files > GIT_CONFIG_MAX_FILES:
+                raise GitRefusal(f"more than {GIT_CONFIG_MAX_FILES} config files to check")
+            chunks, size = [], 0
+            while size <= GIT_CONFIG_MAX_BYTES and (chunk := os.read(fd, 1 << 16)):
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(fd)
+        if size > GIT_CONFIG_MAX_BYTES:
+            raise GitRefusal(f"{printable(path)} is over {GIT_CONFIG_MAX_BYTES} bytes")
+        return b"".join(chunks)
+
+
+# (section, has no subsection) of the variables whose `path` git includes: include.path and
+# includeIf.<condition>.path (whatever the condition: reading too much is harmless).
+INCLUDE_SECTIONS = frozenset({(b"include", True), (b"includeif", False)})
+
+
+def include_target(value: bytes | None, including: str) -> str | None:
+    """The file an include names, expanded as git does (HOME is the commands' HOME)."""
+    if not value:
+        return None
+    path = os.fsdecode(value)
+    if path == "~" or path.startswith("~/"):
+        path = COMMAND_HOME + path[1:]
+    elif path.startswith("~"):
+        path = os.path.expanduser(path)
+    elif path.startswith("%(prefix)/"):
+        path = "/usr/" + path[len("%(prefix)/") :]
+    # Relative to the including file's directory, without normalising: `..` after a
+    # symlink must go where the kernel (and git) goes.
+    return os.path.join(os.path.dirname(including), path)
+
+
+def split_variable(name: bytes) -> tuple[bytes, bytes | None, bytes]:
+    """section, subsection (None if there is none) and key, split as git does."""
+    section, _, rest = name.partition(b".")
+    subsection, dot, key = rest.rpartition(b".")
+    return section, (subsection if dot else None), key
+
+
+DRIVER_SECTIONS = frozenset({b"filter", b"diff", b"merge"})
+
+
+def driver_overrides(
+    variables: dict[tuple[bytes, bytes | None, bytes], None],
+) -> list[tuple[str, str]]:
+    """Entries that switch off what the config defines that runs a program."""
+    entries: dict[str, str] = {}
+    for section, name, key in variables:
+        if (section, name, key) == (b"diff", None, b"external"):
+            entries["diff.external"] = GIT_PLAIN_DIFF
+        # git reads a name holding a NUL only up to it: no driver has such a name.
+        if section not in DRIVER_SECTIONS or name is None or b"\0" in name:
+            continue
+        if len(name) > GIT_MAX_NAME_BYTES:
+            raise GitRefusal(f"it names a driver with over {GIT_MAX_NAME_BYTES} bytes")
+        prefix = f"{section.decode()}.{os.fsdecode(name)}."
+        if section == b"filter":
+            entries.update((prefix + setting, value) for setting, value in GIT_FILTER_OFF)
+        elif section == b"merge":
+            entries[prefix + "driver"] = "true"
+        elif key == b"textconv":
+            entries.update({prefix + "textconv": "cat", prefix + "cachetextconv": "false"})
+        elif key == b"command":
+            entries[prefix + "command"] = GIT_PLAIN_DIFF
+        if len(entries) > GIT_MAX_OVERRIDES:
+            raise GitRefusal(f"it defines over {GIT_MAX_OVERRIDES // 4} drivers")
+    return list(entries.items())
+
+
+# A port of git's config file parser (config.c, git 2.39): git_parse_source, get_base_var,
+# get_extended_base_var, get_value and parse_value, over bytes.
+CONFIG_SPACE = frozenset(b" \t\n\r")  # git's isspace
+NEWLINE = ord("\n")
+
+
+class BadConfigLine(Exception):
+    """Where git would stop reading a config file with "bad config line"."""
+
+
+class ConfigSource:
+    """git's get_next_char: CR LF reads as LF, and the end of the data as a final LF."""
+
+    __slots__ = ("data", "eof", "pos")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+        self.eof = False
+
+    def next(self) -> int:
+        if self.pos >= len(self.data):
+            self.eof = True
+            return NEWLINE
+        char = self.data[self.pos]
+        self.pos += 1
+        if char == 13 and self.data[self.pos : self.pos + 1] == b"\n":
+            self.pos += 1
+            return NEWLINE
+        return char
+
+    def skip_line(self) -> None:
+        """Go on after the line holding the last character read."""
+        end = self.data.find(b"\n", max(self.pos - 1, 0))
+        self.pos = len(self.data) if end < 0 else end + 1
+
+
+def git_config_variables(data: bytes) -> Iterator[tuple[bytes, bytes | None]]:
+    """(name, value) of each variable in a config file, named as git names them.
+
+    Where git would stop with "bad config line" (and refuse to run), this goes on at the
+    next line instead, so it finds at least every variable git sees.
+    """
+    source = ConfigSource(data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
+    section, comment = b"", False
+    while True:
+        char = source.next()
+        try:
+            if char == NEWLINE:
+                if source.eof:
+                    return
+                comment = False
+            elif comment or char in CONFIG_SPACE:
+                continue
+            elif char in b"#;":
+                comment = True
+            elif char == ord("["):
+                section = config_section(source) + b"."
+            elif char < 128 and chr(char).isalpha():
+                yield config_entry(source, section + bytes([char]).lower())
+            else:
+                raise BadConfigLine
+        except BadConfigLine:
+            source.skip_line()
+            comment = False
+
+
+def is_keychar(char: int) -> bool:
+    return char < 128 and (chr(char).isalnum() or char == ord("-"))
+
+
+def config_section(source: ConfigSource) -> bytes:
+    """A section header after its `[`: `[name]`, `[name.sub]` or `[name "sub"]`."""
+    name = bytearray()
+    while True:
+        char = source.next()
+        if source.eof:
+            raise BadConfigLine
+        if char == ord("]"):
+            break
+        if char in CONFIG_SPACE:
+            config_subsection(source, name, char)
+            break
+        if not (is_keychar(char) or char == ord(".")):
+            raise BadConfigLine
+        name += bytes([char]).lower()
+    if not name:
+        raise BadConfigLine
+    return bytes(name)
+
+
+def config_subsection(source: ConfigSource, name: bytearray, char: int) -> None:
+    while char in CONFIG_SPACE:
+        if char == NEWLINE:
+            raise BadConfigLine
+        char = source.next()
+    if char != ord('"'):
+        raise BadConfigLine
+    name += b"."
+    while (char := source.next()) != ord('"'):
+        if char == ord("\\"):
+            char = source.next()
+        if char == NEWLINE:
+            raise BadConfigLine
+        name.append(char)
+    if source.next() != ord("]"):
+        raise BadConfigLine
+
+
+def config_entry(source: ConfigSource, name: bytes) -> tuple[bytes, bytes | None]:
+    key = bytearray(name)
+    while True:
+        char = source.next()
+        if source.eof or not is_keychar(char):
+            break
+        key += bytes([char]).lower()
+    while char in b" \t":
+        char = source.next()
+    if char == NEWLINE:
+        return bytes(key), None
+    if char != ord("="):
+        raise BadConfigLine
+    return bytes(key), config_value(source)
+
+
+# What each escape in a value stands for; a backslash before a newline joins the lines.
+CONFIG_ESCAPES = {
+    ord(escape): meaning
+    for escape, meaning in (
+        ("\n", b""),
+        ("t", b"\t"),
+        ("b", b"\b"),
+        ("n", b"\n"),
+        ("\\", b"\\"),
+        ('"', b'"'),
+    )
+}
+
+
+def config_value(source: ConfigSource) -> bytes:
+    value = bytearray()
+    quoted, comment, spaces = False, False, 0
+    while True:
+        char = source.next()
+        if char == NEWLINE:
+            if quoted:
+                raise BadConfigLine
+            return bytes(value)
+        if comment:
+            continue
+        if char in CONFIG_SPACE and not quoted:
+            spaces += 1 if value else 0
+            continue
+        if not quoted and char in b";#":
+            comment = True
+            continue
+        value += b" " * spaces
+        spaces = 0
+        if char == ord("\\"):
+            escaped = source.next()
+            if escaped not in CONFIG_ESCAPES:
+                raise BadConfigLine
+            value += CONFIG_ESCAPES[escaped]
+        elif char == ord('"'):
+            quoted = not quoted
+        else:
+            value.append(char)
+
+
+# ---------------------------------------------------------------------------------------
 # Subprocesses: bounded capture, process-group and token based cleanup
 
 
@@ -316,37 +798,28 @@ class ProcessResult:
         self.timed_out = timed_out
 
 
-# Git settings for every command: a repository owned by another uid is fine to read, and
-# nothing the repository's own config names (fsmonitor, hooks, external diff, signature
-# programs) is run, even inside the sandbox.
-GIT_SAFE_CONFIG = (
-    ("safe.directory", "*"),
-    ("core.fsmonitor", "false"),
-    ("core.hooksPath", "/dev/null"),
-    ("diff.external", ""),
-    ("gpg.program", "false"),
-    ("core.pager", "cat"),
-)
-
-
-def git_config_env() -> dict[str, str]:
-    """GIT_CONFIG_* variables carrying GIT_SAFE_CONFIG."""
-    env = {"GIT_CONFIG_COUNT": str(len(GIT_SAFE_CONFIG))}
-    for index, (key, value) in enumerate(GIT_SAFE_CONFIG):
+def git_config_env(entries: list[tuple[str, str]]) -> dict[str, str]:
+    """GIT_CONFIG_* variables carrying ENTRIES (command-line scope, the highest)."""
+    env = {"GIT_CONFIG_COUNT": str(len(entries))}
+    for index, (key, value) in enumerate(entries):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
 
 
-def command_env(token: str) -> dict[str, str]:
+def command_env(token: str, git_env: dict[str, str]) -> dict[str, str]:
     """A fresh environment: nothing of the server's own environment leaks into commands."""
     return {
         "PATH": COMMAND_PATH,
-        "HOME": "/tmp",
+        "HOME": COMMAND_HOME,
         "LANG": "C.UTF-8",
         "TMPDIR": "/tmp",
         "GIT_OPTIONAL_LOCKS": "0",
-        **git_config_env(),
+        # Set, even empty, it allows no transport at all, whatever protocol.<name>.allow
+        # says: a partial clone's lazy fetch would run remote.<name>.uploadpack.
+        "GIT_ALLOW_PROTOCOL": "",
+        "GIT_CONFIG_GLOBAL": "/dev/null",  # HOME is the shared /tmp
+        **git_env,
         "GIT_PAGER": "cat",
         "PAGER": "cat",
         "TERM": "dumb",
@@ -401,14 +874,19 @@ def run_process(
     limits: tuple[int, int],
     cwd: str,
     token: str | None = None,
+    git_env: dict[str, str] | None = None,
 ) -> ProcessResult:
-    """Run ARGV in its own session with bounded capture; kill everything it left behind."""
-    import subprocess  # deferred: see warm_up_imports
+    """Run ARGV in its own session with bounded capture; kill everything it left behind.
+
+    GIT_ENV holds the git variables (by default GIT_SAFE_CONFIG's).
+    """
+    server.warmed_up.wait()  # no command may start before the server is undumpable
+    import subprocess  # deferred: see ToolServer.warm_up
 
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
-        env=command_env(token or new_token()),
+        env=command_env(token or new_token(), git_env or git_config_env(list(GIT_SAFE_CONFIG))),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -439,7 +917,10 @@ def run_process(
 
 
 def op_ping(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
-    return Outcome("pong", meta={"workspace": server.workspace, "plan_dir": server.plan_dir})
+    meta: JsonDict = {"workspace": server.workspace, "plan_dir": server.plan_dir}
+    if server.warmed_up.is_set():
+        meta["dumpable"] = server.dumpable
+    return Outcome("pong", meta=meta)
 
 
 def open_regular_file(path: str) -> BinaryIO:
@@ -924,6 +1405,7 @@ def op_bash(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
             limits=(BASH_STREAM_LIMIT, BASH_STREAM_LIMIT),
             cwd=server.workspace,
             token=token,
+            git_env=server.git.env(),
         )
     except OSError as exc:
         where = exc.filename if isinstance(exc.filename, str) else ""
@@ -993,7 +1475,11 @@ def plan_target(server: ToolServer, raw: str) -> tuple[str, list[str]]:
         raise ToolError(
             f"Write is only allowed in the plan directory {server.plan_dir}: {printable(path)}"
         )
-    return path, path[len(prefix) :].split("/")
+    parts = path[len(prefix) :].split("/")
+    if ".git" in parts:
+        # git would take it for a repository, and obey that repository's config.
+        raise ToolError(f"Refusing to write a .git path in the plan directory: {printable(path)}")
+    return path, parts
 
 
 def open_in_plan(server: ToolServer, path: str, parts: list[str], *, create: bool) -> int:
@@ -1706,6 +2192,9 @@ class ToolServer:
         self._out_lock = threading.Lock()
         self._running_lock = threading.Lock()
         self._running: dict[int, tuple[subprocess.Popen[bytes], str | None]] = {}
+        self.git = GitGuard([self.workspace, *self.extra_dirs])
+        self.warmed_up = threading.Event()
+        self.dumpable: int | None = None
 
     def resolve(self, raw: str) -> str:
         if "\0" in raw:
@@ -1797,7 +2286,7 @@ class ToolServer:
 
     def serve(self) -> NoReturn:
         self.send({"event": "ready", "pid": os.getpid(), "protocol": PROTOCOL_VERSION})
-        threading.Thread(target=warm_up_imports, daemon=True).start()
+        threading.Thread(target=self.warm_up, daemon=True).start()
         stdin = sys.stdin.buffer
         while line := stdin.readline(self.max_request_bytes):
             if len(line) >= self.max_request_bytes and not line.endswith(b"\n"):
@@ -1807,6 +2296,14 @@ class ToolServer:
             elif line.strip():
                 self.handle_line(line)
         self.shutdown()
+
+    def warm_up(self) -> None:
+        """After the ready line, so time-to-ready stays low: what commands need first."""
+        try:
+            self.dumpable = make_undumpable()
+            __import__("subprocess")
+        finally:
+            self.warmed_up.set()
 
     def shutdown(self, *, locked: bool = False) -> NoReturn:
         """Kill every running command (whole process groups and token holders), then exit."""
@@ -1835,9 +2332,25 @@ OPS: dict[str, Callable[[ToolServer, JsonDict, float], Outcome]] = {
 }
 
 
-def warm_up_imports() -> None:
-    """Import what only commands need after the ready line, so time-to-ready stays low."""
-    __import__("subprocess")
+PR_GET_DUMPABLE = 3
+PR_SET_DUMPABLE = 4
+
+
+def make_undumpable() -> int | None:
+    """Clear this process's dumpable flag; return it as the kernel then reports it.
+
+    A process of the same uid (any command) could otherwise open /proc/<our pid>/fd/1 and
+    write forged responses. Commands get the flag back when they exec, as they should.
+    None where prctl cannot be called.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        return int(libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0))
+    except (ImportError, OSError, AttributeError):
+        return None
 
 
 def help_formatter(prog: str) -> argparse.HelpFormatter:
