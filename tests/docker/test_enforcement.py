@@ -213,6 +213,9 @@ def test_git_works_on_a_read_only_repository_owned_by_another_user(
     before = tree_hash(repo)
     with make_sandbox() as sandbox:
         status = bash(sandbox, "git status --short && git log --oneline")
+        diff = bash(sandbox, "git diff HEAD && git show --stat HEAD && git log -p -1")
     assert status.exit_code == 0, status.output
     assert "init" in status.output
+    assert diff.exit_code == 0, diff.output
+    assert "src/app.py" in diff.output and "+    return 42" in diff.output
     assert tree_hash(repo) == before
