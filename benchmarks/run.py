@@ -284,6 +284,10 @@ def main() -> int:
         for relative in ("src/app.py", "src/util.py", "tests/test_app.py", "README.md"):
             (repo / relative).parent.mkdir(parents=True, exist_ok=True)
             (repo / relative).write_text("# placeholder\n")
+        # A git repository, as most are: the before/after `git status` checks are included.
+        git = ["git", "-C", str(repo), "-c", "user.name=bench", "-c", "user.email=bench@example"]
+        for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "initial"]):
+            subprocess.run([*git, *command], check=True)
         figures += [bench_overhead(n, repo, Path(scratch), client, image) for n in (1, 4, 8)]
         figures.append(bench_cold_cli(repo, Path(scratch)))
     width = max(len(f.name) for f in figures)

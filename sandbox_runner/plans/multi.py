@@ -10,6 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 from sandbox_runner import Model
 from sandbox_runner.agents.loop import EventSink, RunLimits
@@ -18,9 +19,17 @@ from sandbox_runner.agents.registry import Registry, planrun_home
 from sandbox_runner.agents.results import PlanResult
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.plans.report import RunRecord, write_report
-from sandbox_runner.plans.workspace import GitStatusRunner, git_head, snapshot
+from sandbox_runner.plans.workspace import (
+    GitStatusRunner,
+    WorkspaceState,
+    git_head,
+    snapshot,
+    tree_fingerprint,
+    workspace_git_status,
+)
 from sandbox_runner.types import ToolRequest
 
+T = TypeVar("T")
 ModelFactory = Callable[[str], Model]
 """Makes the model of one plan, by label (a replayed cassette differs per perspective)."""
 
@@ -88,8 +97,15 @@ def execute(
     runner = _Runner(spec, model_factory, sandbox_factory, registry, on_event, sandbox_root)
     interrupted = False
     try:
-        before = snapshot(
-            spec.workspace, exclude, _git_in_sandbox(sandbox_factory, sandbox_root / ".before")
+        # The fingerprint is taken before anything starts; the first `git status` needs a
+        # container of its own, so it runs beside the subagents' start (they cannot write
+        # the workspace, and any change would show in the fingerprint anyway).
+        fingerprint = tree_fingerprint(spec.workspace, exclude=exclude)
+        git_before = _in_background(
+            workspace_git_status,
+            spec.workspace,
+            exclude,
+            _git_in_sandbox(sandbox_factory, sandbox_root / ".before"),
         )
         try:
             results = runner.run(jobs)
@@ -97,6 +113,7 @@ def execute(
             # Ctrl-C, or SIGTERM (which the CLI turns into SystemExit).
             interrupted = True
             results = runner.interrupted(jobs, stop_sandboxes)
+        before = WorkspaceState(fingerprint, git_before.result())
         after = snapshot(
             spec.workspace, exclude, _git_in_sandbox(sandbox_factory, sandbox_root / ".after")
         )
@@ -120,6 +137,20 @@ def execute(
     )
     write_report(record)
     return PlanRunOutcome(record, interrupted)
+
+
+def _in_background(function: Callable[..., T], *args: Any) -> Future[T]:
+    """Run function in a daemon thread; its Future carries the result or the error."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(function(*args))
+        except BaseException as error:
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="git-status", daemon=True).start()
+    return future
 
 
 def _git_in_sandbox(sandbox_factory: SandboxFactory, plan_dir: Path) -> GitStatusRunner:

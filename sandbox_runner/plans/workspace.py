@@ -146,11 +146,18 @@ def snapshot(
     workspace: Path, exclude: Path | None = None, run_git: GitStatusRunner | None = None
 ) -> WorkspaceState:
     """The workspace's tree fingerprint, and its git status when run_git is given."""
-    status: str | None = ""
-    if run_git is not None and git_dir(workspace) is not None:
-        output = run_git(GIT_STATUS_COMMAND)
-        status = None if output is None else filter_status(output, workspace, exclude)
-    return WorkspaceState(tree_fingerprint(workspace, exclude=exclude), status)
+    fingerprint = tree_fingerprint(workspace, exclude=exclude)
+    return WorkspaceState(fingerprint, workspace_git_status(workspace, exclude, run_git))
+
+
+def workspace_git_status(
+    workspace: Path, exclude: Path | None, run_git: GitStatusRunner | None
+) -> str | None:
+    """`git status` of the workspace ("" outside git, None when it could not be taken)."""
+    if run_git is None or git_dir(workspace) is None:
+        return ""
+    output = run_git(GIT_STATUS_COMMAND)
+    return None if output is None else filter_status(output, workspace, exclude)
 
 
 def filter_status(porcelain: str, workspace: Path, exclude: Path | None) -> str:
