@@ -158,10 +158,15 @@ def _redirect_problem(operator: str, target: str) -> str | None:
 
 
 def _forbidden_flag(args: list[str], short: str, long: tuple[str, ...]) -> str | None:
-    """The first option in args that is one of the forbidden ones, or an abbreviation of one."""
+    """The first argument that could be read as one of the forbidden options.
+
+    Every argument is judged, `--` and what follows it included: `--` can be the value of
+    the option before it (`rg -e -- --pre=sh`, `sort --random-source -- -o out`), and only
+    a table of each program's options that take a value, for every version, could tell.
+    The price is refusing a file or pattern spelled like a forbidden option (`rg -- --pre`),
+    which is harmless. Short letters count anywhere in a cluster for the same reason.
+    """
     for arg in args:
-        if arg == "--":
-            return None
         name = arg.partition("=")[0]
         if arg.startswith("--"):
             if len(name) > 2 and any(option.startswith(name) for option in long):
@@ -171,11 +176,13 @@ def _forbidden_flag(args: list[str], short: str, long: tuple[str, ...]) -> str |
     return None
 
 
-def _operands(args: list[str], takes_value: frozenset[str], permute: bool = True) -> list[str]:
-    """The non-option arguments, skipping the values of the options in takes_value.
+def _operands(args: list[str], takes_value: frozenset[str]) -> list[str]:
+    """The non-option arguments as GNU getopt reads them, skipping the value of each option
+    in takes_value, long ones also when abbreviated.
 
-    GNU tools permute (options may follow operands); others, like xxd, take every argument
-    after the first operand as an operand, even one that starts with `-`.
+    takes_value must hold every option that takes a separate value: one left out would make
+    its value count as an operand, or, if that value is spelled like a listed option, hide
+    the operand after it.
     """
     operands: list[str] = []
     skip = after_dashes = False
@@ -184,10 +191,16 @@ def _operands(args: list[str], takes_value: frozenset[str], permute: bool = True
             skip = False
         elif after_dashes or arg == "-" or not arg.startswith("-"):
             operands.append(arg)
-            after_dashes = after_dashes or not permute
         else:
-            after_dashes, skip = arg == "--", arg in takes_value
+            after_dashes, skip = arg == "--", _takes_value(arg, takes_value)
     return operands
+
+
+def _takes_value(arg: str, takes_value: frozenset[str]) -> bool:
+    if arg in takes_value:
+        return True
+    abbreviation = arg.startswith("--") and len(arg) > 2 and "=" not in arg
+    return abbreviation and any(option.startswith(arg) for option in takes_value)
 
 
 def _check_tail(args: list[str]) -> str | None:
@@ -225,7 +238,6 @@ def _check_find(args: list[str]) -> str | None:
 
 
 _UNIQ_VALUES = _names("-f -s -w --skip-fields --skip-chars --check-chars")
-_XXD_VALUES = _names("-c -cols -g -groupsize -l -len -o -offset -s -seek -n -name")
 
 
 def _check_uniq(args: list[str]) -> str | None:
@@ -234,10 +246,43 @@ def _check_uniq(args: list[str]) -> str | None:
     return "`uniq` writes its second file operand"
 
 
+# xxd reads options only before its first operand, knows them by their first two letters
+# (`-cols`, `--cols` and `-colsX` are all `-c`; `---` is `--`) and writes its second operand.
+# Only these spellings are read; guessing at others could misplace the operands.
+_XXD_VALUES = _names("-c -cols -g -groupsize -l -len -o -offset -s -seek -n -name")
+_XXD_OTHERS = re.compile(
+    r"-([abCdeEhipruv]|autoskip|bits|include|ps|postscript|plain|revert"
+    r"|[cglos][+-]?(0x)?[0-9a-fA-F]+)"
+)
+
+
 def _check_xxd(args: list[str]) -> str | None:
-    if len(_operands(args, _XXD_VALUES, permute=False)) <= 1:
-        return None
-    return "`xxd` writes its second file operand"
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        word = arg[1:] if arg.startswith("--") and len(arg) > 2 else arg
+        if word == "--" or arg == "-" or not arg.startswith("-"):
+            operands = len(args) - index - (word == "--")
+            return None if operands <= 1 else "`xxd` writes its second file operand"
+        if word not in _XXD_VALUES and not _XXD_OTHERS.fullmatch(word):
+            return f"`xxd {arg}` is an option plan mode cannot read safely"
+        index += 2 if word in _XXD_VALUES else 1
+    return None
+
+
+# Options of date that take the next argument. An operand that is not a `+FORMAT` sets the
+# clock (`date 010100002030`).
+_DATE_VALUES = _names("-d --date -f --file -r --reference -s --set --rfc-3339")
+
+
+def _check_date(args: list[str]) -> str | None:
+    flag = _forbidden_flag(args, *_FLAG_LIMITS["date"])
+    if flag is not None:
+        return f"`date {flag}` sets the system clock"
+    for operand in _operands(args, _DATE_VALUES):
+        if not operand.startswith("+"):
+            return f"`date {operand}` sets the system clock; a format starts with `+`"
+    return None
 
 
 # awk is a full language; these words are how a program writes files or runs commands.
@@ -435,12 +480,14 @@ _GIT_LIST_MODE = _names("-l --list --contains --no-contains --merged --no-merged
 _GIT_LIST_COMMON = _GIT_LIST_MODE | _names(
     "-i --ignore-case --color --no-color --column --no-column --omit-empty --sort --format"
 )
+_GIT_LIST_VALUES = _names("--sort --format")
 _GIT_LIST_FLAGS = {
     "branch": _GIT_LIST_COMMON
     | _names("-a --all -r --remotes -v -vv -av -rv --verbose --show-current --abbrev --no-abbrev"),
     "tag": _GIT_LIST_COMMON | frozenset({"-n"}),
 }
 _GIT_CONFIG_ACTIONS = _names("--get --get-all --get-regexp --get-urlmatch --list -l")
+_GIT_CONFIG_VALUES = _names("--type --default")
 _GIT_CONFIG_OPTIONS = _GIT_CONFIG_ACTIONS | _names(
     "--local --global --system --worktree --show-origin --show-scope --name-only -z --null "
     "--type --bool --int --bool-or-int --path --expiry-date --includes --no-includes "
@@ -472,9 +519,7 @@ def _git_reads(subcommand: str, rest: list[str]) -> bool:
     if subcommand in _GIT_LIST_FLAGS:
         return _git_lists(subcommand, rest)
     if subcommand == "config":
-        flags = [arg.partition("=")[0] for arg in rest if arg.startswith("-")]
-        reading = rest[:1] in (["get"], ["list"]) or bool(_GIT_CONFIG_ACTIONS & set(flags))
-        return reading and set(flags) <= _GIT_CONFIG_OPTIONS
+        return _git_config_reads(rest)
     if subcommand == "remote" and rest[:1] in (["-v"], ["--verbose"]):
         rest = rest[1:]
     if subcommand in _GIT_SUBACTIONS:
@@ -484,19 +529,48 @@ def _git_reads(subcommand: str, rest: list[str]) -> bool:
     return subcommand == "help" and set(rest) <= {"-a", "--all", "-g", "--guides"}
 
 
+def _git_config_reads(rest: list[str]) -> bool:
+    """Whether `git config` only reads. Apart from the `get` and `list` subcommands of newer
+    git, it reads options only up to its first other word: `git config a.b --list` sets a.b."""
+    subcommand = rest[:1] in (["get"], ["list"])
+    arguments = rest[1:] if subcommand else rest
+    options = _git_options(arguments, _GIT_CONFIG_VALUES, permute=subcommand)[0]
+    flags = {arg.partition("=")[0] for arg in options}
+    return (subcommand or bool(_GIT_CONFIG_ACTIONS & flags)) and flags <= _GIT_CONFIG_OPTIONS
+
+
 def _git_lists(subcommand: str, rest: list[str]) -> bool:
     """Whether `git branch`/`git tag` only lists: known flags, and names only as patterns."""
-    list_mode, names = False, False
-    for arg in rest:
+    options, names = _git_options(rest, _GIT_LIST_VALUES)
+    list_mode = False
+    for arg in options:
         name = arg.partition("=")[0]
         if subcommand == "tag" and re.fullmatch(r"-n\d*", name):
             name = "-n"
-        if not arg.startswith("-"):
-            names = True
-        elif name not in _GIT_LIST_FLAGS[subcommand]:
+        if name not in _GIT_LIST_FLAGS[subcommand]:
             return False
         list_mode = list_mode or name in _GIT_LIST_MODE
     return list_mode or not names
+
+
+def _git_options(
+    rest: list[str], takes_value: frozenset[str], permute: bool = True
+) -> tuple[list[str], list[str]]:
+    """Split arguments into options and other words. git gives an option that takes a value
+    the next argument whatever it is, so in `--format --list x` the `--list` is a format.
+    Without permute, every argument from the first other word on is a word."""
+    options: list[str] = []
+    words: list[str] = []
+    skip = False
+    for arg in rest:
+        if skip:
+            skip = False
+        elif arg.startswith("-") and (permute or not words):
+            options.append(arg)
+            skip = arg in takes_value
+        else:
+            words.append(arg)
+    return options, words
 
 
 _CHECKERS: dict[str, Callable[[list[str]], str | None]] = {
@@ -505,6 +579,7 @@ _CHECKERS: dict[str, Callable[[list[str]], str | None]] = {
     "mawk": _check_awk,
     "nawk": _check_awk,
     "cd": _check_cd,
+    "date": _check_date,
     "command": _check_command,
     "env": _check_env,
     "find": _check_find,
