@@ -51,10 +51,17 @@ def classify(command: str) -> BashVerdict:
     except Refusal as refusal:
         offending = refusal.offending or command.strip() or "(empty command)"
         return BashVerdict(False, refusal.reason, _shorten(offending))
+    changed_directory = False
     for simple in commands:
         reason = _judge(simple)
+        name = simple.words[0] if simple.words else ""
+        if reason is None and name == "git" and changed_directory:
+            # Like `git -C`: another directory may hold another repository, whose config
+            # names programs for git to run. git runs from the repository root only.
+            reason = "`git` after `cd` could run another repository's configured programs"
         if reason is not None:
             return BashVerdict(False, reason, _shorten(command[simple.start : simple.end]))
+        changed_directory = changed_directory or name == "cd"
     return BashVerdict(True)
 
 

@@ -523,3 +523,18 @@ def test_invisible_characters_are_shown_escaped_in_the_offending_part() -> None:
     verdict = classify("ls\u200b -la")
 
     assert verdict.offending == "ls\\u200b -la"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cd sub && git log", "cd sub; git status", "cd /plan && git diff", "cd a && ls && git show"],
+)
+def test_git_after_cd_is_refused(command: str) -> None:
+    verdict = classify(command)
+    assert not verdict.allowed
+    assert "after `cd`" in verdict.reason
+
+
+@pytest.mark.parametrize("command", ["git log && cd src && ls", "cd src && ls", "git log"])
+def test_git_before_cd_or_cd_alone_is_fine(command: str) -> None:
+    assert classify(command).allowed
