@@ -6,7 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,11 @@ from sandbox_runner.plans.files import (
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.tools.policy import Allow, ToolContext, decide
 from sandbox_runner.tools.schemas import tools_for
-from sandbox_runner.types import ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from sandbox_runner.types import ModelRequest, ToolCall, ToolRequest, ToolResult, ToolSpec, Usage
 
 EventSink = Callable[[AgentEvent], None]
 MAX_CALLS_PER_TURN = 32
+DEFAULT_TOOL_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ class PlanAgentRun:
         self._emit("tool_call", tool=call.name, detail=_brief(call.input))
         decision = decide(call, self.context)
         if isinstance(decision, Allow):
-            outcome = self.sandbox.call(decision.request)
+            outcome = self.sandbox.call(self._within_time_limit(decision.request))
             result = ToolResult(call.id, outcome.text or "(no output)", is_error=not outcome.ok)
             if call.name in {"Write", "Edit"} and outcome.ok:
                 self._emit("plan_written", tool=call.name, detail=self.paths.container_plan_file)
@@ -220,6 +221,12 @@ class PlanAgentRun:
         )
         self._emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
         return result
+
+    def _within_time_limit(self, request: ToolRequest) -> ToolRequest:
+        """The request with a timeout that ends no later than the run's own time limit."""
+        remaining = self.limits.timeout_seconds - (time.monotonic() - self.state.started)
+        wanted = request.timeout if request.timeout is not None else DEFAULT_TOOL_TIMEOUT
+        return replace(request, timeout=max(1.0, min(wanted, remaining)))
 
     def _review_plan(self) -> bool:
         """Validate the plan once the model stops; True when it gets one more round."""

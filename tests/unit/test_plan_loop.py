@@ -368,3 +368,12 @@ def test_a_turn_with_too_many_tool_calls_runs_only_the_first_ones(plan: Runner) 
     assert [a.get("is_error", False) for a in answers[-3:]] == [True, True, True]
     assert len(plan.sandboxes[0].requests) == MAX_CALLS_PER_TURN  # type: ignore[attr-defined]
     assert result.valid
+
+
+def test_tool_timeouts_end_with_the_run_time_limit(plan: Runner) -> None:
+    model = ScriptedModel(
+        [reply(use("Bash", {"command": "git log", "timeout": 600_000})), reply(say(VALID_PLAN))]
+    )
+    plan(model, limits=RunLimits(timeout_seconds=30))
+    [request] = plan.sandboxes[0].requests  # type: ignore[attr-defined]
+    assert request.timeout is not None and 1 <= request.timeout <= 30
