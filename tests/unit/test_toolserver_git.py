@@ -7,12 +7,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.unit.test_toolserver import NOBODY, ServerProcess, nobody_python
+from tests.support.toolserver_process import NOBODY, ServerProcess, nobody_python
 
 pytestmark = pytest.mark.skipif(not shutil.which("git"), reason="needs git, as in the image")
 
@@ -119,27 +118,6 @@ def markers(tmp_path: Path) -> Path:
 def hostile_repo(workspace: Path, markers: Path) -> Path:
     make_hostile_repo(workspace, markers)
     return workspace
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def plan_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "plan"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def server(workspace: Path, plan_dir: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(workspace, plan_dir)
-    yield process
-    assert process.close() == 0
 
 
 def bash(server: ServerProcess, command: str, timeout: float = 30) -> tuple[int, str]:
