@@ -427,3 +427,54 @@ def test_an_agent_file_that_gives_plan_write_is_refused(api: FakeMessagesAPI, re
     result = plan("x", "--repo", str(repo))
     assert result.exit_code == 2
     assert "Write" in result.output and "plan.md" in result.output
+
+
+def test_record_then_replay_without_the_api(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api.script = PerspectiveScript(
+        {
+            "simplicity": writes_plan("simplicity", VALID_PLAN),
+            "speed": writes_plan("speed", VALID_PLAN),
+        }
+    )
+    cassettes = tmp_path / "cassettes"
+    recorded = plan(
+        "x",
+        "--repo",
+        str(repo),
+        "--perspective",
+        "simplicity",
+        "--perspective",
+        "speed",
+        "--out",
+        str(tmp_path / "a"),
+        "--record",
+        str(cassettes),
+        "--json",
+    )
+    assert recorded.exit_code == 0, recorded.output
+    assert sorted(p.name for p in cassettes.iterdir()) == ["simplicity.jsonl", "speed.jsonl"]
+    served = len(api.requests)
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name)
+    replayed = plan(
+        "x",
+        "--repo",
+        str(repo),
+        "--perspective",
+        "simplicity",
+        "--perspective",
+        "speed",
+        "--out",
+        str(tmp_path / "b"),
+        "--replay",
+        str(cassettes),
+        "--json",
+    )
+    assert replayed.exit_code == 0, replayed.output
+    assert len(api.requests) == served
+    first, second = report_of(recorded), report_of(replayed)
+    assert [p["critical_files"] for p in first["plans"]] == [
+        p["critical_files"] for p in second["plans"]
+    ]
