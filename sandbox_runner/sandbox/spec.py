@@ -215,7 +215,10 @@ def container_options(
             {"Name": "nofile", "Soft": limits.open_files, "Hard": limits.open_files},
             {"Name": "core", "Soft": 0, "Hard": 0},
         ],
-        "init": True,
+        # No init process: the tool server is PID 1. The kernel then shields it from
+        # signals sent inside, and no other process shares its stdin and stdout, so no
+        # command can read requests or forge replies. The server reaps orphans itself.
+        "init": False,
         "stdin_open": True,
         "tty": False,
         "ipc_mode": "private",

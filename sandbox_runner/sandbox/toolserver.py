@@ -866,6 +866,46 @@ def kill_command(proc: subprocess.Popen[bytes], token: str | None) -> None:
         kill_token_holders(token)
 
 
+def reap_orphans(server: ToolServer, *, settle: bool = False) -> int:
+    """As the container's init (PID 1), collect the orphans that died; return how many.
+
+    Processes whose parent exits are re-parented to PID 1 and stay zombies (counting
+    against the pids limit) until PID 1 waits for them. Commands subprocess still tracks
+    are left alone. With settle, keep at it briefly while killed orphans finish dying.
+    """
+    if os.getpid() != 1:
+        return 0
+    reaped = 0
+    for _ in range(25 if settle else 1):
+        found = _reap_zombie_orphans(server)
+        reaped += found
+        if not found:
+            break
+        time.sleep(0.02)
+    return reaped
+
+
+def _reap_zombie_orphans(server: ToolServer) -> int:
+    reaped = 0
+    with server.spawn_lock:
+        tracked = server.tracked_pids()
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) in tracked or name == "1":
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat_file:
+                    stat = stat_file.read()
+            except OSError:
+                continue
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            if len(fields) >= 2 and fields[0] == b"Z" and fields[1] == b"1":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(int(name), os.WNOHANG)
+                    reaped += 1
+    return reaped
+
+
 def run_process(
     server: ToolServer,
     argv: list[str],
@@ -883,16 +923,17 @@ def run_process(
     server.warmed_up.wait()  # no command may start before the server is undumpable
     import subprocess  # deferred: see ToolServer.warm_up
 
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=command_env(token or new_token(), git_env or git_config_env(list(GIT_SAFE_CONFIG))),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    server.register(proc, token)
+    with server.spawn_lock:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=command_env(token or new_token(), git_env or git_config_env(list(GIT_SAFE_CONFIG))),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        server.register(proc, token)
     try:
         assert proc.stdout is not None and proc.stderr is not None
         stdout = BoundedCapture(proc.stdout, limits[0])
@@ -906,6 +947,7 @@ def run_process(
         kill_command(proc, token)
         proc.wait()
         server.unregister(proc)
+        reap_orphans(server, settle=True)
     join_until = time.monotonic() + READER_JOIN_SECONDS
     for capture in (stdout, stderr):
         capture.finish(max(0.0, join_until - time.monotonic()))
@@ -2192,6 +2234,9 @@ class ToolServer:
         self._out_lock = threading.Lock()
         self._running_lock = threading.Lock()
         self._running: dict[int, tuple[subprocess.Popen[bytes], str | None]] = {}
+        # Held from a child's creation until it is registered, so that reap_orphans never
+        # collects the exit status of a command that subprocess is about to wait for.
+        self.spawn_lock = threading.Lock()
         self.git = GitGuard([self.workspace, *self.extra_dirs])
         self.warmed_up = threading.Event()
         self.dumpable: int | None = None
@@ -2212,6 +2257,11 @@ class ToolServer:
     def register(self, proc: subprocess.Popen[bytes], token: str | None) -> None:
         with self._running_lock:
             self._running[proc.pid] = (proc, token)
+
+    def tracked_pids(self) -> set[int]:
+        """The pids of the commands running now (subprocess waits for these itself)."""
+        with self._running_lock:
+            return set(self._running)
 
     def unregister(self, proc: subprocess.Popen[bytes]) -> None:
         with self._running_lock:
@@ -2332,6 +2382,7 @@ OPS: dict[str, Callable[[ToolServer, JsonDict, float], Outcome]] = {
 }
 
 
+ORPHAN_REAP_SECONDS = 0.5
 PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 
@@ -2375,9 +2426,23 @@ def main(argv: list[str] | None = None) -> None:
     server = ToolServer(
         options.workspace, options.plan_dir, options.extra_dir, options.max_plan_bytes
     )
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, lambda _signum, _frame: server.shutdown())
+    if os.getpid() == 1:
+        # As the container's init: no signal handlers, so that no process inside can stop
+        # the server (the kernel drops signals to PID 1 that it does not handle), and
+        # orphans are collected here, as an init must.
+        # Python handles SIGINT itself (KeyboardInterrupt); give it back to the kernel.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        threading.Thread(target=reap_forever, args=(server,), name="reaper", daemon=True).start()
+    else:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, lambda _signum, _frame: server.shutdown())
     server.serve()
+
+
+def reap_forever(server: ToolServer) -> None:
+    while True:
+        time.sleep(ORPHAN_REAP_SECONDS)
+        reap_orphans(server)
 
 
 if __name__ == "__main__":

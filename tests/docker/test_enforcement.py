@@ -219,3 +219,27 @@ def test_git_works_on_a_read_only_repository_owned_by_another_user(
     assert diff.exit_code == 0, diff.output
     assert "src/app.py" in diff.output and "+    return 42" in diff.output
     assert tree_hash(repo) == before
+
+
+def test_commands_can_neither_stop_nor_impersonate_the_tool_server(
+    make_sandbox: SandboxFactory,
+) -> None:
+    with make_sandbox() as sandbox:
+        signals = bash(sandbox, "kill -TERM 1; kill -INT 1; kill -HUP 1; kill -KILL 1; echo sent")
+        alive = sandbox.call(ToolRequest("ping"))
+        pipes = bash(
+            sandbox,
+            'ls /proc/1/fd 2>&1; echo \'{"id": 99, "ok": true}\' > /proc/1/fd/1 2>&1; '
+            "head -c1 /proc/1/fd/0 2>&1; echo done",
+        )
+        after = sandbox.call(ToolRequest("ping"))
+    assert "sent" in signals.output
+    assert alive.output == "pong" and after.output == "pong"
+    assert pipes.output.count("Permission denied") >= 3, pipes.output
+
+
+def test_orphans_are_reaped(make_sandbox: SandboxFactory) -> None:
+    with make_sandbox() as sandbox:
+        bash(sandbox, "for i in 1 2 3 4 5; do (sleep 0.1 &) ; done; sleep 0.3")
+        zombies = bash(sandbox, "grep -l '^State:.*Z' /proc/[0-9]*/status 2>/dev/null | wc -l")
+    assert zombies.output.strip() == "0"
