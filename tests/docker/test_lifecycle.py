@@ -244,3 +244,18 @@ def test_a_filesystem_mounted_below_the_workspace_is_refused(
         assert containers_of(docker_client, test_session) == []
     finally:
         subprocess.run(["umount", str(below)], check=True)
+
+
+def test_engine_start_and_image_status_report_what_is_there(sandbox_image: str) -> None:
+    from click.testing import CliRunner
+
+    from sandbox_runner.cli import cli
+
+    runner = CliRunner()
+    engine = runner.invoke(cli, ["engine", "start"])
+    assert engine.exit_code == 0 and "is ready" in engine.output
+    status = runner.invoke(cli, ["image", "status"])
+    assert status.exit_code == 0
+    assert f"{sandbox_image}  present" in status.output
+    build = runner.invoke(cli, ["image", "build"])
+    assert build.exit_code == 0 and build.output.strip().endswith(sandbox_image)
