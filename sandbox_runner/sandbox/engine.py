@@ -17,6 +17,10 @@ from sandbox_runner.errors import DockerUnavailableError
 
 Progress = Callable[[str], None]
 DOCKERD_LOG = Path("/var/log/planrun-dockerd.log")
+# A daemon that was killed leaves these; the next one then refuses to start, or waits
+# for a containerd that is gone.
+STALE_PID_FILES = (Path("/var/run/docker.pid"), Path("/var/run/docker/containerd/containerd.pid"))
+START_ATTEMPTS = 2
 START_TIMEOUT_SECONDS = 60.0
 INSTALL_HINT = (
     "install Docker (Debian: `apt-get install docker.io`) or Podman with its Docker-compatible "
@@ -126,7 +130,21 @@ def apt_install(packages: list[str], progress: Progress = _quiet) -> None:
 
 def start_dockerd(progress: Progress = _quiet) -> Any:
     """Start dockerd in the background and wait until it answers."""
-    progress(f"starting dockerd (log: {DOCKERD_LOG})")
+    for attempt in range(1, START_ATTEMPTS + 1):
+        progress(f"starting dockerd (log: {DOCKERD_LOG})")
+        for pid_file in STALE_PID_FILES:
+            _remove_stale_pid_file(pid_file)
+        try:
+            return _run_dockerd(progress)
+        except DockerUnavailableError:
+            # A daemon killed a moment ago can still be dying; one more try after it.
+            if attempt == START_ATTEMPTS:
+                raise
+            time.sleep(2.0)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _run_dockerd(progress: Progress) -> Any:
     DOCKERD_LOG.parent.mkdir(parents=True, exist_ok=True)
     with DOCKERD_LOG.open("ab") as log:
         process = subprocess.Popen(
@@ -149,4 +167,20 @@ def start_dockerd(progress: Progress = _quiet) -> Any:
             return client
         except DockerUnavailableError:
             time.sleep(0.25)
+    process.kill()
     raise DockerUnavailableError(f"dockerd did not answer within {START_TIMEOUT_SECONDS:.0f} s")
+
+
+def _remove_stale_pid_file(pid_file: Path) -> None:
+    """Remove a pid file whose process is gone (a zombie, whose parent is gone, counts)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        stat = ""
+    state = stat[stat.rfind(")") + 2 :].split(" ", 1)[0] if stat else ""
+    if state in {"", "Z", "X"}:
+        pid_file.unlink(missing_ok=True)
