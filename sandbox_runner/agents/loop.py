@@ -190,7 +190,11 @@ class PlanAgentRun:
                 return
 
     def _answer(self, calls: list[ToolCall]) -> None:
-        results = [self._execute(call) for call in calls[:MAX_CALLS_PER_TURN]]
+        results = []
+        for call in calls[:MAX_CALLS_PER_TURN]:
+            if self._cancel.is_set():
+                raise LimitReached("interrupted")
+            results.append(self._execute(call))
         # Every tool_use needs an answer, but a turn of hundreds of calls is not run.
         results += [
             ToolResult(call.id, f"Not run: at most {MAX_CALLS_PER_TURN} tool calls per turn.", True)

@@ -143,9 +143,23 @@ def run_plan(
         cancel=cancel,
         allowed_tools=allowed_tools,
     )
-    with run.sandbox:
+    run.sandbox.start()
+    try:
         result = run.run(job.requirements)
+    finally:
+        problem = _stop(run.sandbox)
+    if problem:
+        # The plan is finished: a container that would not go away must not lose it.
+        result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))
     return _publish(result, job, workspace, final_path, started)
+
+
+def _stop(sandbox: Sandbox) -> str:
+    try:
+        sandbox.stop()
+    except PlanrunError as error:
+        return str(error)
+    return ""
 
 
 def _publish(
@@ -233,8 +247,6 @@ class BackgroundStart(SandboxBase):
     def call(self, request: ToolRequest) -> ExecResult:
         self._thread.join()
         if self._error is not None:
-            if isinstance(self._error, PlanrunError):
-                raise PlanrunError(str(self._error)) from self._error
             raise self._error
         return self.inner.call(request)
 

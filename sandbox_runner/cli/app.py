@@ -45,9 +45,10 @@ class Services:
     )
 
     def sandbox_factory(
-        self, workspace: Path, loaded: LoadedSettings, session: str
-    ) -> Callable[[Path], Sandbox]:
-        """Makes a plan run's sandboxes: one Docker container per plan directory."""
+        self, workspace: Path, loaded: LoadedSettings
+    ) -> Callable[[str], Callable[[Path], Sandbox]]:
+        """Checks Docker and the image now; then, given a session name, makes a plan run's
+        sandboxes: one Docker container per plan directory."""
         from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
         from sandbox_runner.sandbox.image import require_image
         from sandbox_runner.sandbox.spec import SandboxSpec
@@ -57,13 +58,22 @@ class Services:
         extra_dirs = tuple(loaded.resolved_extra_dirs())
         limits = loaded.limits()
 
-        def make(plan_dir: Path) -> Sandbox:
-            spec = SandboxSpec(
-                workspace, plan_dir, image, extra_dirs, limits, session=session, agent=plan_dir.name
-            )
-            return DockerSandbox(spec, client)
+        def for_session(session: str) -> Callable[[Path], Sandbox]:
+            def make(plan_dir: Path) -> Sandbox:
+                spec = SandboxSpec(
+                    workspace,
+                    plan_dir,
+                    image,
+                    extra_dirs,
+                    limits,
+                    session=session,
+                    agent=plan_dir.name,
+                )
+                return DockerSandbox(spec, client)
 
-        return make
+            return make
+
+        return for_session
 
     def stop_sandboxes(self) -> None:
         """Remove every sandbox this process runs (after Ctrl-C)."""

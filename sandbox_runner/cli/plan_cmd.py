@@ -102,9 +102,14 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     for warning in registry.warnings:
         click.echo(f"planrun: warning: {warning}", err=True)
     plan_agent(registry, options["agent"])
-    spec = _spec(options, requirements, workspace, loaded)
     svc = services(ctx)
-    sandbox_factory = svc.sandbox_factory(workspace, loaded, spec.name)
+    # Everything that can be wrong is checked before a run directory is claimed.
+    inputs = _inputs(options, workspace, loaded)
+    sandboxes_for = svc.sandbox_factory(workspace, loaded)
+    spec = _spec(
+        options, requirements, workspace, loaded, inputs, _out_dir(options["out_dir"], workspace)
+    )
+    sandbox_factory = sandboxes_for(spec.name)
     labels = [job.label for job in spec.jobs()]
     if not options["as_json"]:
         click.echo(f"planrun: planning {len(labels)} perspective(s) into {spec.out_dir}", err=True)
@@ -150,9 +155,10 @@ def _flags(options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _spec(
-    options: dict[str, Any], requirements: str, workspace: Path, loaded: LoadedSettings
-) -> PlanRunSpec:
+def _inputs(
+    options: dict[str, Any], workspace: Path, loaded: LoadedSettings
+) -> tuple[tuple[str, ...] | None, str]:
+    """The template's sections and the attached context, after every check of the flags."""
     settings = loaded.settings
     if not settings.planning_enabled:
         raise ConfigError("planning is disabled by configuration (planning_enabled: false)")
@@ -166,12 +172,26 @@ def _spec(
         else:
             sections = template.sections
     context = read_context_files(options["context_files"], workspace, extra_dirs)
-    out_dir = _out_dir(options["out_dir"])
+    if options["replay"] is not None and not options["replay"].exists():
+        raise ConfigError(f"--replay {options['replay']} does not exist")
     if options["replay"] is None and not _has_credentials():
         raise ConfigError(
             "ANTHROPIC_API_KEY is not set: export it (or ANTHROPIC_BASE_URL for a compatible "
             "endpoint), or use --replay CASSETTE"
         )
+    return sections, context
+
+
+def _spec(
+    options: dict[str, Any],
+    requirements: str,
+    workspace: Path,
+    loaded: LoadedSettings,
+    inputs: tuple[tuple[str, ...] | None, str],
+    out_dir: Path,
+) -> PlanRunSpec:
+    settings = loaded.settings
+    sections, context = inputs
     return PlanRunSpec(
         name=out_dir.name,
         requirements=requirements,
@@ -195,11 +215,16 @@ def _has_credentials() -> bool:
     )
 
 
-def _out_dir(requested: Path | None) -> Path:
+def _out_dir(requested: Path | None, workspace: Path) -> Path:
     """A new run directory, or --out, which must not hold plans already."""
     if requested is None:
         return claim_directory(planrun_home() / "plans")
-    out_dir = requested.expanduser().absolute()
+    # Resolved, so that `..` or a symlink cannot hide that it lies in the workspace.
+    out_dir = requested.expanduser().resolve()
+    if out_dir == workspace:
+        raise ConfigError(
+            f"--out {requested} is the repository itself; give a directory for the plans"
+        )
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {requested} exists and is not a directory")
     if out_dir.is_dir() and (

@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +34,9 @@ ModelFactory = Callable[[str], Model]
 """Makes the model of one plan, by label (a replayed cassette differs per perspective)."""
 
 EXIT_OK, EXIT_PLAN_FAILED, EXIT_USAGE, EXIT_WORKSPACE_CHANGED = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130
+RESERVED_LABELS = frozenset({"report"})
+GIT_STATUS_WAIT_SECONDS = 180.0
 INTERRUPT_GRACE_SECONDS = 15.0
 
 
@@ -57,7 +60,8 @@ class PlanRunSpec:
     def jobs(self) -> list[PlanJob]:
         """One job per perspective, with unique labels (file names)."""
         jobs: list[PlanJob] = []
-        used: set[str] = set()
+        # The report's own files share the directory: a perspective may not take their name.
+        used: set[str] = set(RESERVED_LABELS)
         for perspective in self.perspectives:
             job = PlanJob(self.requirements, perspective, self.agent, self.context, self.sections)
             label, n = job.label, 2
@@ -95,32 +99,33 @@ def execute(
     sandbox_root = _sandbox_root(spec)
     jobs = spec.jobs()
     runner = _Runner(spec, model_factory, sandbox_factory, registry, on_event, sandbox_root)
+    # The fingerprint is taken before anything starts; the first `git status` needs a
+    # container of its own, so it runs beside the subagents' start (they cannot write
+    # the workspace, and any change would show in the fingerprint anyway).
+    fingerprint = tree_fingerprint(spec.workspace, exclude=exclude)
+    git_before = _in_background(
+        workspace_git_status,
+        spec.workspace,
+        exclude,
+        _git_in_sandbox(sandbox_factory, sandbox_root / ".before"),
+    )
     interrupted = False
     try:
-        # The fingerprint is taken before anything starts; the first `git status` needs a
-        # container of its own, so it runs beside the subagents' start (they cannot write
-        # the workspace, and any change would show in the fingerprint anyway).
-        fingerprint = tree_fingerprint(spec.workspace, exclude=exclude)
-        git_before = _in_background(
-            workspace_git_status,
-            spec.workspace,
-            exclude,
-            _git_in_sandbox(sandbox_factory, sandbox_root / ".before"),
-        )
-        try:
-            results = runner.run(jobs)
-        except (KeyboardInterrupt, SystemExit):
-            # Ctrl-C, or SIGTERM (which the CLI turns into SystemExit).
-            interrupted = True
-            results = runner.interrupted(jobs, stop_sandboxes)
-        before = WorkspaceState(fingerprint, git_before.result())
+        results = runner.run(jobs)
         after = snapshot(
             spec.workspace, exclude, _git_in_sandbox(sandbox_factory, sandbox_root / ".after")
         )
+    except (KeyboardInterrupt, SystemExit):
+        # Ctrl-C, or SIGTERM (which the CLI turns into SystemExit), at any point of the run:
+        # keep what finished, compare the tree only, and still write the report.
+        interrupted = True
+        results = runner.interrupted(jobs, stop_sandboxes)
+        after = WorkspaceState(tree_fingerprint(spec.workspace, exclude=exclude), None)
     finally:
         if sandbox_root != spec.out_dir / ".sandbox":
             shutil.rmtree(sandbox_root, ignore_errors=True)
-    problem = before.differences(after)
+    git_status_before = _settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
+    problem = WorkspaceState(fingerprint, git_status_before).differences(after)
     record = RunRecord(
         name=spec.name,
         out_dir=spec.out_dir,
@@ -133,7 +138,7 @@ def execute(
         perspectives=[job.perspective for job in jobs],
         workspace_unchanged=not problem,
         workspace_problem=problem,
-        exit_code=exit_code(results, problem),
+        exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, problem),
     )
     write_report(record)
     return PlanRunOutcome(record, interrupted)
@@ -151,6 +156,14 @@ def _in_background(function: Callable[..., T], *args: Any) -> Future[T]:
 
     threading.Thread(target=run, name="git-status", daemon=True).start()
     return future
+
+
+def _settled(future: Future[str | None], timeout: float) -> str | None:
+    """The future's result, or None if it failed or is not there in time."""
+    try:
+        return future.result(timeout=timeout)
+    except Exception:
+        return None
 
 
 def _git_in_sandbox(sandbox_factory: SandboxFactory, plan_dir: Path) -> GitStatusRunner:
@@ -208,16 +221,31 @@ class _Runner:
         self.futures: list[Future[PlanResult]] = []
 
     def run(self, jobs: list[PlanJob]) -> list[PlanResult]:
-        pool = ThreadPoolExecutor(max_workers=max(1, self.spec.parallel), thread_name_prefix="plan")
-        self.futures = [pool.submit(self._one, job) for job in jobs]
-        try:
-            pending: set[Future[PlanResult]] = set(self.futures)
-            while pending:
-                # A timeout keeps the main thread responsive to Ctrl-C.
-                _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+        slots = threading.Semaphore(max(1, self.spec.parallel))
+        self.futures = []
+        for job in jobs:
+            future: Future[PlanResult] = Future()
+            self.futures.append(future)
+            # Daemon threads: after Ctrl-C, a model call still in flight must not keep the
+            # process alive once the report is written.
+            worker = threading.Thread(
+                target=self._work, args=(job, future, slots), name=f"plan-{job.label}", daemon=True
+            )
+            worker.start()
+        pending: set[Future[PlanResult]] = set(self.futures)
+        while pending:
+            # A timeout keeps the main thread responsive to Ctrl-C.
+            _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
         return [future.result() for future in self.futures]
+
+    def _work(self, job: PlanJob, future: Future[PlanResult], slots: threading.Semaphore) -> None:
+        with slots:
+            if self.cancel.is_set():
+                future.set_result(
+                    failed_result(job, self.spec.model_id, "interrupted before it started")
+                )
+            else:
+                future.set_result(self._one(job))
 
     def _one(self, job: PlanJob) -> PlanResult:
         spec = self.spec
@@ -252,8 +280,10 @@ class _Runner:
         stop_sandboxes()
         wait(self.futures, timeout=INTERRUPT_GRACE_SECONDS)
         results = []
-        for job, future in zip(jobs, self.futures, strict=False):
-            if future.done() and not future.cancelled() and future.exception() is None:
+        for index, job in enumerate(jobs):
+            # Ctrl-C may come before every job had its future.
+            future = self.futures[index] if index < len(self.futures) else None
+            if future is not None and future.done() and future.exception() is None:
                 results.append(future.result())
             else:
                 results.append(

@@ -347,6 +347,7 @@ def test_ctrl_c_keeps_finished_plans_and_removes_containers(
     report = json.loads((out / "report.json").read_text())
     statuses = {p["perspective"]: p["status"] for p in report["plans"]}
     assert statuses["fast"] == "complete" and statuses["slow"] != "complete"
+    assert report["exit_code"] == 130
     leftovers = [
         c
         for c in docker_client.containers.list(all=True, filters={"label": "io.planrun.managed=1"})
@@ -478,3 +479,44 @@ def test_record_then_replay_without_the_api(
     assert [p["critical_files"] for p in first["plans"]] == [
         p["critical_files"] for p in second["plans"]
     ]
+
+
+def test_a_perspective_called_report_keeps_its_plan(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    api.script = PerspectiveScript({"report-2": writes_plan("report-2", VALID_PLAN)})
+    out = tmp_path / "out"
+    result = plan("x", "--repo", str(repo), "--perspective", "Report", "--out", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    assert report_of(result)["plans"][0]["plan_file"] == "report-2.md"
+    assert (out / "report-2.md").read_text().count("Critical Files") == 1
+
+
+@pytest.mark.parametrize("how", ["dotdot", "symlink"])
+def test_out_inside_the_repository_by_any_path_is_excluded(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path, how: str
+) -> None:
+    if how == "dotdot":
+        out = repo / "src" / ".." / "plans"
+    else:
+        (tmp_path / "link").symlink_to(repo)
+        out = tmp_path / "link" / "plans"
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    result = plan("x", "--repo", str(repo), "--out", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    assert report_of(result)["workspace_unchanged"]
+    assert not (repo / "plans" / ".sandbox").exists()
+    assert (repo / "plans" / "plan.md").exists()
+
+
+def test_usage_errors_claim_no_run_directory(
+    api: FakeMessagesAPI, repo: Path, planrun_home: Path
+) -> None:
+    result = plan("x", "--repo", str(repo), "--replay", str(repo / "missing-cassette"))
+    assert result.exit_code == 2 and "does not exist" in result.output
+    assert not (planrun_home / "plans").exists() or not any((planrun_home / "plans").iterdir())
+
+
+def test_out_cannot_be_the_repository(api: FakeMessagesAPI, repo: Path) -> None:
+    result = plan("x", "--repo", str(repo), "--out", str(repo))
+    assert result.exit_code == 2 and "the repository itself" in result.output

@@ -377,3 +377,27 @@ def test_tool_timeouts_end_with_the_run_time_limit(plan: Runner) -> None:
     plan(model, limits=RunLimits(timeout_seconds=30))
     [request] = plan.sandboxes[0].requests  # type: ignore[attr-defined]
     assert request.timeout is not None and 1 <= request.timeout <= 30
+
+
+def test_a_sandbox_that_will_not_stop_does_not_lose_the_plan(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from sandbox_runner.errors import SandboxError
+
+    class StubbornSandbox(LocalSandbox):
+        def stop(self) -> None:
+            super().stop()
+            raise SandboxError("cannot remove container abc (daemon restarting)")
+
+    result = run_plan(
+        PlanJob("Add a flag"),
+        workspace=workspace,
+        out_dir=tmp_path / "out",
+        model=ScriptedModel([reply(say(VALID_PLAN))]),
+        model_id="claude-test",
+        sandbox_factory=lambda plan_dir: StubbornSandbox(workspace, plan_dir),
+        registry=Registry.load(workspace),
+    )
+    assert result.valid
+    assert result.plan_path == tmp_path / "out" / "plan.md" and result.plan_path.exists()
+    assert "cannot remove container" in result.reason
