@@ -33,7 +33,7 @@ T = TypeVar("T")
 ModelFactory = Callable[[str], Model]
 """Makes the model of one plan, by label (a replayed cassette differs per perspective)."""
 
-EXIT_OK, EXIT_PLAN_FAILED, EXIT_USAGE, EXIT_WORKSPACE_CHANGED = 0, 1, 2, 3
+EXIT_OK, EXIT_PLAN_FAILED, EXIT_WORKSPACE_CHANGED = 0, 1, 3  # 2 (usage) is the CLI's
 EXIT_INTERRUPTED = 130
 RESERVED_LABELS = frozenset({"report"})
 GIT_STATUS_WAIT_SECONDS = 180.0
