@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -21,8 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from sandbox_runner.errors import PlanrunError
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.engine import connect
+from sandbox_runner.sandbox.engine import apt_install, connect
 from sandbox_runner.sandbox.image import require_image
 from sandbox_runner.sandbox.spec import Limits, SandboxSpec
 from sandbox_runner.types import ToolRequest
@@ -39,7 +41,8 @@ class Figure:
     baseline: str
     ratio: float | None
     target: str
-    met: bool
+    met: bool | None
+    """Whether the target was met; None when it could not be checked (no baseline)."""
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -54,6 +57,22 @@ def timed(action: Callable[[], Any], repeat: int) -> list[float]:
         action()
         samples.append(time.perf_counter() - start)
     return samples
+
+
+def host_tool(command: str, package: str) -> str | None:
+    """Make sure a baseline's host tool is there (as root on Debian: install it).
+
+    Returns None when the tool can be run, else why not, in one line naming the package.
+    """
+    if shutil.which(command):
+        return None
+    try:
+        apt_install([package], lambda line: print(f"bench: {line}", flush=True))
+    except PlanrunError as error:
+        return f"{command} is not installed ({error}); install the Debian package {package}"
+    if shutil.which(command):
+        return None
+    return f"{command} is still missing after installing {package}"
 
 
 def make_spec(
@@ -127,23 +146,20 @@ def bench_grep(client: Any, image: str, plan_dir: Path) -> Figure:
         grep = ToolRequest("grep", {"pattern": pattern, "output_mode": "count"}, timeout=300)
         sandbox.call(grep)
         ours = timed(lambda: sandbox.call(grep), 5)
-    host_rg = [
-        "rg",
-        "--no-config",
-        "--hidden",
-        "--count",
-        "--glob",
-        "!.git",
-        "-e",
-        pattern,
-        str(tree),
-    ]
+    median = statistics.median(ours)
+    name = f"grep over {tree} ({files} files, sandbox with {cpus:g} CPUs)"
+    missing = host_tool("rg", "ripgrep")
+    if missing is not None:
+        return Figure(name, f"p50 {median * 1e3:.0f} ms", f"baseline missing: {missing}",
+                      None, "<= 1.2x", None)  # fmt: skip
+    host_rg = ["rg", "--no-config", "--hidden", "--count", "--glob", "!.git", "-e", pattern]
+    host_rg.append(str(tree))
     subprocess.run(host_rg, capture_output=True)
     baseline = timed(lambda: subprocess.run(host_rg, capture_output=True), 5)
-    ratio = statistics.median(ours) / statistics.median(baseline)
+    ratio = median / statistics.median(baseline)
     return Figure(
-        f"grep over {tree} ({files} files, sandbox with {cpus:g} CPUs)",
-        f"p50 {statistics.median(ours) * 1e3:.0f} ms",
+        name,
+        f"p50 {median * 1e3:.0f} ms",
         f"ripgrep on the host: p50 {statistics.median(baseline) * 1e3:.0f} ms",
         ratio,
         "<= 1.2x",
@@ -262,6 +278,14 @@ def bench_cold_cli(repo: Path, scratch: Path) -> Figure:
     )
 
 
+def measured(name: str, bench: Callable[[], Figure]) -> Figure:
+    """Run one benchmark; a failure is reported as its figure, and the others still run."""
+    try:
+        return bench()
+    except Exception as error:
+        return Figure(name, f"failed: {type(error).__name__}: {error}", "-", None, "-", False)
+
+
 def main() -> int:
     client = connect()
     image = require_image(client)
@@ -275,10 +299,10 @@ def main() -> int:
         plan_dir.mkdir()
         (workspace / "small.txt").write_text("".join(f"line {n}\n" for n in range(20)))
         figures = [
-            bench_round_trip(client, image, workspace, plan_dir),
-            bench_ready(client, image, workspace, plan_dir),
-            bench_grep(client, image, plan_dir),
-            bench_idle_memory(client, image, workspace, plan_dir),
+            measured("round trip", lambda: bench_round_trip(client, image, workspace, plan_dir)),
+            measured("sandbox ready", lambda: bench_ready(client, image, workspace, plan_dir)),
+            measured("grep", lambda: bench_grep(client, image, plan_dir)),
+            measured("idle memory", lambda: bench_idle_memory(client, image, workspace, plan_dir)),
         ]
         repo = Path(scratch, "repo")
         for relative in ("src/app.py", "src/util.py", "tests/test_app.py", "README.md"):
@@ -288,16 +312,29 @@ def main() -> int:
         git = ["git", "-C", str(repo), "-c", "user.name=bench", "-c", "user.email=bench@example"]
         for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "initial"]):
             subprocess.run([*git, *command], check=True)
-        figures += [bench_overhead(n, repo, Path(scratch), client, image) for n in (1, 4, 8)]
-        figures.append(bench_cold_cli(repo, Path(scratch)))
+        for count in (1, 4, 8):
+            figures.append(measured(
+                f"plan run overhead, {count} perspectives",
+                lambda count=count: bench_overhead(count, repo, Path(scratch), client, image),
+            ))  # fmt: skip
+        figures.append(measured("cold CLI", lambda: bench_cold_cli(repo, Path(scratch))))
+    return report(figures)
+
+
+def report(figures: list[Figure]) -> int:
+    """Print every figure; exit status 1 when a target was missed or a benchmark failed."""
     width = max(len(f.name) for f in figures)
     for figure in figures:
-        verdict = "ok" if figure.met else "MISSED"
+        verdict = {True: "ok", False: "MISSED", None: "not checked"}[figure.met]
         print(f"{figure.name:<{width}}  {figure.ours}")
         print(f"{'':<{width}}  vs {figure.baseline}")
-        if figure.ratio is not None:
-            print(f"{'':<{width}}  ratio {figure.ratio:.2f}, target {figure.target}: {verdict}")
-    return 0 if all(f.met for f in figures) else 1
+        if figure.ratio is not None or figure.met is None:
+            ratio = "no ratio" if figure.ratio is None else f"ratio {figure.ratio:.2f}"
+            print(f"{'':<{width}}  {ratio}, target {figure.target}: {verdict}")
+    unchecked = [f.name for f in figures if f.met is None]
+    if unchecked:
+        print(f"not checked (a baseline is missing): {', '.join(unchecked)}")
+    return 1 if any(f.met is False for f in figures) else 0
 
 
 if __name__ == "__main__":

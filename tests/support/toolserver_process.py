@@ -1,49 +1,97 @@
-"""The tool server as a local subprocess, with a tiny JSON-lines client, for its tests."""
+"""The tool server in a real container of the sandbox image, with a tiny JSON-lines client.
+
+The server runs where it runs for users: the image's python3, ripgrep, universal-ctags
+and git, with the sandbox's hardening (read-only root and workspace, no network, no
+capabilities, no-new-privileges). The workspace and the plan directory are mounted at
+their host paths, so a test can name a file by the same path inside and outside.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import threading
 import time
+import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-TOOLSERVER = Path(__file__).resolve().parents[2] / "sandbox_runner" / "sandbox" / "toolserver.py"
+from sandbox_runner.sandbox.spec import (
+    MANAGED_LABEL,
+    TOOLSERVER_MOUNT,
+    TOOLSERVER_SOURCE,
+    sandbox_user,
+)
+
 NOBODY = 65534
+TEST_LABEL = "io.planrun.session=toolserver-tests"
 
 Response = dict[str, Any]
 
 
 class ServerProcess:
-    """A running tool server and a tiny JSON-lines client for it."""
+    """A tool server running in its own sandbox container, spoken to over `docker run -i`."""
 
     def __init__(
         self,
         workspace: Path,
         plan_dir: Path,
         *extra: str,
-        python: str = sys.executable,
+        image: str,
         user: int | None = None,
+        visible: Iterable[Path] = (),
+        writable: Iterable[Path] = (),
     ) -> None:
-        argv = [python, "-I", "-S", str(TOOLSERVER), "--workspace", str(workspace)]
-        argv += ["--plan-dir", str(plan_dir), *extra]
-        env = {**os.environ, "LEAK_CHECK": "server-secret"}
+        uid, gid = (user, user) if user is not None else sandbox_user()
+        writable = tuple(writable)
+        for directory in (plan_dir, *writable):
+            os.chown(directory, uid, gid)
+        self.name = f"planrun-test-{uuid.uuid4().hex[:12]}"
+        argv = ["docker", "run", "-i", "--rm", "--name", self.name, "--label", MANAGED_LABEL]
+        argv += ["--label", TEST_LABEL, "--user", f"{uid}:{gid}", "--read-only"]
+        argv += ["--network", "none", "--cap-drop", "ALL"]
+        argv += ["--security-opt", "no-new-privileges:true", "--pids-limit", "256"]
+        argv += ["--memory", "1g", "--memory-swap", "1g", "--log-driver", "none"]
+        argv += ["--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=64m,mode=1777"]
+        # Given to the server only: a command must never see it.
+        argv += ["--env", "LEAK_CHECK=server-secret", "--workdir", str(workspace)]
+        for directory in visible:  # mounted first: the mounts below may lie inside
+            directory.chmod(0o755)  # a test's directory is private to its owner
+            argv += _mount(directory, read_only=True)
+        argv += _mount(workspace, read_only=True) + _mount(plan_dir, read_only=False)
+        argv += _mount(TOOLSERVER_SOURCE, read_only=True, target=TOOLSERVER_MOUNT)
+        for directory in writable:
+            argv += _mount(directory, read_only=False)
+        argv += [image, "python3", "-I", "-S", TOOLSERVER_MOUNT]
+        argv += ["--workspace", str(workspace), "--plan-dir", str(plan_dir), *extra]
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, user=user, group=user
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._stdin = self.proc.stdin
         self._stdout = self.proc.stdout
-        self.ready: Response = json.loads(self._stdout.readline())
+        first = self._stdout.readline()
+        if not first:
+            stderr = self.proc.stderr.read().decode() if self.proc.stderr else ""
+            raise AssertionError(f"the tool server container did not start: {stderr.strip()}")
+        self.ready: Response = json.loads(first)
         self.arrivals: list[Response] = []
         self.arrival_order: list[object] = []
         self._next_id = 0
         self._cond = threading.Condition()
         threading.Thread(target=self._read_responses, daemon=True).start()
+
+    @property
+    def pid(self) -> int:
+        """The server's process id inside its container (1: it is the container's init)."""
+        return int(self.ready["pid"])
+
+    def host_pid(self) -> int:
+        """The server's process id as the host sees it."""
+        inspect = ["docker", "inspect", "--format", "{{.State.Pid}}", self.name]
+        return int(subprocess.run(inspect, capture_output=True, text=True, check=True).stdout)
 
     def _read_responses(self) -> None:
         for line in self._stdout:
@@ -96,27 +144,32 @@ class ServerProcess:
         return str(response["error"])
 
     def peak_memory_kib(self) -> int:
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        status = Path(f"/proc/{self.host_pid()}/status").read_text()
         line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
         return int(line.split()[1])
 
     def close(self) -> int:
-        self._stdin.close()
-        return self.proc.wait(10)
-
-
-def nobody_python() -> str | None:
-    """An interpreter (3.11+) that the unprivileged uid can run, or None."""
-    check = "import sys; assert sys.version_info >= (3, 11)"
-    for candidate in (sys.executable, shutil.which("python3.11"), "/usr/bin/python3"):
-        if candidate is None:
-            continue
+        """End the server by closing its input; return its exit status."""
         try:
-            result = subprocess.run(
-                [candidate, "-I", "-S", "-c", check], user=NOBODY, group=NOBODY, capture_output=True
-            )
-        except OSError:
-            continue
-        if result.returncode == 0:
-            return candidate
-    return None
+            self._stdin.close()
+            return self.proc.wait(15)
+        finally:
+            self.remove()
+
+    def remove(self) -> None:
+        """Make sure the container is gone, whatever state the test left it in."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        subprocess.run(["docker", "rm", "-f", self.name], capture_output=True)
+
+
+def _mount(source: Path, *, read_only: bool, target: str | None = None) -> list[str]:
+    spec = f"type=bind,source={source},target={target or source}"
+    return ["--mount", spec + (",readonly" if read_only else "")]
+
+
+def leftover_containers() -> list[str]:
+    """Names of test tool-server containers still present."""
+    listing = ["docker", "ps", "-a", "--filter", f"label={TEST_LABEL}", "--format", "{{.Names}}"]
+    return subprocess.run(listing, capture_output=True, text=True).stdout.split()

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import sys
-import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.support.toolserver_process import (
-    NOBODY,
-    ServerProcess,
-    nobody_python,
-)
+from tests.support.toolserver_process import NOBODY, ServerProcess
+
+StartServer = Callable[..., ServerProcess]
 
 
 def token_holders(token: str) -> list[int]:
@@ -48,7 +44,7 @@ def set_mtime(path: Path, seconds: float) -> None:
 
 
 def test_ready_line_and_ping(server: ServerProcess) -> None:
-    assert server.ready == {"event": "ready", "pid": server.proc.pid, "protocol": 1}
+    assert server.ready == {"event": "ready", "pid": 1, "protocol": 1}
     response = server.call("ping")
     assert response["ok"] and response["output"] == "pong"
     assert set(response) == {
@@ -85,10 +81,10 @@ def test_concurrent_requests_are_answered_by_id(server: ServerProcess, workspace
 
 
 def test_stdin_eof_kills_running_commands_and_exits_zero(
-    workspace: Path, plan_dir: Path, tmp_path: Path
+    start_server: StartServer, workspace: Path, plan_dir: Path
 ) -> None:
-    token_file = tmp_path / "token"
-    process = ServerProcess(workspace, plan_dir)
+    token_file = plan_dir / "token"
+    process = start_server(workspace, plan_dir)
     process.send(
         "bash", {"command": f"echo $PLANRUN_CMD > {token_file}; setsid sleep 300 & sleep 300"}
     )
@@ -180,36 +176,23 @@ def test_read_symlink_loop_gives_a_clear_error(server: ServerProcess, workspace:
     )
 
 
-def test_unreadable_file_and_directory_give_permission_errors() -> None:
-    # Root reads any file, so as root the server runs as an unprivileged uid, as in the sandbox.
-    root = Path(tempfile.mkdtemp())
+def test_unreadable_file_and_directory_give_permission_errors(
+    start_server: StartServer, workspace: Path, plan_dir: Path
+) -> None:
+    (workspace / "locked").mkdir()
+    (workspace / "secret.txt").write_text("hidden\n")
+    (workspace / "secret.txt").chmod(0o000)
+    (workspace / "locked").chmod(0o000)
     try:
-        root.chmod(0o755)
-        workspace, plan = root / "ws", root / "plan"
-        (workspace / "locked").mkdir(parents=True)
-        plan.mkdir()
-        (workspace / "secret.txt").write_text("hidden\n")
-        (workspace / "secret.txt").chmod(0o000)
-        (workspace / "locked").chmod(0o000)
-        for path in (root, workspace, plan):
-            path.chmod(0o755)
-        user = None
-        python = sys.executable
-        if os.geteuid() == 0:
-            found = nobody_python()
-            if found is None:
-                pytest.skip("no Python 3.11 that uid 65534 can run")
-            python, user = found, NOBODY
-        process = ServerProcess(workspace, plan, python=python, user=user)
-        assert process.error("read", {"file_path": "secret.txt"}) == (
-            f"Permission denied: {workspace}/secret.txt"
-        )
-        assert "[cannot list: Permission denied]" in process.ok("ls")
-        assert process.close() == 0
+        for uid in (None, NOBODY):  # the sandbox user, and one that owns nothing here
+            process = start_server(workspace, plan_dir, user=uid)
+            assert process.error("read", {"file_path": "secret.txt"}) == (
+                f"Permission denied: {workspace}/secret.txt"
+            )
+            assert "[cannot list: Permission denied]" in process.ok("ls")
+            assert process.close() == 0
     finally:
-        for path in (root / "ws" / "locked", root / "ws" / "secret.txt"):
-            path.chmod(0o755)
-        shutil.rmtree(root)
+        (workspace / "locked").chmod(0o755)
 
 
 # ----------------------------------------------------------------------------- glob
@@ -498,8 +481,8 @@ def test_symlinks_in_the_plan_dir_are_not_followed(
     assert sorted(os.listdir(outside)) == ["victim.txt"]
 
 
-def test_plan_size_cap(workspace: Path, plan_dir: Path) -> None:
-    process = ServerProcess(workspace, plan_dir, "--max-plan-bytes", "1000")
+def test_plan_size_cap(start_server: StartServer, workspace: Path, plan_dir: Path) -> None:
+    process = start_server(workspace, plan_dir, "--max-plan-bytes", "1000")
     first = str(plan_dir / "one.md")
     process.ok("write", {"file_path": first, "content": "a" * 600})
     message = process.error("write", {"file_path": str(plan_dir / "two.md"), "content": "b" * 600})

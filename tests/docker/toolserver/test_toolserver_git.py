@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.toolserver_process import NOBODY, ServerProcess, nobody_python
-
-pytestmark = pytest.mark.skipif(not shutil.which("git"), reason="needs git, as in the image")
+from tests.support.toolserver_process import ServerProcess
 
 # Commands of the bash policy's read-only git allow-list that run diffs, filters or textconv.
 READ_ONLY_GIT = (
@@ -112,6 +108,21 @@ def markers(tmp_path: Path) -> Path:
     directory = tmp_path / "markers"
     directory.mkdir()
     return directory
+
+
+@pytest.fixture
+def server(
+    start_server: Callable[..., ServerProcess],
+    workspace: Path,
+    plan_dir: Path,
+    tmp_path: Path,
+    markers: Path,
+) -> Iterator[ServerProcess]:
+    """The server, seeing the test's whole directory (the programs a repository names
+    live there) and able to write only its plan directory and the markers."""
+    process = start_server(workspace, plan_dir, visible=[tmp_path], writable=[markers])
+    yield process
+    assert process.close() == 0
 
 
 @pytest.fixture
@@ -353,24 +364,8 @@ def test_git_s_own_settings_reach_every_command(server: ServerProcess) -> None:
     assert output.splitlines() == ["", "info", "allow= global=/dev/null"]
 
 
-def test_no_command_can_write_to_the_server_s_stdout() -> None:
+def test_no_command_can_write_to_the_server_s_stdout(server: ServerProcess) -> None:
     """The server is not dumpable, so no process of its uid can open /proc/<pid>/fd/1."""
-    # Root passes the kernel's ptrace check, so as root the server runs as uid 65534.
-    root = Path(tempfile.mkdtemp())
-    try:
-        workspace, plan = root / "ws", root / "plan"
-        for path in (root, workspace, plan):
-            path.mkdir(exist_ok=True)
-            path.chmod(0o755)
-        python, user = sys.executable, None
-        if os.geteuid() == 0:
-            python, user = nobody_python() or "", NOBODY
-            if not python:
-                pytest.skip("as root, needs a Python 3.11 that uid 65534 can run")
-        server = ServerProcess(workspace, plan, python=python, user=user)
-        exit_code, output = bash(server, f"echo forged > /proc/{server.proc.pid}/fd/1")
-        assert exit_code == 1 and "Permission denied" in output
-        assert server.call("ping")["meta"]["dumpable"] == 0
-        assert server.close() == 0
-    finally:
-        shutil.rmtree(root)
+    exit_code, output = bash(server, f"echo forged > /proc/{server.pid}/fd/1")
+    assert exit_code == 1 and "Permission denied" in output
+    assert server.call("ping")["meta"]["dumpable"] == 0

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+from sandbox_runner.sandbox.spec import TOOLSERVER_MOUNT, SandboxSpec
 from sandbox_runner.types import ExecResult, ToolRequest
-from tests.support.local_sandbox import LocalSandbox
 
-pytestmark = pytest.mark.skipif(
-    not (shutil.which("ctags") and shutil.which("rg")),
-    reason="needs universal-ctags and ripgrep, as in the sandbox image",
-)
+OpenSandbox = Callable[[Path], DockerSandbox]
 
 SOURCES = {
     "pkg/models.py": '''\
@@ -232,23 +230,37 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def sandbox_on(workspace: Path, image: str, docker_client: Any) -> DockerSandbox:
+    """A real plan sandbox on WORKSPACE, with a plan directory of its own beside it."""
+    plan_dir = workspace.parent / f"plan-{uuid.uuid4().hex[:8]}"
+    plan_dir.mkdir()
+    spec = SandboxSpec(workspace, plan_dir, image, session="test-lsp", agent="test")
+    return DockerSandbox(spec, docker_client)
+
+
 @pytest.fixture(scope="module")
-def sandbox(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSandbox]:
-    with LocalSandbox(workspace, tmp_path_factory.mktemp("plan")) as local:
-        yield local
+def sandbox(workspace: Path, sandbox_image: str, docker_client: Any) -> Iterator[DockerSandbox]:
+    with sandbox_on(workspace, sandbox_image, docker_client) as started:
+        yield started
 
 
-def lsp(sandbox: LocalSandbox, timeout: float | None = None, **args: Any) -> ExecResult:
+@pytest.fixture
+def open_sandbox(sandbox_image: str, docker_client: Any) -> OpenSandbox:
+    """Sandboxes on a test's own workspace (use in a `with`: the container is removed)."""
+    return lambda workspace: sandbox_on(workspace, sandbox_image, docker_client)
+
+
+def lsp(sandbox: DockerSandbox, timeout: float | None = None, **args: Any) -> ExecResult:
     return sandbox.call(ToolRequest("lsp", args, timeout=timeout))
 
 
-def answer(sandbox: LocalSandbox, **args: Any) -> list[str]:
+def answer(sandbox: DockerSandbox, **args: Any) -> list[str]:
     result = lsp(sandbox, **args)
     assert result.ok, result.error
     return result.output.splitlines()
 
 
-def refusal(sandbox: LocalSandbox, **args: Any) -> str:
+def refusal(sandbox: DockerSandbox, **args: Any) -> str:
     result = lsp(sandbox, **args)
     assert not result.ok, result.output
     assert result.error and "\n" not in result.error
@@ -259,16 +271,16 @@ def refusal(sandbox: LocalSandbox, **args: Any) -> str:
 
 
 @pytest.mark.parametrize("file_path", sorted(OUTLINES))
-def test_document_symbols_outlines_each_language(sandbox: LocalSandbox, file_path: str) -> None:
+def test_document_symbols_outlines_each_language(sandbox: DockerSandbox, file_path: str) -> None:
     assert answer(sandbox, operation="document_symbols", file_path=file_path) == OUTLINES[file_path]
 
 
-def test_document_symbols_accepts_an_absolute_path(sandbox: LocalSandbox) -> None:
+def test_document_symbols_accepts_an_absolute_path(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="document_symbols", file_path="/workspace/c/point.c")
     assert lines == OUTLINES["c/point.c"]
 
 
-def test_document_symbols_says_when_nothing_is_recognised(sandbox: LocalSandbox) -> None:
+def test_document_symbols_says_when_nothing_is_recognised(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="document_symbols", file_path="notes.txt")
     assert lines == ["No symbols found in notes.txt (language not recognised?)"]
 
@@ -276,14 +288,14 @@ def test_document_symbols_says_when_nothing_is_recognised(sandbox: LocalSandbox)
 # ------------------------------------------------------------ workspace_symbols
 
 
-def test_workspace_symbols_lists_exact_matches_before_substrings(sandbox: LocalSandbox) -> None:
+def test_workspace_symbols_lists_exact_matches_before_substrings(sandbox: DockerSandbox) -> None:
     assert answer(sandbox, operation="workspace_symbols", symbol="greet") == [
         "pkg/models.py:10: member greet (class Greeter)",
         "pkg/models.py:4: class Greeter",
     ]
 
 
-def test_workspace_symbols_substring_search_ignores_case(sandbox: LocalSandbox) -> None:
+def test_workspace_symbols_substring_search_ignores_case(sandbox: DockerSandbox) -> None:
     assert answer(sandbox, operation="workspace_symbols", symbol="AREA") == [
         "go/shapes.go:7: func Area (struct shapes.Square)",
         "web/shapes.ts:2: method area (interface Shape)",
@@ -302,28 +314,28 @@ def test_workspace_symbols_substring_search_ignores_case(sandbox: LocalSandbox) 
     ],
 )
 def test_workspace_symbols_finds_definitions_in_each_language(
-    sandbox: LocalSandbox, symbol: str, expected: str
+    sandbox: DockerSandbox, symbol: str, expected: str
 ) -> None:
     assert expected in answer(sandbox, operation="workspace_symbols", symbol=symbol)
 
 
-def test_workspace_symbols_narrows_by_qualifier(sandbox: LocalSandbox) -> None:
+def test_workspace_symbols_narrows_by_qualifier(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="workspace_symbols", symbol="Counter::tick")
     assert lines == ["rust/counter.rs:10: method tick (implementation Counter)"]
     lines = answer(sandbox, operation="workspace_symbols", symbol="Circle.area")
     assert lines == ["web/shapes.ts:7: method area (class Circle)"]
 
 
-def test_workspace_symbols_reports_no_match(sandbox: LocalSandbox) -> None:
+def test_workspace_symbols_reports_no_match(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="workspace_symbols", symbol="Frobnicator")
     assert lines == ["No symbols matching 'Frobnicator' found in the workspace"]
 
 
-def test_workspace_symbols_caps_the_list(tmp_path: Path) -> None:
+def test_workspace_symbols_caps_the_list(tmp_path: Path, open_sandbox: OpenSandbox) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     (root / "many.py").write_text("".join(f"def item_{n:03}():\n    pass\n" for n in range(150)))
-    with LocalSandbox(root, tmp_path) as sandbox:
+    with open_sandbox(root) as sandbox:
         result = lsp(sandbox, operation="workspace_symbols", symbol="item")
     lines = result.output.splitlines()
     assert lines[0] == "many.py:1: function item_000"
@@ -335,7 +347,7 @@ def test_workspace_symbols_caps_the_list(tmp_path: Path) -> None:
 
 
 def test_definition_from_a_python_call_site_finds_the_class_in_another_file(
-    sandbox: LocalSandbox,
+    sandbox: DockerSandbox,
 ) -> None:
     lines = answer(sandbox, operation="definition", file_path="pkg/app.py", line=9, character=17)
     assert lines == [
@@ -345,7 +357,7 @@ def test_definition_from_a_python_call_site_finds_the_class_in_another_file(
     ]
 
 
-def test_definition_of_a_python_method(sandbox: LocalSandbox) -> None:
+def test_definition_of_a_python_method(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="definition", file_path="pkg/app.py", line=10, character=20)
     assert lines[1:] == [
         "pkg/models.py:10: member greet (class Greeter)",
@@ -353,7 +365,7 @@ def test_definition_of_a_python_method(sandbox: LocalSandbox) -> None:
     ]
 
 
-def test_definition_prefers_the_same_file(sandbox: LocalSandbox) -> None:
+def test_definition_prefers_the_same_file(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="definition", file_path="pkg/app.py", line=10, character=44)
     assert lines == [
         "2 definitions of 'helper':",
@@ -368,7 +380,7 @@ def test_definition_prefers_the_same_file(sandbox: LocalSandbox) -> None:
     assert from_models[1] == "pkg/models.py:15: function helper"
 
 
-def test_definition_in_go_rust_and_c(sandbox: LocalSandbox) -> None:
+def test_definition_in_go_rust_and_c(sandbox: DockerSandbox) -> None:
     go = answer(sandbox, operation="definition", file_path="go/shapes.go", line=18, character=20)
     assert go[1:] == [
         "go/shapes.go:7: func Area (struct shapes.Square)",
@@ -391,14 +403,14 @@ def test_definition_in_go_rust_and_c(sandbox: LocalSandbox) -> None:
     ]
 
 
-def test_definition_by_symbol_alone(sandbox: LocalSandbox) -> None:
+def test_definition_by_symbol_alone(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="definition", symbol="Account")
     assert lines[0] == "2 definitions of 'Account':"
     assert "java/Account.java:3: class Account" in lines
     assert "java/Account.java:6: method Account (class Account)" in lines
 
 
-def test_definition_not_found_is_an_answer(sandbox: LocalSandbox) -> None:
+def test_definition_not_found_is_an_answer(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="definition", file_path="pkg/app.py", line=9, character=5)
     assert lines[0].startswith("No definition found for 'greeter' in ")
 
@@ -418,7 +430,7 @@ def test_definition_not_found_is_an_answer(sandbox: LocalSandbox) -> None:
     ],
 )
 def test_identifier_under_the_cursor_or_just_before_it(
-    sandbox: LocalSandbox, character: int, name: str
+    sandbox: DockerSandbox, character: int, name: str
 ) -> None:
     # Line 9 of pkg/app.py is `    greeter = Greeter("world")`.
     result = lsp(
@@ -427,7 +439,7 @@ def test_identifier_under_the_cursor_or_just_before_it(
     assert result.ok and f"'{name}'" in result.output.splitlines()[0]
 
 
-def test_identifier_may_contain_a_dollar_sign(sandbox: LocalSandbox) -> None:
+def test_identifier_may_contain_a_dollar_sign(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="references", file_path="web/widget.js", line=4, character=13)
     assert lines[0] == "2 references to '$el' in 1 file (JavaScript/TypeScript files):"
 
@@ -442,7 +454,7 @@ def test_identifier_may_contain_a_dollar_sign(sandbox: LocalSandbox) -> None:
         (9, 40, "Character 40 is out of range: line 9 of pkg/app.py has 30 characters"),
     ],
 )
-def test_position_errors(sandbox: LocalSandbox, line: int, character: int, message: str) -> None:
+def test_position_errors(sandbox: DockerSandbox, line: int, character: int, message: str) -> None:
     error = refusal(
         sandbox, operation="definition", file_path="pkg/app.py", line=line, character=character
     )
@@ -453,7 +465,7 @@ def test_position_errors(sandbox: LocalSandbox, line: int, character: int, messa
 
 
 def test_references_in_python_mark_definitions_and_stay_in_the_language(
-    sandbox: LocalSandbox,
+    sandbox: DockerSandbox,
 ) -> None:
     lines = answer(sandbox, operation="references", file_path="pkg/app.py", line=1, character=25)
     assert lines == [
@@ -464,14 +476,14 @@ def test_references_in_python_mark_definitions_and_stay_in_the_language(
     ]
 
 
-def test_references_by_symbol_without_a_file_search_everything(sandbox: LocalSandbox) -> None:
+def test_references_by_symbol_without_a_file_search_everything(sandbox: DockerSandbox) -> None:
     lines = answer(sandbox, operation="references", symbol="Greeter")
     assert lines[0] == "6 references to 'Greeter' in 4 files:"
     assert "notes.txt:1: Greeter is mentioned in prose." in lines
     assert 'web/widget.js:4: return $el.append("Greeter");' in lines
 
 
-def test_references_in_go_and_c(sandbox: LocalSandbox) -> None:
+def test_references_in_go_and_c(sandbox: DockerSandbox) -> None:
     go = answer(sandbox, operation="references", file_path="go/shapes.go", line=3, character=7)
     assert go == [
         "5 references to 'Square' in 1 file (Go files):",
@@ -490,12 +502,12 @@ def test_references_in_go_and_c(sandbox: LocalSandbox) -> None:
     ]
 
 
-def test_references_are_capped_with_a_total(tmp_path: Path) -> None:
+def test_references_are_capped_with_a_total(tmp_path: Path, open_sandbox: OpenSandbox) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     (root / "lib.py").write_text("def target():\n    pass\n")
     (root / "uses.py").write_text("".join(f"x{n} = target()\n" for n in range(250)))
-    with LocalSandbox(root, tmp_path) as sandbox:
+    with open_sandbox(root) as sandbox:
         result = lsp(sandbox, operation="references", file_path="lib.py", line=1, character=5)
     lines = result.output.splitlines()
     assert lines[0] == "251 references to 'target' in 2 files (Python files):"
@@ -525,58 +537,57 @@ def test_references_are_capped_with_a_total(tmp_path: Path) -> None:
         ({"operation": "document_symbols", "file_path": "pkg"}, "Path is a directory"),
     ],
 )
-def test_argument_errors(sandbox: LocalSandbox, args: dict[str, Any], message: str) -> None:
+def test_argument_errors(sandbox: DockerSandbox, args: dict[str, Any], message: str) -> None:
     assert message in refusal(sandbox, **args)
 
 
-def test_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
+def test_a_fifo_is_refused_without_hanging(tmp_path: Path, open_sandbox: OpenSandbox) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     os.mkfifo(root / "pipe.py")
-    with LocalSandbox(root, tmp_path) as sandbox:
+    with open_sandbox(root) as sandbox:
         error = refusal(sandbox, operation="document_symbols", file_path="pipe.py")
     assert error.startswith("Not a regular file (fifo)")
 
 
-def test_symlinks_out_of_the_workspace_are_refused(tmp_path: Path) -> None:
+def test_symlinks_out_of_the_workspace_are_refused(
+    tmp_path: Path, open_sandbox: OpenSandbox
+) -> None:
     root = tmp_path / "ws"
     write_sources(root)
-    outside = tmp_path / "secret.py"
-    outside.write_text("def secret():\n    pass\n")
-    (root / "escape.py").symlink_to(outside)
-    (root / "alias.py").symlink_to(root / "pkg" / "models.py")
-    with LocalSandbox(root, tmp_path / "plan") as sandbox:
+    # A Python file that exists inside the container, outside the workspace.
+    (root / "escape.py").symlink_to(TOOLSERVER_MOUNT)
+    (root / "alias.py").symlink_to(Path("pkg") / "models.py")
+    with open_sandbox(root) as sandbox:
         error = refusal(sandbox, operation="document_symbols", file_path="escape.py")
         inside = answer(sandbox, operation="document_symbols", file_path="alias.py")
-        found = answer(sandbox, operation="workspace_symbols", symbol="secret")
+        found = answer(sandbox, operation="workspace_symbols", symbol="op_read")
     assert error.startswith("Refusing to follow a symbolic link out of the workspace")
     assert inside == OUTLINES["pkg/models.py"]
-    assert found == ["No symbols matching 'secret' found in the workspace"]
+    assert found == ["No symbols matching 'op_read' found in the workspace"]
 
 
-def test_no_tags_file_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_tags_file_is_written(tmp_path: Path, open_sandbox: OpenSandbox) -> None:
     root = tmp_path / "ws"
     write_sources(root)
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
     before = sorted(path.relative_to(root) for path in root.rglob("*"))
-    with LocalSandbox(root, tmp_path / "plan") as sandbox:
+    with open_sandbox(root) as sandbox:
         for file_path in OUTLINES:
             answer(sandbox, operation="document_symbols", file_path=file_path)
         answer(sandbox, operation="workspace_symbols", symbol="point")
         answer(sandbox, operation="definition", symbol="Greeter")
         answer(sandbox, operation="references", file_path="pkg/app.py", symbol="helper")
+        plan_dir = sandbox.spec.plan_dir
     assert sorted(path.relative_to(root) for path in root.rglob("*")) == before
-    assert list(cwd.iterdir()) == []
+    assert list(plan_dir.iterdir()) == []
 
 
-def test_the_request_timeout_stops_ctags(tmp_path: Path) -> None:
+def test_the_request_timeout_stops_ctags(tmp_path: Path, open_sandbox: OpenSandbox) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     big = "".join(f"def function_{n}(a, b):\n    return a\n" for n in range(300_000))
     (root / "big.py").write_text(big)
-    with LocalSandbox(root, tmp_path) as sandbox:
+    with open_sandbox(root) as sandbox:
         result = lsp(sandbox, timeout=0.3, operation="document_symbols", file_path="big.py")
     assert not result.ok and result.timed_out
     assert result.error == "lsp timed out after 0.3 s"

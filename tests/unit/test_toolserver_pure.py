@@ -1,0 +1,104 @@
+"""The tool server's pure parts (arguments, globs, output formatting), on the host's Python.
+
+Everything that touches files, processes, git, ripgrep or ctags is tested where the
+server really runs: inside the sandbox image (tests/docker/toolserver/).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from sandbox_runner.sandbox import toolserver
+from sandbox_runner.sandbox.toolserver import ToolError
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matches", "misses"),
+    [
+        ("*.py", ["a.py", ".py"], ["a/b.py", "a.pyc"]),
+        ("**/*.py", ["a.py", "a/b/c.py"], ["a/b.txt"]),
+        ("src/**", ["src/a", "src/a/b"], ["lib/a"]),
+        ("?.md", ["a.md"], ["ab.md", "/.md"]),
+        ("[ab].txt", ["a.txt", "b.txt"], ["c.txt"]),
+        ("[!ab].txt", ["c.txt"], ["a.txt", "/.txt"]),
+        ("*.{js,ts}", ["x.js", "x.ts"], ["x.py"]),
+        ("{a,b/{c,d}}.txt", ["a.txt", "b/c.txt", "b/d.txt"], ["b/e.txt"]),
+        (r"\*.txt", ["*.txt"], ["a.txt"]),
+        ("[unclosed", ["[unclosed"], ["u"]),
+    ],
+)
+def test_glob_translation(pattern: str, matches: list[str], misses: list[str]) -> None:
+    regex = re.compile(toolserver.glob_to_regex(pattern))
+    assert [name for name in matches if regex.fullmatch(name)] == matches
+    assert [name for name in misses if regex.fullmatch(name)] == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("src/app/*.py", ("/ws/src/app", "*.py")),
+        ("*.py", ("/ws", "*.py")),
+        ("src/main.py", ("/ws/src/main.py", "")),
+        ("/etc/*.conf", ("/etc", "*.conf")),
+    ],
+)
+def test_literal_directories_move_into_the_walk_root(
+    pattern: str, expected: tuple[str, str]
+) -> None:
+    assert toolserver.split_glob("/ws", pattern) == expected
+
+
+def test_integer_arguments() -> None:
+    assert toolserver.int_arg({}, "limit", 7) == 7
+    assert toolserver.int_arg({"limit": 3}, "limit", 7) == 3
+    assert toolserver.int_arg({"limit": 3.0}, "limit", 7) == 3
+    assert toolserver.int_arg({"limit": " 12"}, "limit", 7) == 12
+    for bad in (True, "x", 2.5, -1, [1]):
+        with pytest.raises(ToolError, match="expected an integer >= 0"):
+            toolserver.int_arg({"limit": bad}, "limit", 7)
+
+
+def test_boolean_and_string_arguments() -> None:
+    assert toolserver.bool_arg({"-i": "TRUE"}, "-i", False) is True
+    assert toolserver.bool_arg({"-i": 0}, "-i", True) is False
+    with pytest.raises(ToolError, match="expected true or false"):
+        toolserver.bool_arg({"-i": "yes"}, "-i", False)
+    assert toolserver.opt_str_arg({"path": ""}, "path") is None
+    with pytest.raises(ToolError, match="must not be empty"):
+        toolserver.str_arg({"pattern": ""}, "pattern")
+    with pytest.raises(ToolError, match="expected a string"):
+        toolserver.str_arg({"pattern": 5}, "pattern")
+
+
+def test_timeouts_are_clamped() -> None:
+    assert toolserver.clamp_timeout(None) == toolserver.DEFAULT_TIMEOUT
+    assert toolserver.clamp_timeout(True) == toolserver.DEFAULT_TIMEOUT
+    assert toolserver.clamp_timeout(0) == toolserver.MIN_TIMEOUT
+    assert toolserver.clamp_timeout(10**9) == toolserver.MAX_TIMEOUT
+
+
+def test_names_are_shown_on_one_printable_line() -> None:
+    assert toolserver.printable("plain name.txt") == "plain name.txt"
+    assert toolserver.printable("a\nb\x1b]0;x\x07") == "a\\nb\\x1b]0;x\\x07"
+    assert toolserver.printable("bad\udcffbyte") == "bad\\xffbyte"
+
+
+def test_output_is_capped_at_a_line_boundary_and_says_how_much_was_cut() -> None:
+    line = "x" * 99 + "\n"
+    text = line * (toolserver.MAX_OUTPUT_BYTES // 100 + 10)
+    capped, truncated = toolserver.cap_output(text)
+    assert truncated and len(capped.encode()) <= toolserver.MAX_OUTPUT_BYTES + 100
+    cut = len(text.encode()) - capped.rindex("\n... [")
+    assert capped.endswith(f"... [output truncated: {cut} more bytes]")
+    assert toolserver.cap_output("short") == ("short", False)
+    assert toolserver.cap_output("short", extra_bytes=5)[0].endswith(
+        "[output truncated: 5 more bytes]"
+    )
+
+
+def test_read_lines_are_numbered_and_long_ones_cut() -> None:
+    assert toolserver.format_line(3, b"hello\r\n", 0) == "     3\thello"
+    long_line = toolserver.format_line(1, b"y" * 2500, 0)
+    assert long_line == "     1\t" + "y" * 2000 + "... [line truncated: 500 more bytes]"
