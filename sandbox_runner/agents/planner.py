@@ -27,7 +27,9 @@ from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.workspace import git_head
 from sandbox_runner.types import ExecResult, ToolRequest, Usage
 
-SandboxFactory = Callable[[Path], Sandbox]
+SandboxFactory = Callable[[Path | None], Sandbox]
+"""Makes a sandbox whose /plan the host keeps in the given directory (None: a probe
+sandbox, such as the git-status checks, whose writes go nowhere)."""
 """Makes (does not start) a sandbox whose writable plan directory is the given host path."""
 
 

@@ -46,7 +46,7 @@ class Services:
 
     def sandbox_factory(
         self, workspace: Path, loaded: LoadedSettings
-    ) -> Callable[[str], Callable[[Path], Sandbox]]:
+    ) -> Callable[[str], Callable[[Path | None], Sandbox]]:
         """Checks Docker and the image now; then, given a session name, makes a plan run's
         sandboxes: one Docker container per plan directory."""
         from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
@@ -58,8 +58,8 @@ class Services:
         extra_dirs = tuple(loaded.resolved_extra_dirs())
         limits = loaded.limits()
 
-        def for_session(session: str) -> Callable[[Path], Sandbox]:
-            def make(plan_dir: Path) -> Sandbox:
+        def for_session(session: str) -> Callable[[Path | None], Sandbox]:
+            def make(plan_dir: Path | None) -> Sandbox:
                 spec = SandboxSpec(
                     workspace,
                     plan_dir,
@@ -67,7 +67,7 @@ class Services:
                     extra_dirs,
                     limits,
                     session=session,
-                    agent=plan_dir.name,
+                    agent=plan_dir.name if plan_dir is not None else "git-status",
                 )
                 return DockerSandbox(spec, client)
 

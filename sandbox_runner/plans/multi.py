@@ -107,14 +107,12 @@ def execute(
         workspace_git_status,
         spec.workspace,
         exclude,
-        _git_in_sandbox(sandbox_factory, sandbox_root / ".before"),
+        _git_in_sandbox(sandbox_factory),
     )
     interrupted = False
     try:
         results = runner.run(jobs)
-        after = snapshot(
-            spec.workspace, exclude, _git_in_sandbox(sandbox_factory, sandbox_root / ".after")
-        )
+        after = snapshot(spec.workspace, exclude, _git_in_sandbox(sandbox_factory))
     except (KeyboardInterrupt, SystemExit):
         # Ctrl-C, or SIGTERM (which the CLI turns into SystemExit), at any point of the run:
         # keep what finished, compare the tree only, and still write the report.
@@ -166,14 +164,14 @@ def _settled(future: Future[str | None], timeout: float) -> str | None:
         return None
 
 
-def _git_in_sandbox(sandbox_factory: SandboxFactory, plan_dir: Path) -> GitStatusRunner:
+def _git_in_sandbox(sandbox_factory: SandboxFactory) -> GitStatusRunner:
     """Runs git in a throwaway sandbox: a repository's config can name programs for git
-    to run (filters, diff drivers, fsmonitor), so git never runs on the host."""
+    to run (filters, diff drivers, fsmonitor), so git never runs on the host. The sandbox
+    has no plan directory: nothing it writes reaches the host."""
 
     def run(command: str) -> str | None:
-        plan_dir.mkdir(parents=True, exist_ok=True)
         try:
-            with sandbox_factory(plan_dir) as sandbox:
+            with sandbox_factory(None) as sandbox:
                 result = sandbox.call(ToolRequest("bash", {"command": command}, timeout=120))
         except PlanrunError:
             return None

@@ -88,29 +88,42 @@ def tree_fingerprint(
 
     Cheap enough to take before and after a run (no file contents are read), and any
     write, rename, chmod or link through the sandbox changes it. .git is included:
-    a write there is a change too.
+    a write there is a change too. The walk uses an explicit stack, so a tree of any
+    depth is fine, and a directory it cannot read is part of the hash, not an error.
     """
     hasher = hashlib.sha256()
     seen = 0
     excluded = str(exclude) if exclude is not None else None
-    for directory, subdirs, files in os.walk(workspace, followlinks=False):
-        if excluded is not None:
-            subdirs[:] = [d for d in subdirs if os.path.join(directory, d) != excluded]
-        subdirs.sort()
-        for name in sorted(files + subdirs):
-            path = os.path.join(directory, name)
+    root = str(workspace)
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as error:
+            relative = os.path.relpath(directory, root)
+            hasher.update(os.fsencode(f"{relative}\0unreadable {error.errno}\n"))
+            continue
+        subdirs = []
+        for entry in entries:
+            if entry.path == excluded:
+                continue
             try:
-                info = os.lstat(path)
+                info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
             seen += 1
             if seen > max_files:
                 hasher.update(b"...truncated")
                 return hasher.hexdigest()
-            link = os.readlink(path) if stat.S_ISLNK(info.st_mode) else ""
-            relative = os.path.relpath(path, workspace)
+            link = os.readlink(entry.path) if stat.S_ISLNK(info.st_mode) else ""
+            relative = os.path.relpath(entry.path, root)
             fields = (relative, info.st_mode, info.st_size, info.st_mtime_ns, link)
             hasher.update(os.fsencode("\0".join(map(str, fields)) + "\n"))
+            if stat.S_ISDIR(info.st_mode):
+                subdirs.append(entry.path)
+        stack.extend(reversed(subdirs))
     return hasher.hexdigest()
 
 

@@ -6,7 +6,6 @@ import contextlib
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import docker.errors
@@ -15,8 +14,10 @@ from sandbox_runner import SandboxBase
 from sandbox_runner.errors import PlanrunError, SandboxDiedError, SandboxError, WorkspaceError
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.image import require_image
+from sandbox_runner.sandbox.plan_copy import copy_all, copy_file, safe_relative
 from sandbox_runner.sandbox.spec import (
     MANAGED_LABEL,
+    PLAN_MOUNT,
     SandboxSpec,
     container_options,
     sandbox_user,
@@ -25,7 +26,10 @@ from sandbox_runner.sandbox.spec import (
 from sandbox_runner.types import ExecResult, ToolRequest
 
 READY_TIMEOUT_SECONDS = 30.0
-MAX_OWNERSHIP_ENTRIES = 10_000
+# At stop, copying /plan out gets this long; a finished plan was copied after its write.
+FINAL_COPY_SECONDS = 1.5
+PLAN_WRITING_OPS = frozenset({"write", "edit"})
+REMOVAL_WAIT_SECONDS = 10
 
 # Every sandbox that is running, so that a last-resort handler can remove them all.
 _live: set[DockerSandbox] = set()
@@ -44,6 +48,9 @@ class DockerSandbox(SandboxBase):
         self._state_lock = threading.Lock()
         self._stopping = False
         self.ready_info: dict[str, Any] = {}
+        self._started_at = 0.0
+        self.left_out: list[str] = []
+        """Files of /plan the last copy did not take (over its limits, odd names)."""
 
     @property
     def container_id(self) -> str | None:
@@ -56,7 +63,7 @@ class DockerSandbox(SandboxBase):
         recursive = _supports_recursive_read_only(self._docker)
         if not recursive:
             _refuse_submounts(self.spec)
-        self._hand_plan_dir_to_sandbox()
+        self._started_at = time.time()
         options = container_options(self.spec, self._user, recursive_read_only=recursive)
         with _live_lock:
             _live.add(self)
@@ -87,17 +94,41 @@ class DockerSandbox(SandboxBase):
 
     def call(self, request: ToolRequest) -> ExecResult:
         """Run one tool operation inside the container."""
-        if self._client is None:
+        client = self._client
+        if client is None:
             raise SandboxError("the sandbox is not running")
-        return self._client.request(request)
+        result = client.request(request)
+        if result.ok and request.op in PLAN_WRITING_OPS:
+            self._copy_written(client, request)
+        return result
+
+    def _copy_written(self, client: ToolServerClient, request: ToolRequest) -> None:
+        """Copy the file a write or edit changed to the host at once, so that it survives
+        the container (/plan is a tmpfs that dies with it)."""
+        target = str(request.args.get("file_path", ""))
+        prefix = PLAN_MOUNT + "/"
+        relative = safe_relative(target[len(prefix) :]) if target.startswith(prefix) else None
+        if self.spec.plan_dir is None or relative is None:
+            return
+        deadline = time.monotonic() + max(1.0, request.timeout or 0)
+        copy_file(client.request, relative, self.spec.plan_dir, deadline)
+
+    def _copy_everything(self, client: ToolServerClient) -> None:
+        if self.spec.plan_dir is None:
+            return
+        deadline = time.monotonic() + FINAL_COPY_SECONDS
+        with contextlib.suppress(PlanrunError, OSError):
+            self.left_out = copy_all(client.request, self.spec.plan_dir, deadline)
 
     def stop(self) -> None:
-        """Remove the container and give the plan files back to the invoking user."""
+        """Copy /plan out to the plan directory, then remove the container."""
         with self._state_lock:
-            self._stopping = True
+            was_stopping, self._stopping = self._stopping, True
             client, self._client = self._client, None
             container, self._container = self._container, None
         if client is not None:
+            if not was_stopping:
+                self._copy_everything(client)
             client.close()
         if container is not None:
             try:
@@ -112,14 +143,39 @@ class DockerSandbox(SandboxBase):
                         f"cannot remove container {container.short_id} ({_api_reason(error)}); "
                         "`planrun sandbox gc` removes it once Docker answers"
                     ) from None
-        self._return_plan_dir()
+                # Docker is removing it already (auto-remove): wait until it is gone.
+                self._wait_removed(container.id)
         with _live_lock:
             _live.discard(self)
+
+    def _wait_removed(self, container_id: str) -> None:
+        with contextlib.suppress(Exception):
+            self._docker.api.wait(container_id, timeout=REMOVAL_WAIT_SECONDS, condition="removed")
 
     def _stop_quietly(self) -> None:
         """Clean up after a failed start without hiding why it failed."""
         with contextlib.suppress(PlanrunError):
             self.stop()
+
+    def _death_from_events(self, container_id: str) -> str:
+        """Why a container that Docker already removed died, from the daemon's events."""
+        try:
+            events = self._docker.events(
+                since=int(self._started_at) - 1,
+                until=int(time.time()) + 1,
+                filters={"container": container_id},
+                decode=True,
+            )
+            actions = {event.get("Action"): event for event in events}
+        except Exception:
+            return "the container was removed"
+        if "oom" in actions:
+            return f"OOM-killed (memory limit {self.spec.limits.memory_mb} MB)"
+        died = actions.get("die")
+        if died is not None:
+            code = died.get("Actor", {}).get("Attributes", {}).get("exitCode", "?")
+            return f"the container exited with code {code}"
+        return "the container was removed"
 
     def _explain_death(self) -> str:
         """Why the tool server's stream ended, in the words a user needs."""
@@ -130,7 +186,7 @@ class DockerSandbox(SandboxBase):
             try:
                 container.reload()
             except docker.errors.NotFound:
-                return "the container was removed"
+                return self._death_from_events(container.id)
             except Exception as error:
                 return f"the Docker daemon stopped answering ({str(error).splitlines()[0][:120]})"
             state = container.attrs.get("State", {})
@@ -140,15 +196,6 @@ class DockerSandbox(SandboxBase):
                 return f"the container exited with code {state.get('ExitCode')}"
             time.sleep(0.05)
         return "the tool server closed its output while the container still runs"
-
-    def _hand_plan_dir_to_sandbox(self) -> None:
-        """When planrun runs as root the container does not: let its uid write the plans."""
-        if os.getuid() == 0:
-            _chown_tree(self.spec.plan_dir, *self._user)
-
-    def _return_plan_dir(self) -> None:
-        if os.getuid() == 0:
-            _chown_tree(self.spec.plan_dir, os.getuid(), os.getgid())
 
 
 # Docker 25 (API 1.44) can make a read-only bind mount read-only all the way down.
@@ -175,26 +222,6 @@ def _refuse_submounts(spec: SandboxSpec) -> None:
             )
 
 
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    """Chown a plan directory without following anything a sandbox may have planted."""
-    try:
-        os.chown(root, uid, gid, follow_symlinks=False)
-    except OSError as error:
-        raise WorkspaceError(
-            f"cannot set the owner of plan directory {root}: {error.strerror}"
-        ) from None
-    seen = 0
-    for directory, subdirs, files in os.walk(root, followlinks=False):
-        for name in subdirs + files:
-            seen += 1
-            if seen > MAX_OWNERSHIP_ENTRIES:
-                return
-            try:
-                os.chown(os.path.join(directory, name), uid, gid, follow_symlinks=False)
-            except OSError:
-                continue
-
-
 def _api_reason(error: Exception) -> str:
     explanation = getattr(error, "explanation", None) or str(error)
     return str(explanation).splitlines()[0][:300]
@@ -213,7 +240,8 @@ def stop_all() -> int:
 
 
 def collect_garbage(docker_client: Any, *, everything: bool = False) -> list[str]:
-    """Remove planrun containers whose owner process is gone (or all, with everything).
+    """Remove planrun containers whose owner process on this host is gone (or all, with
+    everything); those of other hosts are left alone unless everything is asked for.
 
     Returns:
         The short ids of the removed containers.
@@ -221,17 +249,29 @@ def collect_garbage(docker_client: Any, *, everything: bool = False) -> list[str
     removed = []
     hostname = os.uname().nodename
     for container in docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}):
-        owner_labels = container.labels
-        if not everything and owner_labels.get("io.planrun.host") == hostname:
-            pid = int(owner_labels.get("io.planrun.pid", "0") or 0)
-            if pid and _process_alive(pid):
-                continue
+        if not everything and not _abandoned(container.labels, hostname):
+            continue
         try:
             container.remove(force=True, v=True)
             removed.append(container.short_id)
         except docker.errors.NotFound:
             continue
     return removed
+
+
+def _abandoned(owner_labels: dict[str, str], hostname: str) -> bool:
+    """Whether a container's owner is a planrun process of this host that is gone.
+
+    A container labelled for another host (a shared Docker engine) is never judged here:
+    its owner may well be alive there.
+    """
+    if owner_labels.get("io.planrun.host") != hostname:
+        return False
+    try:
+        pid = int(owner_labels.get("io.planrun.pid", "0") or 0)
+    except ValueError:
+        return True
+    return not (pid and _process_alive(pid))
 
 
 def _process_alive(pid: int) -> bool:

@@ -10,12 +10,19 @@ from typing import Any
 
 from sandbox_runner import __version__
 from sandbox_runner.errors import WorkspaceError
+from sandbox_runner.sandbox.seccomp import seccomp_profile
 
 WORKSPACE_MOUNT = "/workspace"
 PLAN_MOUNT = "/plan"
 EXTRA_MOUNT_ROOT = "/ro"
 TOOLSERVER_MOUNT = "/opt/planrun/toolserver.py"
 TOOLSERVER_SOURCE = Path(__file__).with_name("toolserver.py")
+RESOLV_CONF_MOUNT = "/etc/resolv.conf"
+# Mounted over Docker's copy of the host's resolver configuration: nothing to resolve with.
+EMPTY_RESOLV_CONF = Path(__file__).with_name("empty_resolv.conf")
+# The /plan of a probe sandbox: enough for the tool server, too small to matter.
+PROBE_PLAN_MB = 1
+PROBE_PLAN_ENTRIES = 16
 # The unprivileged uid of the image's `planrun` user, used when planrun itself runs as root.
 SANDBOX_UID = 10001
 SANDBOX_GID = 10001
@@ -36,12 +43,21 @@ class Limits:
     tmp_mb: int = 64
     """Size of the tmpfs mounted at /tmp."""
     plan_dir_mb: int = 64
-    """Largest file, and largest plan directory the write tools accept, in MiB."""
+    """Size of the plan directory (a tmpfs: the kernel enforces it), in MiB."""
+    plan_dir_entries: int = 10_000
+    """Files and directories the plan directory can hold (the tmpfs's inodes)."""
     open_files: int = 1024
     """Maximum number of open file descriptors per process."""
 
     def __post_init__(self) -> None:
-        for name in ("memory_mb", "pids", "tmp_mb", "plan_dir_mb", "open_files"):
+        for name in (
+            "memory_mb",
+            "pids",
+            "tmp_mb",
+            "plan_dir_mb",
+            "plan_dir_entries",
+            "open_files",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"limit {name} must be at least 1")
         if self.memory_mb < 32:
@@ -57,8 +73,12 @@ class SandboxSpec:
 
     workspace: Path
     """The repository, mounted read-only at /workspace."""
-    plan_dir: Path
-    """The subagent's plan directory, mounted read-write at /plan: the only writable mount."""
+    plan_dir: Path | None
+    """Where the host keeps what the sandbox wrote to /plan; None for a probe sandbox
+    (the git-status checks), whose /plan is a tiny tmpfs that is never copied out.
+
+    /plan itself is a tmpfs inside the container, capped by the kernel (bytes and
+    entries); the host copies its files out, bounded and without following links."""
     image: str
     """The sandbox image tag."""
     extra_dirs: tuple[Path, ...] = ()
@@ -145,7 +165,9 @@ def toolserver_command(spec: SandboxSpec) -> list[str]:
     """The container's main process: the tool server, under the image's python3."""
     command = ["python3", "-I", "-S", TOOLSERVER_MOUNT, "--workspace", WORKSPACE_MOUNT]
     command += ["--plan-dir", PLAN_MOUNT]
-    command += ["--max-plan-bytes", str(spec.limits.plan_dir_mb * 1024 * 1024)]
+    megabytes, entries = plan_capacity(spec)
+    command += ["--max-plan-bytes", str(megabytes * 1024 * 1024)]
+    command += ["--max-plan-entries", str(entries)]
     for _, target in extra_mount_points(spec.extra_dirs):
         command += ["--extra-dir", target]
     return command
@@ -170,28 +192,42 @@ def submounts(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> lis
     return below
 
 
+def plan_capacity(spec: SandboxSpec) -> tuple[int, int]:
+    """Size in MiB and entries of the sandbox's /plan."""
+    if spec.plan_dir is None:
+        return PROBE_PLAN_MB, PROBE_PLAN_ENTRIES
+    return spec.limits.plan_dir_mb, spec.limits.plan_dir_entries
+
+
+def plan_tmpfs(spec: SandboxSpec, uid: int, gid: int) -> str:
+    """Mount options of /plan: a tmpfs the kernel caps in bytes and entries, no exec."""
+    size, entries = plan_capacity(spec)
+    return f"rw,noexec,nosuid,nodev,size={size}m,nr_inodes={entries},mode=0700,uid={uid},gid={gid}"
+
+
 def container_options(
     spec: SandboxSpec, user: tuple[int, int] | None = None, *, recursive_read_only: bool = False
 ) -> dict[str, Any]:
     """The keyword arguments for docker's `containers.create`, as plain data.
 
     Every relaxation of these options is a security bug: read-only root and workspace,
-    one writable bind mount (the plan directory), no network, no capabilities, no
-    privilege escalation, bounded memory, processes, CPU, /tmp and file size.
+    no writable bind mount at all (/plan and /tmp are size-capped tmpfs mounts), no
+    network, no capabilities, no privilege escalation, planrun's seccomp profile, no
+    shared IPC, no log copy, bounded memory, processes, CPU and file size.
     """
     uid, gid = user or sandbox_user()
     limits = spec.limits
     recursive = recursive_read_only
     mounts = [
         _bind(spec.workspace, WORKSPACE_MOUNT, read_only=True, recursive=recursive),
-        _bind(spec.plan_dir, PLAN_MOUNT, read_only=False),
         _bind(TOOLSERVER_SOURCE, TOOLSERVER_MOUNT, read_only=True),
+        _bind(EMPTY_RESOLV_CONF, RESOLV_CONF_MOUNT, read_only=True),
     ]
     mounts += [
         _bind(src, dst, read_only=True, recursive=recursive)
         for src, dst in extra_mount_points(spec.extra_dirs)
     ]
-    plan_bytes = limits.plan_dir_mb * 1024 * 1024
+    file_bytes = limits.plan_dir_mb * 1024 * 1024
     return {
         "image": spec.image,
         "command": toolserver_command(spec),
@@ -202,16 +238,19 @@ def container_options(
         "labels": labels(spec),
         "mounts": mounts,
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmp_mb}m,mode=1777"},
+        "tmpfs": {
+            "/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmp_mb}m,mode=1777",
+            PLAN_MOUNT: plan_tmpfs(spec, uid, gid),
+        },
         "network_mode": "none",
         "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges:true"],
+        "security_opt": ["no-new-privileges:true", f"seccomp={seccomp_profile()}"],
         "pids_limit": limits.pids,
         "mem_limit": f"{limits.memory_mb}m",
         "memswap_limit": f"{limits.memory_mb}m",
         "nano_cpus": int(limits.cpus * 1e9),
         "ulimits": [
-            {"Name": "fsize", "Soft": plan_bytes, "Hard": plan_bytes},
+            {"Name": "fsize", "Soft": file_bytes, "Hard": file_bytes},
             {"Name": "nofile", "Soft": limits.open_files, "Hard": limits.open_files},
             {"Name": "core", "Soft": 0, "Hard": 0},
         ],
@@ -220,9 +259,16 @@ def container_options(
         # command can read requests or forge replies. The server reaps orphans itself.
         "init": False,
         "stdin_open": True,
+        # Not detached: docker-py then sets StdinOnce, so when planrun's attach connection
+        # closes (planrun exited or was killed) the server reads end-of-file, kills every
+        # command and exits, and Docker removes the container: nothing outlives planrun.
+        "detach": False,
+        "auto_remove": True,
         "tty": False,
-        "ipc_mode": "private",
-        "detach": True,
+        # Its own IPC namespace without /dev/shm: commands need no shared memory.
+        "ipc_mode": "none",
+        # Tool output is not copied into a log file on the host.
+        "log_config": {"Type": "none", "Config": {}},
     }
 
 

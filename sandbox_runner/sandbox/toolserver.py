@@ -15,6 +15,7 @@ one-line message for the model, never a traceback.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import errno
 import fnmatch
@@ -43,6 +44,10 @@ MIN_TIMEOUT = 0.1
 MAX_TIMEOUT = 600.0
 MAX_OUTPUT_BYTES = 256 * 1024
 DEFAULT_MAX_PLAN_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_PLAN_ENTRIES = 10_000
+# What the host copies out of the plan directory: files listed per request, and bytes per read.
+EXPORT_MAX_FILES = 1000
+EXPORT_CHUNK_BYTES = 192 * 1024
 
 READ_DEFAULT_LIMIT = 2000
 READ_MAX_LINE_CHARS = 2000
@@ -231,6 +236,13 @@ def cap_output(text: str, *, extra_bytes: int = 0) -> tuple[str, bool]:
     if not more:
         return text, False
     return f"{text.rstrip()}\n... [output truncated: {more} more bytes]", True
+
+
+def human_size(size: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return plural(size, "byte")
 
 
 def plural(count: int, noun: str) -> str:
@@ -866,6 +878,60 @@ def kill_command(proc: subprocess.Popen[bytes], token: str | None) -> None:
         kill_token_holders(token)
 
 
+STRAY_SWEEP_ROUNDS = 20
+
+
+def sweep_strays(server: ToolServer) -> int:
+    """As the container's init, SIGKILL every process that no running command owns.
+
+    A finished command's processes are gone whatever they did to hide: a process that
+    left its session (setsid), cleared its environment (env -i) or double-forked is
+    re-parented to PID 1, and everything not descended from a command still running is
+    killed. Only PID 1 sees the whole container this way; elsewhere (a test harness)
+    the token and the process group have to do.
+    """
+    if os.getpid() != 1:
+        return 0
+    killed = 0
+    with server.spawn_lock:  # a command being started is not yet registered
+        for _ in range(STRAY_SWEEP_ROUNDS):
+            strays = stray_pids(server.tracked_pids())
+            for pid in strays:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            killed += len(strays)
+            if not strays:
+                break
+    return killed
+
+
+def stray_pids(running: set[int]) -> list[int]:
+    """Live processes (not zombies) that are neither PID 1 nor under a running command."""
+    parents: dict[int, int] = {}
+    live: set[int] = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or name == "1":
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat_file:
+                fields = stat_file.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pid = int(name)
+        parents[pid] = int(fields[1])
+        if fields[0] != b"Z":
+            live.add(pid)
+    owned = set(running)
+    changed = True
+    while changed:
+        changed = False
+        for pid, parent in parents.items():
+            if parent in owned and pid not in owned:
+                owned.add(pid)
+                changed = True
+    return sorted(live - owned)
+
+
 def reap_orphans(server: ToolServer, *, settle: bool = False) -> int:
     """As the container's init (PID 1), collect the orphans that died; return how many.
 
@@ -947,6 +1013,7 @@ def run_process(
         kill_command(proc, token)
         proc.wait()
         server.unregister(proc)
+        sweep_strays(server)
         reap_orphans(server, settle=True)
     join_until = time.monotonic() + READER_JOIN_SECONDS
     for capture in (stdout, stderr):
@@ -1170,6 +1237,166 @@ def split_glob(root: str, pattern: str) -> tuple[str, str]:
     return os.path.normpath(os.path.join(root, prefix)), "/".join(parts[literal:])
 
 
+GLOB_MAX_ALTERNATIVES = 256
+# Up to this many unbounded wildcards a compiled regular expression is safe (its
+# backtracking is at most quadratic in a path); beyond, the linear matcher below is used.
+GLOB_REGEX_MAX_STARS = 2
+# Glob tokens of the linear matcher.
+LITERAL, ANY_CHAR, CHAR_CLASS, STAR, GLOBSTAR, GLOBSTAR_DIRS = range(6)
+GlobToken = tuple[int, object]
+
+
+def expand_braces(pattern: str, limit: int = GLOB_MAX_ALTERNATIVES) -> list[str]:
+    """`a{b,c}d` -> [abd, acd], nested too; at most LIMIT patterns."""
+    start = _brace_start(pattern)
+    if start < 0:
+        return [pattern]
+    depth, index, pieces, piece_start = 0, start, [], start + 1
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                pieces.append(pattern[piece_start:index])
+                break
+        elif char == "," and depth == 1:
+            pieces.append(pattern[piece_start:index])
+            piece_start = index + 1
+        index += 1
+    else:
+        return [pattern]  # unbalanced: the brace is a literal character
+    head, tail = pattern[:start], pattern[index + 1 :]
+    expanded: list[str] = []
+    for piece in pieces:
+        for rest in expand_braces(head + piece + tail, limit):
+            expanded.append(rest)
+            if len(expanded) > limit:
+                raise ToolError(f"Glob pattern has more than {limit} brace alternatives")
+    return expanded
+
+
+def _brace_start(pattern: str) -> int:
+    index = 0
+    while index < len(pattern):
+        if pattern[index] == "\\":
+            index += 2
+            continue
+        if pattern[index] == "{":
+            return index
+        index += 1
+    return -1
+
+
+def glob_tokens(pattern: str) -> list[GlobToken]:
+    """A brace-free glob as tokens for the linear matcher; runs of stars collapse."""
+    tokens: list[GlobToken] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        index += 1
+        if char == "*":
+            double = pattern.startswith("*", index)
+            while pattern.startswith("*", index):
+                index += 1
+            if double and pattern.startswith("/", index):
+                index += 1
+                kind = GLOBSTAR_DIRS
+            else:
+                kind = GLOBSTAR if double else STAR
+            if tokens and tokens[-1][0] in (STAR, GLOBSTAR) and kind != GLOBSTAR_DIRS:
+                tokens[-1] = (max(kind, tokens[-1][0]), None)
+                continue
+            tokens.append((kind, None))
+        elif char == "?":
+            tokens.append((ANY_CHAR, None))
+        elif char == "\\" and index < len(pattern):
+            tokens.append((LITERAL, pattern[index]))
+            index += 1
+        elif char == "[":
+            translated, end = _translate_class(pattern, index)
+            if end == index:
+                tokens.append((LITERAL, "["))
+            else:
+                tokens.append((CHAR_CLASS, re.compile(translated, re.DOTALL)))
+                index = end
+        else:
+            tokens.append((LITERAL, char))
+    return tokens
+
+
+def _token_step(token: GlobToken, char: str) -> bool:
+    kind, value = token
+    if kind == LITERAL:
+        return char == value
+    if kind == ANY_CHAR:
+        return char != "/"
+    assert isinstance(value, re.Pattern)
+    return char != "/" and value.fullmatch(char) is not None
+
+
+def _closure(states: set[int], tokens: list[GlobToken]) -> set[int]:
+    """Add the states reachable without reading a character (a star matching nothing)."""
+    stack = list(states)
+    while stack:
+        state = stack.pop()
+        skippable = state < len(tokens) and tokens[state][0] in (STAR, GLOBSTAR, GLOBSTAR_DIRS)
+        if skippable and state + 1 not in states:
+            states.add(state + 1)
+            stack.append(state + 1)
+    return states
+
+
+def linear_match(tokens: list[GlobToken], text: str) -> bool:
+    """Whether TEXT matches: a set-of-states simulation, O(len(text) * len(tokens))."""
+    states = _closure({0}, tokens)
+    for char in text:
+        following: set[int] = set()
+        for state in states:
+            if state == len(tokens):
+                continue
+            kind = tokens[state][0]
+            if kind == STAR:
+                if char != "/":
+                    following.add(state)
+            elif kind == GLOBSTAR:
+                following.add(state)
+            elif kind == GLOBSTAR_DIRS:
+                following.add(state)
+                if char == "/":
+                    following.add(state + 1)
+            elif _token_step(tokens[state], char):
+                following.add(state + 1)
+        if not following:
+            return False
+        states = _closure(following, tokens)
+    return len(tokens) in states
+
+
+class GlobMatcher:
+    """Matches relative paths against a glob in bounded time, whatever the pattern."""
+
+    def __init__(self, pattern: str) -> None:
+        self.regexes: list[re.Pattern[str]] = []
+        self.token_lists: list[list[GlobToken]] = []
+        for alternative in expand_braces(pattern):
+            tokens = glob_tokens(alternative)
+            stars = sum(1 for kind, _ in tokens if kind in (STAR, GLOBSTAR, GLOBSTAR_DIRS))
+            if stars <= GLOB_REGEX_MAX_STARS:
+                self.regexes.append(re.compile(glob_to_regex(alternative), re.DOTALL))
+            else:
+                self.token_lists.append(tokens)
+
+    def matches(self, path: str) -> bool:
+        if any(regex.fullmatch(path) for regex in self.regexes):
+            return True
+        return any(linear_match(tokens, path) for tokens in self.token_lists)
+
+
 def op_glob(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     pattern = str_arg(args, "pattern")
     root = server.resolve(opt_str_arg(args, "path") or server.workspace)
@@ -1182,12 +1409,12 @@ def op_glob(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     if not os.path.isdir(base):
         return Outcome("No files found", meta={"matches": 0})
     try:
-        regex = re.compile(glob_to_regex(rest), re.DOTALL)
+        matcher = GlobMatcher(rest)
     except re.error as exc:
-        raise ToolError(f"Invalid glob pattern {pattern!r}: {exc}") from None
+        raise ToolError(f"Invalid glob pattern {printable(pattern)!r}: {exc}") from None
     max_depth = None if "**" in rest else rest.count("/") + 1
     deadline = time.monotonic() + timeout
-    newest, total = walk_glob(base, regex, max_depth, (deadline, timeout))
+    newest, total = walk_glob(base, matcher, max_depth, (deadline, timeout))
     lines = [printable(path) for _, path in newest]
     if not lines:
         return Outcome("No files found", meta={"matches": 0})
@@ -1201,33 +1428,50 @@ def op_glob(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
 
 
 def walk_glob(
-    base: str, regex: re.Pattern[str], max_depth: int | None, limit: tuple[float, float]
+    base: str, matcher: GlobMatcher, max_depth: int | None, limit: tuple[float, float]
 ) -> tuple[list[tuple[int, str]], int]:
-    """Walk BASE without following links; keep the newest matches and count all of them."""
+    """Walk BASE (any depth, never through a link); keep the newest matches, count all.
+
+    The deadline is checked for every entry, so a slow pattern ends with the request.
+    """
     newest: list[tuple[int, str]] = []
     total = 0
-    prefix_len = len(base.rstrip("/")) + 1
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+    stack = [("", base)]
+    while stack:
+        rel_dir, directory = stack.pop()
         check_deadline(limit[0], "glob", limit[1])
-        rel_dir = dirpath[prefix_len:]
         depth = rel_dir.count("/") + 1 if rel_dir else 0
-        if max_depth is not None and depth + 1 >= max_depth:
-            dirnames.clear()
-        else:
-            dirnames[:] = [name for name in dirnames if name != ".git"]
-        for name in filenames:
-            if not regex.fullmatch(f"{rel_dir}/{name}" if rel_dir else name):
-                continue
-            full = os.path.join(dirpath, name)
+        descend = max_depth is None or depth + 1 < max_depth
+        try:
+            with os.scandir(directory) as scan:
+                entries = list(scan)
+        except OSError:
+            continue
+        for entry in entries:
+            check_deadline(limit[0], "glob", limit[1])
+            relative = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            # A link to a directory is neither listed nor followed (as os.walk does); a
+            # link loop or a dangling link is listed like a file.
             try:
-                mtime = os.lstat(full).st_mtime_ns
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            is_link = entry.is_symlink()
+            if is_dir:
+                if descend and not is_link and entry.name != ".git":
+                    stack.append((relative, entry.path))
+                continue
+            if not matcher.matches(relative):
+                continue
+            try:
+                mtime = entry.stat(follow_symlinks=False).st_mtime_ns
             except OSError:
                 mtime = 0
             total += 1
             if len(newest) < GLOB_MAX_RESULTS:
-                heapq.heappush(newest, (mtime, full))
+                heapq.heappush(newest, (mtime, entry.path))
             else:
-                heapq.heappushpop(newest, (mtime, full))
+                heapq.heappushpop(newest, (mtime, entry.path))
     newest.sort(key=lambda item: (-item[0], item[1]))
     return newest, total
 
@@ -1271,7 +1515,10 @@ def rg_argv(args: JsonDict, mode: str, pattern: str, root: str) -> list[str]:
 def op_grep(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     pattern = str_arg(args, "pattern", allow_empty=True)
     root = server.resolve(opt_str_arg(args, "path") or server.workspace)
-    os.stat(root)
+    kind = os.stat(root).st_mode
+    if not (stat.S_ISDIR(kind) or stat.S_ISREG(kind)):
+        # ripgrep would wait on a FIFO for as long as nobody writes to it.
+        raise ToolError(f"Not a regular file ({file_type(kind)}): {printable(root)}")
     mode = opt_str_arg(args, "output_mode") or "files_with_matches"
     if mode not in GREP_MODES:
         raise ToolError(f"Invalid output_mode {mode!r}: expected one of {', '.join(GREP_MODES)}")
@@ -1530,15 +1777,9 @@ def open_in_plan(server: ToolServer, path: str, parts: list[str], *, create: boo
     Walking with directory descriptors means a symlink swapped in at any level is refused
     rather than followed, whatever happens between our checks.
     """
-    dir_fd = os.open(server.plan_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    walked = server.plan_dir.rstrip("/")
+    dir_fd = open_plan_parent(server, parts, path, create=create)
     try:
-        for part in parts[:-1]:
-            walked = f"{walked}/{part}"
-            next_fd = open_plan_dir(dir_fd, part, walked, create)
-            os.close(dir_fd)
-            dir_fd = next_fd
-        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
             fd = os.open(parts[-1], flags | (os.O_CREAT if create else 0), 0o644, dir_fd=dir_fd)
         except OSError as exc:
@@ -1546,12 +1787,9 @@ def open_in_plan(server: ToolServer, path: str, parts: list[str], *, create: boo
     finally:
         os.close(dir_fd)
     info = os.fstat(fd)
-    problem = "" if stat.S_ISREG(info.st_mode) else "Not a regular file"
-    if info.st_nlink > 1 and not problem:
-        problem = "Refusing to write to a file with several hard links"
-    if problem:
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise ToolError(f"{problem}: {printable(path)}")
+        raise ToolError(f"Not a regular file: {printable(path)}")
     return fd
 
 
@@ -1587,56 +1825,104 @@ def plan_open_error(exc: OSError, dir_fd: int, name: str, shown: str) -> str:
     return describe_os_error(exc, shown)
 
 
-def plan_usage(server: ToolServer, deadline: float) -> int:
-    total = 0
-    for dirpath, _dirnames, filenames in os.walk(server.plan_dir):
-        if time.monotonic() > deadline:
-            raise ToolError("Timed out measuring the plan directory", timed_out=True)
-        for name in filenames:
-            try:
-                info = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            total += info.st_size if stat.S_ISREG(info.st_mode) else 0
-    return total
+FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
-def check_plan_size(server: ToolServer, delta: int, deadline: float) -> None:
-    after = plan_usage(server, deadline) + delta
-    if after > server.max_plan_bytes:
-        raise ToolError(
-            f"Plan directory size limit exceeded: {server.plan_dir} would hold {after} bytes, "
-            f"the limit is {server.max_plan_bytes} bytes"
-        )
+def plan_full_message(server: ToolServer, path: str) -> str:
+    return (
+        f"Plan directory is full: {printable(path)} was not changed (the plan directory "
+        f"holds at most {human_size(server.max_plan_bytes)} and "
+        f"{server.max_plan_entries} files); write less, or remove files you do not need"
+    )
 
 
-def replace_contents(fd: int, data: bytes, path: str) -> None:
+def replace_in_plan(server: ToolServer, path: str, parts: list[str], data: bytes) -> None:
+    """Write DATA to a new file beside PATH, then rename it over PATH.
+
+    A write that fails half-way (the plan directory is full) leaves the old plan whole;
+    a symlink or FIFO planted at PATH is replaced, never followed or opened.
+    """
+    if len(data) > server.max_plan_bytes:
+        raise ToolError(plan_full_message(server, path))
+    dir_fd = open_plan_parent(server, parts, path, create=True)
+    temporary = f".{parts[-1][:200]}.planrun-{threading.get_ident()}.tmp"
     try:
-        os.ftruncate(fd, 0)
-        view = memoryview(data)
-        position = 0
-        while position < len(view):
-            position += os.pwrite(fd, view[position:], position)
-    except OSError as exc:
-        raise ToolError(describe_os_error(exc, path)) from None
+        try:
+            fd = os.open(
+                temporary,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+                dir_fd=dir_fd,
+            )
+        except OSError as exc:
+            raise ToolError(plan_write_error(server, exc, path)) from None
+        try:
+            view = memoryview(data)
+            position = 0
+            while position < len(view):
+                position += os.write(fd, view[position:])
+        except OSError as exc:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=dir_fd)
+            raise ToolError(plan_write_error(server, exc, path)) from None
+        os.close(fd)
+        try:
+            refuse_odd_target(dir_fd, parts[-1], path)
+            os.rename(temporary, parts[-1], src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except ToolError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=dir_fd)
+            raise
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=dir_fd)
+            raise ToolError(plan_write_error(server, exc, path)) from None
+    finally:
+        os.close(dir_fd)
+
+
+def refuse_odd_target(dir_fd: int, name: str, path: str) -> None:
+    """A symlink, FIFO or directory at the target is an error, not something to replace."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise ToolError(
+            f"Refusing to follow a symbolic link in the plan directory: {printable(path)}"
+        )
+    if not stat.S_ISREG(mode):
+        raise ToolError(f"Not a regular file ({file_type(mode)}): {printable(path)}")
+
+
+def plan_write_error(server: ToolServer, exc: OSError, path: str) -> str:
+    if exc.errno in FULL_ERRNOS:
+        return plan_full_message(server, path)
+    return describe_os_error(exc, path)
+
+
+def open_plan_parent(server: ToolServer, parts: list[str], path: str, *, create: bool) -> int:
+    """The directory that holds PATH, opened component by component with O_NOFOLLOW."""
+    dir_fd = os.open(server.plan_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    walked = server.plan_dir.rstrip("/")
+    try:
+        for part in parts[:-1]:
+            walked = f"{walked}/{part}"
+            next_fd = open_plan_dir(dir_fd, part, walked, create)
+            os.close(dir_fd)
+            dir_fd = next_fd
+    except BaseException:
+        os.close(dir_fd)
+        raise
+    return dir_fd
 
 
 def op_write(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     path, parts = plan_target(server, str_arg(args, "file_path"))
     data = str_arg(args, "content", allow_empty=True).encode("utf-8", "replace")
-    deadline = time.monotonic() + timeout
     with server.plan_lock:
-        try:
-            info = os.lstat(path)
-            existing = info.st_size if stat.S_ISREG(info.st_mode) else 0
-        except OSError:
-            existing = 0
-        check_plan_size(server, len(data) - existing, deadline)
-        fd = open_in_plan(server, path, parts, create=True)
-        try:
-            replace_contents(fd, data, path)
-        finally:
-            os.close(fd)
+        replace_in_plan(server, path, parts, data)
     shown = printable(path)
     return Outcome(f"File written: {shown} ({len(data)} bytes)", meta={"bytes": len(data)})
 
@@ -1663,27 +1949,82 @@ def op_edit(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
         raise ToolError("old_string must not be empty; use write to create or overwrite a file")
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing to change")
-    deadline = time.monotonic() + timeout
     with server.plan_lock:
         fd = open_in_plan(server, path, parts, create=False)
         try:
             text = read_plan_text(server, fd, path)
-            count = text.count(old)
-            if count == 0:
-                raise ToolError(f"old_string not found in file: {printable(path)}")
-            if count > 1 and not replace_all:
-                raise ToolError(
-                    f"old_string is not unique in file ({count} occurrences); "
-                    "give more context or set replace_all"
-                )
-            data = text.replace(old, new, -1 if replace_all else 1).encode("utf-8", "replace")
-            check_plan_size(server, len(data) - len(text.encode("utf-8")), deadline)
-            replace_contents(fd, data, path)
         finally:
             os.close(fd)
+        count = text.count(old)
+        if count == 0:
+            raise ToolError(f"old_string not found in file: {printable(path)}")
+        if count > 1 and not replace_all:
+            raise ToolError(
+                f"old_string is not unique in file ({count} occurrences); "
+                "give more context or set replace_all"
+            )
+        data = text.replace(old, new, -1 if replace_all else 1).encode("utf-8", "replace")
+        replace_in_plan(server, path, parts, data)
     done = count if replace_all else 1
     message = f"File edited: {printable(path)} ({plural(done, 'replacement')})"
     return Outcome(message, meta={"replacements": done})
+
+
+# ---------------------------------------------------------------------------------------
+# plan_files and plan_read: how the host copies the plan directory (a tmpfs) out
+
+
+def op_plan_files(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
+    """The regular files under the plan directory: hex-encoded relative names and sizes.
+
+    Walked with an explicit stack (any depth), never through a symlink; other kinds of
+    entries are only counted.
+    """
+    deadline = time.monotonic() + timeout
+    files: list[JsonDict] = []
+    skipped = 0
+    stack = [b""]
+    root = os.fsencode(server.plan_dir)
+    while stack and len(files) < EXPORT_MAX_FILES:
+        check_deadline(deadline, "plan_files", timeout)
+        relative = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, relative) if relative else root) as scan:
+                entries = list(scan)
+        except OSError:
+            skipped += 1
+            continue
+        for entry in entries:
+            name = os.path.join(relative, entry.name) if relative else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(name)
+            elif entry.is_file(follow_symlinks=False):
+                files.append(
+                    {"path": name.hex(), "size": entry.stat(follow_symlinks=False).st_size}
+                )
+            else:
+                skipped += 1
+    listed = files[:EXPORT_MAX_FILES]
+    more = bool(stack) or len(files) > EXPORT_MAX_FILES
+    meta: JsonDict = {"files": listed, "skipped": skipped, "more": more}
+    return Outcome(f"{len(listed)} files", meta=meta)
+
+
+def op_plan_read(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
+    """Up to EXPORT_CHUNK_BYTES of one plan-directory file from OFFSET, base64-encoded."""
+    raw = str_arg(args, "path")
+    offset = int_arg(args, "offset", 0)
+    path, parts = plan_target(server, os.path.join(server.plan_dir, raw))
+    with server.plan_lock:
+        fd = open_in_plan(server, path, parts, create=False)
+        try:
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, EXPORT_CHUNK_BYTES, offset)
+        finally:
+            os.close(fd)
+    eof = offset + len(data) >= size
+    meta: JsonDict = {"size": size, "offset": offset, "eof": eof}
+    return Outcome(base64.b64encode(data).decode("ascii"), meta=meta)
 
 
 # ---------------------------------------------------------------------------------------
@@ -2222,14 +2563,14 @@ class ToolServer:
     """Holds the configuration and the running commands, and answers request lines."""
 
     def __init__(
-        self, workspace: str, plan_dir: str, extra_dirs: list[str], max_plan_bytes: int
+        self, workspace: str, plan_dir: str, extra_dirs: list[str], plan_limits: tuple[int, int]
     ) -> None:
         self.workspace = os.path.normpath(os.path.abspath(workspace))
         self.plan_dir = os.path.normpath(os.path.abspath(plan_dir))
         self.extra_dirs = [os.path.normpath(os.path.abspath(path)) for path in extra_dirs]
-        self.max_plan_bytes = max_plan_bytes
+        self.max_plan_bytes, self.max_plan_entries = plan_limits
         # A JSON-escaped write may be several times its content; anything far beyond is junk.
-        self.max_request_bytes = 6 * max_plan_bytes + (1 << 20)
+        self.max_request_bytes = 6 * self.max_plan_bytes + (1 << 20)
         self.plan_lock = threading.Lock()
         self._out_lock = threading.Lock()
         self._running_lock = threading.Lock()
@@ -2379,6 +2720,8 @@ OPS: dict[str, Callable[[ToolServer, JsonDict, float], Outcome]] = {
     "edit": op_edit,
     "stat": op_stat,
     "lsp": op_lsp,
+    "plan_files": op_plan_files,
+    "plan_read": op_plan_read,
 }
 
 
@@ -2417,6 +2760,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--plan-dir", default="/plan")
     parser.add_argument("--extra-dir", action="append", default=[])
     parser.add_argument("--max-plan-bytes", type=int, default=DEFAULT_MAX_PLAN_BYTES)
+    parser.add_argument("--max-plan-entries", type=int, default=DEFAULT_MAX_PLAN_ENTRIES)
     return parser.parse_args(argv)
 
 
@@ -2424,7 +2768,10 @@ def main(argv: list[str] | None = None) -> None:
     options = parse_args(argv)
     os.umask(0o022)
     server = ToolServer(
-        options.workspace, options.plan_dir, options.extra_dir, options.max_plan_bytes
+        options.workspace,
+        options.plan_dir,
+        options.extra_dir,
+        (options.max_plan_bytes, options.max_plan_entries),
     )
     if os.getpid() == 1:
         # As the container's init: no signal handlers, so that no process inside can stop

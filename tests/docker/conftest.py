@@ -61,9 +61,9 @@ def make_sandbox(
     ) -> DockerSandbox:
         plan_dir = tmp_path / f"plans-{len(made)}"
         plan_dir.mkdir()
+        extra.setdefault("plan_dir", plan_dir)
         spec = SandboxSpec(
             workspace=workspace or repo,
-            plan_dir=plan_dir,
             image=sandbox_image,
             limits=limits or Limits(memory_mb=256, pids=128),
             session=test_session,

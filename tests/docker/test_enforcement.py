@@ -51,14 +51,18 @@ def test_plan_dir_is_writable_and_plans_belong_to_the_user(make_sandbox: Sandbox
     sandbox = make_sandbox()
     with sandbox:
         result = bash(
-            sandbox, "echo '# plan' > /plan/plan.md && mkdir /plan/sub && cat /plan/plan.md"
+            sandbox,
+            "echo '# plan' > /plan/plan.md && mkdir /plan/sub && echo n > /plan/sub/note.md "
+            "&& cat /plan/plan.md",
         )
         assert result.exit_code == 0, result.output
         assert result.output.strip() == "# plan"
+    # /plan is a tmpfs: what it held is copied out when the sandbox stops.
+    assert sandbox.spec.plan_dir is not None
     plan = sandbox.spec.plan_dir / "plan.md"
     assert plan.read_text() == "# plan\n"
     assert plan.stat().st_uid == os.getuid()
-    assert (sandbox.spec.plan_dir / "sub").stat().st_uid == os.getuid()
+    assert (sandbox.spec.plan_dir / "sub" / "note.md").stat().st_uid == os.getuid()
 
 
 @pytest.mark.parametrize("path", ["/new", "/etc/new", "/usr/bin/new", "/opt/planrun/toolserver.py"])

@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,10 @@ CONTAINER_ROOT = re.compile(r"(?<![\w/.-])/(workspace|plan)(?![\w.-])")
 class LocalSandbox(SandboxBase):
     """Runs toolserver.py as a child process on the host, for tests only."""
 
-    def __init__(self, workspace: Path, plan_dir: Path) -> None:
+    def __init__(self, workspace: Path, plan_dir: Path | None) -> None:
         self.workspace = workspace
-        self.plan_dir = plan_dir
+        # A probe sandbox (no plan directory) still needs somewhere for the server's /plan.
+        self.plan_dir = plan_dir if plan_dir is not None else Path(tempfile.mkdtemp())
         self.requests: list[ToolRequest] = []
         self._process: subprocess.Popen[bytes] | None = None
         self._client: ToolServerClient | None = None

@@ -43,10 +43,12 @@ class ServerProcess:
         user: int | None = None,
         visible: Iterable[Path] = (),
         writable: Iterable[Path] = (),
+        plan_kib: int = 64 * 1024,
+        plan_entries: int = 10_000,
     ) -> None:
         uid, gid = (user, user) if user is not None else sandbox_user()
         writable = tuple(writable)
-        for directory in (plan_dir, *writable):
+        for directory in writable:
             os.chown(directory, uid, gid)
         self.name = f"planrun-test-{uuid.uuid4().hex[:12]}"
         argv = ["docker", "run", "-i", "--rm", "--name", self.name, "--label", MANAGED_LABEL]
@@ -60,12 +62,17 @@ class ServerProcess:
         for directory in visible:  # mounted first: the mounts below may lie inside
             directory.chmod(0o755)  # a test's directory is private to its owner
             argv += _mount(directory, read_only=True)
-        argv += _mount(workspace, read_only=True) + _mount(plan_dir, read_only=False)
+        argv += _mount(workspace, read_only=True)
+        # The plan directory is what it is for users: a tmpfs the kernel caps.
+        plan_options = f"size={plan_kib}k,nr_inodes={plan_entries},mode=0700,uid={uid},gid={gid}"
+        argv += ["--tmpfs", f"{plan_dir}:rw,noexec,nosuid,nodev,{plan_options}"]
         argv += _mount(TOOLSERVER_SOURCE, read_only=True, target=TOOLSERVER_MOUNT)
         for directory in writable:
             argv += _mount(directory, read_only=False)
         argv += [image, "python3", "-I", "-S", TOOLSERVER_MOUNT]
-        argv += ["--workspace", str(workspace), "--plan-dir", str(plan_dir), *extra]
+        argv += ["--workspace", str(workspace), "--plan-dir", str(plan_dir)]
+        argv += ["--max-plan-bytes", str(plan_kib * 1024), "--max-plan-entries", str(plan_entries)]
+        argv += extra
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
@@ -142,6 +149,12 @@ class ServerProcess:
         assert response["output"] == ""
         assert "\n" not in response["error"]
         return str(response["error"])
+
+    def cat(self, path: Path) -> str:
+        """A file's content as the sandbox sees it (the plan directory is not on the host)."""
+        response = self.call("bash", {"command": f"cat '{path}'"})
+        assert response["ok"] and response["exit_code"] == 0, response
+        return str(response["output"])
 
     def peak_memory_kib(self) -> int:
         status = Path(f"/proc/{self.host_pid()}/status").read_text()

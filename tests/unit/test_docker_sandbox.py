@@ -19,6 +19,7 @@ class FakeContainer:
     def __init__(self, *states: dict[str, Any] | Exception) -> None:
         self.states = list(states)
         self.attrs: dict[str, Any] = {}
+        self.id = "c0ffee"
 
     def reload(self) -> None:
         state = self.states.pop(0) if len(self.states) > 1 else self.states[0]
@@ -27,9 +28,21 @@ class FakeContainer:
         self.attrs = {"State": state}
 
 
-def explain(tmp_path: Path, container: FakeContainer) -> str:
+class FakeEvents:
+    """Stands in for docker's client where only the daemon's event log is asked."""
+
+    def __init__(self, *events: dict[str, Any]) -> None:
+        self.logged = list(events)
+        self.asked: list[dict[str, Any]] = []
+
+    def events(self, **query: Any) -> list[dict[str, Any]]:
+        self.asked.append(query)
+        return self.logged
+
+
+def explain(tmp_path: Path, container: FakeContainer, docker_client: Any = None) -> str:
     spec = SandboxSpec(tmp_path, tmp_path / "plan", "img", limits=Limits(memory_mb=256))
-    sandbox = DockerSandbox(spec, docker_client=None)
+    sandbox = DockerSandbox(spec, docker_client=docker_client)
     sandbox._container = container
     return sandbox._explain_death()
 
@@ -52,6 +65,27 @@ def explain(tmp_path: Path, container: FakeContainer) -> str:
 )
 def test_death_is_explained(tmp_path: Path, states: list[Any], expected: str) -> None:
     assert expected in explain(tmp_path, FakeContainer(*states))
+
+
+@pytest.mark.parametrize(
+    ("events", "expected"),
+    [
+        ([{"Action": "oom"}, {"Action": "die"}], "OOM-killed (memory limit 256 MB)"),
+        (
+            [{"Action": "die", "Actor": {"Attributes": {"exitCode": "9"}}}],
+            "the container exited with code 9",
+        ),
+        ([], "the container was removed"),
+    ],
+)
+def test_death_of_a_removed_container_is_read_from_the_daemon_s_events(
+    tmp_path: Path, events: list[dict[str, Any]], expected: str
+) -> None:
+    """Containers remove themselves when they stop, so the reason is in the event log."""
+    daemon = FakeEvents(*events)
+    gone = FakeContainer(docker.errors.NotFound("gone"))
+    assert explain(tmp_path, gone, daemon) == expected
+    assert daemon.asked[0]["filters"] == {"container": "c0ffee"}
 
 
 def test_a_server_that_closes_its_output_in_a_live_container(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ Runner = Callable[..., PlanResult]
 def plan(workspace: Path, tmp_path: Path) -> Runner:
     sandboxes: list[LocalSandbox] = []
 
-    def factory(plan_dir: Path) -> LocalSandbox:
+    def factory(plan_dir: Path | None) -> LocalSandbox:
         sandbox = LocalSandbox(workspace, plan_dir)
         sandboxes.append(sandbox)
         return sandbox

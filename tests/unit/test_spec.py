@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -32,12 +33,15 @@ def make_spec(tmp_path: Path, **overrides: object) -> SandboxSpec:
     return SandboxSpec(**values)  # type: ignore[arg-type]
 
 
-def test_plan_dir_is_the_only_writable_mount(tmp_path: Path) -> None:
+def test_no_host_directory_is_writable_and_plan_is_a_capped_tmpfs(tmp_path: Path) -> None:
     extra = tmp_path / "docs"
     options = container_options(make_spec(tmp_path, extra_dirs=(extra,)), user=(1000, 1000))
-    writable = [m["Target"] for m in options["mounts"] if not m["ReadOnly"]]
-    assert writable == ["/plan"]
+    assert [m["Target"] for m in options["mounts"] if not m["ReadOnly"]] == []
+    plan = options["tmpfs"]["/plan"].split(",")
+    for option in ("noexec", "nosuid", "nodev", "size=64m", "nr_inodes=10000", "uid=1000"):
+        assert option in plan
     targets = {m["Target"]: m["Source"] for m in options["mounts"]}
+    assert Path(targets["/etc/resolv.conf"]).read_text().startswith("#")
     assert targets["/workspace"] == str(tmp_path / "repo")
     assert targets["/ro/docs"] == str(extra)
     assert targets["/opt/planrun/toolserver.py"].endswith("toolserver.py")
@@ -48,7 +52,14 @@ def test_hardening_options(tmp_path: Path) -> None:
     assert options["read_only"] is True
     assert options["network_mode"] == "none"
     assert options["cap_drop"] == ["ALL"]
-    assert options["security_opt"] == ["no-new-privileges:true"]
+    assert options["security_opt"][0] == "no-new-privileges:true"
+    profile = json.loads(options["security_opt"][1].removeprefix("seccomp="))
+    denied = profile["syscalls"][0]["names"]
+    assert {"ptrace", "io_uring_setup", "userfaultfd", "process_vm_readv"} <= set(denied)
+    assert options["ipc_mode"] == "none"
+    assert options["log_config"]["Type"] == "none"
+    # A container whose planrun is gone reads end-of-file, stops and removes itself.
+    assert options["detach"] is False and options["auto_remove"] is True  # StdinOnce
     assert options["environment"] == {}
     assert options["init"] is False  # the tool server is PID 1 (see container_options)
     assert options["user"] == "1000:1000"
@@ -67,6 +78,12 @@ def test_limits_reach_the_container(tmp_path: Path) -> None:
     fsize = next(u for u in options["ulimits"] if u["Name"] == "fsize")
     assert fsize["Hard"] == 8 * 1024 * 1024
     assert "--max-plan-bytes" in options["command"]
+    assert "size=8m" in options["tmpfs"]["/plan"]
+
+
+def test_a_probe_sandbox_gets_a_tiny_plan_directory(tmp_path: Path) -> None:
+    options = container_options(make_spec(tmp_path, plan_dir=None), user=(1000, 1000))
+    assert "size=1m" in options["tmpfs"]["/plan"] and "nr_inodes=16" in options["tmpfs"]["/plan"]
 
 
 @pytest.mark.parametrize(
@@ -160,4 +177,4 @@ def test_recursive_read_only_binds_when_the_engine_supports_it(tmp_path: Path) -
     options = container_options(make_spec(tmp_path), (1, 1), recursive_read_only=True)
     by_target = {m["Target"]: m["BindOptions"] for m in options["mounts"]}
     assert by_target["/workspace"]["ReadOnlyForceRecursive"] is True
-    assert "ReadOnlyForceRecursive" not in by_target["/plan"]
+    assert "ReadOnlyForceRecursive" not in by_target["/opt/planrun/toolserver.py"]

@@ -102,3 +102,37 @@ def test_read_lines_are_numbered_and_long_ones_cut() -> None:
     assert toolserver.format_line(3, b"hello\r\n", 0) == "     3\thello"
     long_line = toolserver.format_line(1, b"y" * 2500, 0)
     assert long_line == "     1\t" + "y" * 2000 + "... [line truncated: 500 more bytes]"
+
+
+GLOB_PATTERNS = [
+    "*.py", "**/*.py", "src/**", "?.md", "[ab].txt", "[!ab].txt", "*.{js,ts}",
+    "{a,b/{c,d}}.txt", r"\*.txt", "[unclosed", "**/a*b*c.py", "a/**/b", "**", "*/*/*.md",
+]  # fmt: skip
+GLOB_PATHS = [
+    "a.py", "x/a.py", "x/y/abc.py", "a/b", "a/x/y/b", "b.txt", "c.txt", "x.js", "*.txt",
+    "[unclosed", "one/two/three.md", "abbbc.py", "x/aXbYc.py", "b/c.txt", "a.pyc", ".py",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("pattern", GLOB_PATTERNS)
+def test_the_linear_matcher_agrees_with_the_regular_expression(pattern: str) -> None:
+    for alternative in toolserver.expand_braces(pattern):
+        tokens = toolserver.glob_tokens(alternative)
+        regex = re.compile(toolserver.glob_to_regex(alternative), re.DOTALL)
+        for path in GLOB_PATHS:
+            assert toolserver.linear_match(tokens, path) == bool(regex.fullmatch(path)), path
+
+
+def test_a_pattern_full_of_stars_against_a_long_name_is_quick() -> None:
+    """Backtracking would take longer than the universe; the set simulation is linear."""
+    matcher = toolserver.GlobMatcher("*a" * 20 + "*b")
+    name = "a" * 250
+    assert matcher.regexes == []
+    assert not matcher.matches(name)
+    assert matcher.matches(name + "b")
+
+
+def test_brace_alternatives_are_bounded() -> None:
+    assert toolserver.expand_braces("x{1,2}{a,b}") == ["x1a", "x1b", "x2a", "x2b"]
+    with pytest.raises(ToolError, match="more than 256 brace alternatives"):
+        toolserver.expand_braces("{0,1}" * 9)

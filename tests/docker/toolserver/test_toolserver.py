@@ -81,10 +81,12 @@ def test_concurrent_requests_are_answered_by_id(server: ServerProcess, workspace
 
 
 def test_stdin_eof_kills_running_commands_and_exits_zero(
-    start_server: StartServer, workspace: Path, plan_dir: Path
+    start_server: StartServer, workspace: Path, plan_dir: Path, tmp_path: Path
 ) -> None:
-    token_file = plan_dir / "token"
-    process = start_server(workspace, plan_dir)
+    out = tmp_path / "out"
+    out.mkdir()
+    token_file = out / "token"
+    process = start_server(workspace, plan_dir, writable=[out])
     process.send(
         "bash", {"command": f"echo $PLANRUN_CMD > {token_file}; setsid sleep 300 & sleep 300"}
     )
@@ -338,11 +340,15 @@ def test_grep_multiline_dash_pattern_count_and_failures(
     assert "File does not exist" in server.error("grep", {"pattern": "x", "path": "nope"})
 
 
-def test_grep_timeout_kills_rg(server: ServerProcess, workspace: Path) -> None:
-    os.mkfifo(workspace / "pipe")  # rg blocks opening a FIFO that has no writer
-    response = server.call("grep", {"pattern": "x", "path": "pipe"}, timeout=0.5)
-    assert not response["ok"] and response["timed_out"]
-    assert response["error"] == "grep timed out after 0.5 s"
+def test_grep_refuses_a_fifo_instead_of_waiting_on_it(
+    server: ServerProcess, workspace: Path
+) -> None:
+    os.mkfifo(workspace / "pipe")  # rg would block opening a FIFO that has no writer
+    started = time.monotonic()
+    response = server.call("grep", {"pattern": "x", "path": "pipe"}, timeout=30)
+    assert not response["ok"] and not response["timed_out"]
+    assert response["error"] == f"Not a regular file (fifo): {workspace}/pipe"
+    assert time.monotonic() - started < 5
     assert server.ok("ping") == "pong"
 
 
@@ -437,19 +443,19 @@ def test_write_and_edit_inside_the_plan_dir(server: ServerProcess, plan_dir: Pat
     )
     edit = {"file_path": str(target), "old_string": "beta", "new_string": "gamma"}
     assert server.ok("edit", edit) == f"File edited: {target} (1 replacement)"
-    assert target.read_text() == "alpha gamma alpha\n"
+    assert server.cat(target) == "alpha gamma alpha"
     twice = {**edit, "old_string": "alpha", "new_string": "omega"}
     assert server.error("edit", twice) == (
         "old_string is not unique in file (2 occurrences); give more context or set replace_all"
     )
     assert "(2 replacements)" in server.ok("edit", {**twice, "replace_all": True})
-    assert target.read_text() == "omega gamma omega\n"
+    assert server.cat(target) == "omega gamma omega"
     assert "old_string not found in file" in server.error("edit", edit)
     assert "identical" in server.error("edit", {**edit, "new_string": "beta"})
     missing = {**edit, "file_path": str(plan_dir / "nope.md")}
     assert server.error("edit", missing) == f"File does not exist: {plan_dir}/nope.md"
     server.ok("write", {"file_path": str(target), "content": "short"})
-    assert target.read_text() == "short"
+    assert server.cat(target) == "short"
 
 
 def test_write_outside_the_plan_dir_is_refused(
@@ -465,13 +471,15 @@ def test_write_outside_the_plan_dir_is_refused(
 
 
 def test_symlinks_in_the_plan_dir_are_not_followed(
-    server: ServerProcess, plan_dir: Path, tmp_path: Path
+    start_server: StartServer, workspace: Path, plan_dir: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "victim.txt").write_text("original")
-    (plan_dir / "leaf.md").symlink_to(outside / "victim.txt")
-    (plan_dir / "dirlink").symlink_to(outside)
+    (outside / "victim.txt").chmod(0o666)
+    server = start_server(workspace, plan_dir, writable=[outside])
+    plant = f"ln -s {outside}/victim.txt {plan_dir}/leaf.md && ln -s {outside} {plan_dir}/dirlink"
+    assert server.call("bash", {"command": plant})["exit_code"] == 0
     for path in (plan_dir / "leaf.md", plan_dir / "dirlink" / "new.md"):
         message = server.error("write", {"file_path": str(path), "content": "pwned"})
         assert message.startswith("Refusing to follow a symbolic link in the plan directory")
@@ -479,19 +487,37 @@ def test_symlinks_in_the_plan_dir_are_not_followed(
     assert "symbolic link" in server.error("edit", edit)
     assert (outside / "victim.txt").read_text() == "original"
     assert sorted(os.listdir(outside)) == ["victim.txt"]
+    assert server.close() == 0
 
 
 def test_plan_size_cap(start_server: StartServer, workspace: Path, plan_dir: Path) -> None:
-    process = start_server(workspace, plan_dir, "--max-plan-bytes", "1000")
+    process = start_server(workspace, plan_dir, plan_kib=64)
     first = str(plan_dir / "one.md")
-    process.ok("write", {"file_path": first, "content": "a" * 600})
-    message = process.error("write", {"file_path": str(plan_dir / "two.md"), "content": "b" * 600})
-    assert "Plan directory size limit exceeded" in message
-    assert not (plan_dir / "two.md").exists()
-    process.ok("write", {"file_path": first, "content": "c" * 900})
-    grow = {"file_path": first, "old_string": "c", "new_string": "dd", "replace_all": True}
-    assert "size limit exceeded" in process.error("edit", grow)
-    assert (plan_dir / "one.md").read_text() == "c" * 900
+    process.ok("write", {"file_path": first, "content": "a" * 40_000})
+    message = process.error(
+        "write", {"file_path": str(plan_dir / "two.md"), "content": "b" * 40_000}
+    )
+    assert message.startswith(f"Plan directory is full: {plan_dir}/two.md was not changed")
+    assert "holds at most 64 KB and 10000 files" in message
+    assert process.call("bash", {"command": f"ls {plan_dir}"})["output"] == "one.md"
+    process.ok("write", {"file_path": first, "content": "c" * 20_000})
+    grow = {"file_path": first, "old_string": "c", "new_string": "ddd", "replace_all": True}
+    assert "Plan directory is full" in process.error("edit", grow)
+    assert process.cat(Path(first)) == "c" * 20_000  # a failed write leaves the plan whole
+    assert process.close() == 0
+
+
+def test_plan_entries_cap(start_server: StartServer, workspace: Path, plan_dir: Path) -> None:
+    process = start_server(workspace, plan_dir, plan_entries=20)
+    errors = [
+        process.call("write", {"file_path": f"{plan_dir}/n{number}.md", "content": "x"})["error"]
+        for number in range(25)
+    ]
+    assert errors[:10] == [None] * 10
+    assert any(error and error.startswith("Plan directory is full") for error in errors)
+    # Commands are held by the kernel too, not only the write tool.
+    flood = process.call("bash", {"command": f"for n in $(seq 100); do : > {plan_dir}/f$n; done"})
+    assert flood["exit_code"] != 0 and "No space left on device" in flood["output"]
     assert process.close() == 0
 
 

@@ -1,0 +1,104 @@
+"""Copying a sandbox's /plan (a tmpfs inside the container) out to the host, bounded.
+
+Everything in /plan was written by code the host does not trust, so names are checked
+component by component, only regular files are copied, sizes and counts are capped, and
+the host directory is one that no sandbox can write to (nothing there can be a planted
+symlink).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sandbox_runner.types import ExecResult, ToolRequest
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_TOTAL_BYTES = 16 * 1024 * 1024
+MAX_FILES = 1000
+MAX_NAME_BYTES = 255
+
+Call = Callable[[ToolRequest], ExecResult]
+
+
+def safe_relative(name: str) -> str | None:
+    """NAME if it is a harmless relative path (printable components, no . or ..), else None."""
+    parts = name.split("/")
+    for part in parts:
+        if part in ("", ".", "..") or len(part.encode("utf-8", "replace")) > MAX_NAME_BYTES:
+            return None
+        if not part.isprintable():
+            return None
+    return name
+
+
+def copy_file(call: Call, relative: str, plan_dir: Path, deadline: float) -> int:
+    """Copy one file of /plan to the same place under plan_dir; return the bytes copied."""
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return 0
+        request = ToolRequest("plan_read", {"path": relative, "offset": offset}, remaining)
+        result = call(request)
+        if not result.ok:
+            return 0
+        try:
+            data = base64.b64decode(result.output, validate=True)
+        except (binascii.Error, ValueError):
+            return 0
+        chunks.append(data)
+        offset += len(data)
+        if offset > MAX_FILE_BYTES:
+            return 0
+        if result.meta.get("eof") is True or not data:
+            break
+    write_atomically(plan_dir / relative, b"".join(chunks))
+    return offset
+
+
+def copy_all(call: Call, plan_dir: Path, deadline: float) -> list[str]:
+    """Copy every regular file of /plan within the caps; return what was left out."""
+    listing = call(ToolRequest("plan_files", {}, max(0.1, deadline - time.monotonic())))
+    if not listing.ok:
+        return [f"cannot list the plan directory: {listing.error}"]
+    entries = listing.meta.get("files")
+    left_out: list[str] = []
+    total = 0
+    for entry in entries[:MAX_FILES] if isinstance(entries, list) else []:
+        relative = _entry_name(entry)
+        size = entry.get("size") if isinstance(entry, dict) else None
+        if relative is None or not isinstance(size, int):
+            left_out.append("a file with an unusable name")
+            continue
+        if size > MAX_FILE_BYTES or total + size > MAX_TOTAL_BYTES:
+            left_out.append(f"{relative} ({size} bytes: over the copy limits)")
+            continue
+        total += copy_file(call, relative, plan_dir, deadline)
+    return left_out
+
+
+def _entry_name(entry: object) -> str | None:
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        return None
+    try:
+        name = bytes.fromhex(entry["path"]).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return safe_relative(name)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace path with data: a new file beside it, renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.copy")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    descriptor = os.open(temporary, flags, 0o644)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
+    os.replace(temporary, path)
