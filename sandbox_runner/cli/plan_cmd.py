@@ -18,6 +18,7 @@ from sandbox_runner.cli.app import cli, reports_errors, services
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.history import remember_run
 from sandbox_runner.plans.inputs import (
     find_template,
     load_template,
@@ -109,6 +110,8 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     spec = _spec(
         options, requirements, workspace, loaded, inputs, _out_dir(options["out_dir"], workspace)
     )
+    if options["out_dir"] is not None:
+        remember_run(spec.out_dir)
     sandbox_factory = sandboxes_for(spec.name)
     labels = [job.label for job in spec.jobs()]
     if not options["as_json"]:

@@ -100,7 +100,7 @@ def _header(report: dict[str, Any]) -> str:
     status = RUN_STATUS_WORDS.get(report["status"], report["status"])
     head = f"`{report['git_head'][:12]}`" if report["git_head"] else "no git HEAD"
     workspace = (
-        "unchanged" if report["workspace_unchanged"] else f"CHANGED: {_safe(report['workspace_problem'])}"
+        "unchanged" if report["workspace_unchanged"] else f"CHANGED: {report['workspace_problem']}"
     )
     plans = " · ".join(f"{_mark(plan)} {_name(plan)}: {_state(plan)}" for plan in report["plans"])
     return "\n".join(
@@ -221,7 +221,7 @@ def _failures(report: dict[str, Any]) -> str:
     names = {plan["label"]: _name(plan) for plan in report["plans"]}
     lines = ["## Failures and problems", ""]
     if not report["workspace_unchanged"]:
-        lines.append(f"- ❌ **workspace changed:** {_safe(report['workspace_problem'] or 'unknown')}")
+        lines.append(f"- ❌ **workspace changed:** {report['workspace_problem'] or 'unknown'}")
     for failure in report["failures"]:
         mark = "❌" if failure["status"] == "failed" else "⚠️"
         lines.append(

@@ -27,7 +27,7 @@ def test_terminal_text_shows_escapes_and_bidi_overrides_as_question_marks() -> N
         ("[ok](https://example.com) [ref]: https://example.com", None),
     ],
 )
-def test_markdown_text_neutralises_images_and_non_web_links(written: str, shown: str | None) -> None:
+def test_markdown_text_neutralises_images_and_other_links(written: str, shown: str | None) -> None:
     assert markdown_text(written) == (written if shown is None else shown)
 
 
