@@ -22,7 +22,7 @@ from sandbox_runner.config_values import (
     normalise,
 )
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
 # Imported where used: the agent loop pulls in most of planrun, and config must stay a leaf
 # that any module can import.
@@ -101,7 +101,8 @@ class _Layer:
 
 
 def _find_file(directory: Path) -> Path | None:
-    found = [directory / name for name in CONFIG_NAMES if (directory / name).exists()]
+    # lexists: a link that leads out of the repository is found, so that it is refused.
+    found = [directory / name for name in CONFIG_NAMES if os.path.lexists(directory / name)]
     if len(found) > 1:
         raise ConfigError(f"both {found[0]} and {found[1]} exist; keep only one of them")
     return found[0] if found else None
@@ -127,11 +128,14 @@ def _parse(path: Path, text: str) -> object:
     return {} if data is None else data
 
 
-def _file_layer(path: Path, base: Path) -> _Layer:
-    # The project file is the repository author's: a FIFO must not hang planrun, nor a link
-    # to /dev/zero exhaust its memory.
+def _file_layer(path: Path, base: Path, *, beneath: Path | None = None) -> _Layer:
+    # The project file is the repository author's: a FIFO must not hang planrun, a link
+    # to /dev/zero exhaust its memory, nor a link to a host file (beneath) be read.
     try:
-        raw = read_untrusted_bytes(path, MAX_CONFIG_BYTES)
+        if beneath is None:
+            raw = read_untrusted_bytes(path, MAX_CONFIG_BYTES)
+        else:
+            raw = read_beneath(beneath, path, MAX_CONFIG_BYTES)
         if raw is None:
             raise ConfigError(f"{path}: cannot read the config file: it no longer exists")
         text = raw.decode("utf-8")
@@ -304,7 +308,7 @@ def load_settings(
         path = _find_file(directory)
         if path is None:
             continue
-        layer = _file_layer(path, base)
+        layer = _file_layer(path, base, beneath=base if is_project else None)
         if is_project:
             _check_project(layer, below=layers)
         layers.append(layer)

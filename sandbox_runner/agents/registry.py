@@ -21,7 +21,7 @@ from sandbox_runner.agents.definitions import (
     check_read_only,
 )
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Front-matter keys planrun reads, in both Claude Code's camelCase and snake_case. Other
@@ -108,7 +108,9 @@ class Registry:
         definitions = {definition.name.casefold(): definition for definition in BUILTINS}
         warnings: list[AgentWarning] = []
         for directory, scope in agent_dirs(workspace, home or planrun_home()):
-            _load_directory(directory, scope, definitions, warnings)
+            # A repository's files are read beneath it: no link out to the host's files.
+            beneath = workspace if scope == "project" else None
+            _load_directory(directory, scope, definitions, warnings, beneath)
         return cls(definitions.values(), warnings)
 
     def get(self, name: str) -> AgentDefinition:
@@ -153,11 +155,12 @@ def _load_directory(
     scope: Scope,
     definitions: dict[str, AgentDefinition],
     warnings: list[AgentWarning],
+    beneath: Path | None = None,
 ) -> None:
     defined_here: dict[str, Path] = {}
-    for path in _markdown_files(directory, warnings):
+    for path in _markdown_files(directory, warnings, beneath):
         try:
-            agent_file = _read_agent_file(path, scope)
+            agent_file = _read_agent_file(path, scope, beneath)
             key = agent_file.name.casefold()
             if key in defined_here:
                 raise _InvalidFile(
@@ -174,8 +177,18 @@ def _load_directory(
         warnings.extend(_soft_problems(definition, path))
 
 
-def _markdown_files(directory: Path, warnings: list[AgentWarning]) -> list[Path]:
+def _markdown_files(
+    directory: Path, warnings: list[AgentWarning], beneath: Path | None
+) -> list[Path]:
     if not directory.is_dir():
+        return []
+    if beneath is not None and not directory.resolve().is_relative_to(beneath.resolve()):
+        warnings.append(
+            AgentWarning(
+                directory,
+                f"leads outside {beneath} (to {directory.resolve()}); planrun does not read it",
+            )
+        )
         return []
     try:
         with os.scandir(directory) as entries:
@@ -200,12 +213,15 @@ def _soft_problems(definition: AgentDefinition, path: Path) -> list[AgentWarning
     return problems
 
 
-def _read_agent_file(path: Path, scope: Scope) -> _AgentFile:
+def _read_agent_file(path: Path, scope: Scope, beneath: Path | None = None) -> _AgentFile:
     """Parse one Markdown agent file: YAML front matter between '---' lines, then the body."""
-    # Project agent files are the repository author's: a FIFO must not hang planrun, nor a
-    # link to /dev/zero exhaust its memory.
+    # Project agent files are the repository author's: a FIFO must not hang planrun, a link
+    # to /dev/zero exhaust its memory, nor a link to a host file be read (beneath).
     try:
-        raw = read_untrusted_bytes(path, MAX_AGENT_BYTES)
+        if beneath is None:
+            raw = read_untrusted_bytes(path, MAX_AGENT_BYTES)
+        else:
+            raw = read_beneath(beneath, path, MAX_AGENT_BYTES)
         if raw is None:
             raise _InvalidFile("cannot read the file: No such file or directory")
         text = raw.decode("utf-8-sig")

@@ -14,19 +14,19 @@ import click
 
 from sandbox_runner.agents.planner import plan_agent
 from sandbox_runner.agents.registry import Registry, planrun_home
-from sandbox_runner.cli.app import cli, reports_errors, services
+from sandbox_runner.cli.app import cli, reports_errors, services, warn
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.history import remember_run
 from sandbox_runner.plans.inputs import (
-    find_template,
-    load_template,
     read_context_files,
     read_requirements,
+    read_template,
 )
 from sandbox_runner.plans.multi import PlanRunSpec, execute
 from sandbox_runner.plans.names import claim_directory
+from sandbox_runner.plans.workspace import git_metadata_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
 
 PLAN_FILES = ("report.json", "report.md")
@@ -100,8 +100,11 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     workspace = resolve_workspace(options["repo"])
     loaded = load_settings(workspace, flags=_flags(options))
     registry = Registry.load(workspace)
+    git_problem = git_metadata_problem(workspace)
+    if git_problem:
+        warn(git_problem)
     for warning in registry.warnings:
-        click.echo(f"planrun: warning: {warning}", err=True)
+        warn(warning)
     plan_agent(registry, options["agent"])
     svc = services(ctx)
     # Everything that can be wrong is checked before a run directory is claimed.
@@ -167,13 +170,11 @@ def _inputs(
         raise ConfigError("planning is disabled by configuration (planning_enabled: false)")
     extra_dirs = loaded.resolved_extra_dirs()
     sections = None
-    template_path = find_template(workspace, options["template"])
-    if template_path is not None:
-        template = load_template(template_path)
-        if isinstance(template, str):
-            click.echo(f"planrun: warning: {template}", err=True)
-        else:
-            sections = template.sections
+    template = read_template(workspace, options["template"])
+    if isinstance(template, str):
+        warn(template)
+    elif template is not None:
+        sections = template.sections
     context = read_context_files(options["context_files"], workspace, extra_dirs)
     if options["replay"] is not None and not options["replay"].exists():
         raise ConfigError(f"--replay {options['replay']} does not exist")

@@ -215,9 +215,32 @@ def test_a_fifo_or_dev_zero_agent_file_is_a_warning_and_others_still_load(
 
     assert registry.get("good").description == "Works"
     assert [(warning.path, warning.message) for warning in registry.warnings] == [
-        (zero, "cannot read the file: it is not a regular file"),
+        (
+            zero,
+            f"cannot read the file: it leads outside {tmp_path / 'repo'} (to /dev/zero); "
+            "planrun does not follow it",
+        ),
         (fifo, "cannot read the file: it is not a regular file"),
     ]
+
+
+def test_project_agent_files_linking_to_host_files_are_not_read(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    agents = repo / ".planrun" / "agents"
+    agents.mkdir(parents=True)
+    host = tmp_path / "host-agent.md"
+    host.write_text("---\nname: Plan\nmodel: opus\n---\nHost prompt.\n")
+    (agents / "plan.md").symlink_to(host)
+    (tmp_path / "host-dir").mkdir()
+    (tmp_path / "host-dir" / "x.md").write_text("---\nname: x\ndescription: d\n---\nX.\n")
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "agents").symlink_to(tmp_path / "host-dir")
+    registry = Registry.load(repo, home=tmp_path / "home")
+    assert registry.get("Plan").scope == "builtin"
+    assert "Host prompt." not in registry.get("Plan").system_prompt
+    assert [name.name for name in registry.all()] == ["Explore", "general-purpose", "Plan"]
+    messages = [str(warning) for warning in registry.warnings]
+    assert len(messages) == 2 and all("leads outside" in message for message in messages)
 
 
 def test_an_agent_file_over_one_mib_is_a_warning(fs: FakeFilesystem) -> None:

@@ -565,7 +565,22 @@ def test_a_config_that_is_not_a_regular_file_is_refused_without_hanging(
         config.symlink_to("/dev/zero")
     with deadline(5), pytest.raises(ConfigError) as caught:
         load_settings(tmp_path / "repo", env={}, home=tmp_path / "home")
-    assert str(caught.value) == f"{config}: cannot read the config file: it is not a regular file"
+    problem = (
+        "it is not a regular file"
+        if kind == "fifo"
+        else f"it leads outside {tmp_path / 'repo'} (to /dev/zero); planrun does not follow it"
+    )
+    assert str(caught.value) == f"{config}: cannot read the config file: {problem}"
+
+
+def test_a_project_config_linking_to_a_host_file_is_refused(tmp_path: Path) -> None:
+    host = tmp_path / "host.yaml"
+    host.write_text("parallel: 1\n")
+    config = tmp_path / "repo" / ".planrun" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.symlink_to(host)
+    with pytest.raises(ConfigError, match=r"leads outside .* planrun does not follow it"):
+        load_settings(tmp_path / "repo", env={}, home=tmp_path / "home")
 
 
 def test_a_config_over_one_mib_is_refused(fs: FakeFilesystem, repo: Path) -> None:
