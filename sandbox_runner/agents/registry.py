@@ -95,12 +95,16 @@ class Registry:
         """Problems with agent files, in the order found; those files were skipped."""
 
     @classmethod
-    def load(cls, workspace: Path | None, home: Path | None = None) -> Registry:
+    def load(
+        cls, workspace: Path | None, home: Path | None = None, *, trust_project: bool = False
+    ) -> Registry:
         """Load the built-ins, then user files, then project files, each overriding the last.
 
         Args:
             workspace: the repository; None reads no project files.
             home: planrun's per-user directory; $PLANRUN_HOME or ~/.planrun when None.
+            trust_project: whether project files may choose a model; when not, a model
+                they name is kept in ignored_model and not used.
 
         Returns:
             The registry; invalid files are listed in its warnings, not raised.
@@ -110,7 +114,8 @@ class Registry:
         for directory, scope in agent_dirs(workspace, home or planrun_home()):
             # A repository's files are read beneath it: no link out to the host's files.
             beneath = workspace if scope == "project" else None
-            _load_directory(directory, scope, definitions, warnings, beneath)
+            trusted = trust_project or scope != "project"
+            _load_directory(directory, scope, definitions, warnings, beneath, trusted)
         return cls(definitions.values(), warnings)
 
     def get(self, name: str) -> AgentDefinition:
@@ -156,6 +161,7 @@ def _load_directory(
     definitions: dict[str, AgentDefinition],
     warnings: list[AgentWarning],
     beneath: Path | None = None,
+    trusted: bool = True,
 ) -> None:
     defined_here: dict[str, Path] = {}
     for path in _markdown_files(directory, warnings, beneath):
@@ -167,7 +173,7 @@ def _load_directory(
                     f"agent {agent_file.name!r} is already defined by {defined_here[key]}; "
                     "this file is ignored"
                 )
-            definition = _merge(definitions.get(key), agent_file)
+            definition = _merge(definitions.get(key), agent_file, trusted)
         except _InvalidFile as problem:
             warnings.append(AgentWarning(path, str(problem)))
             continue
@@ -245,14 +251,21 @@ def _read_agent_file(path: Path, scope: Scope, beneath: Path | None = None) -> _
     return _AgentFile(path, scope, name, fields, body.strip(), notes)
 
 
-def _merge(base: AgentDefinition | None, agent_file: _AgentFile) -> AgentDefinition:
-    """Apply a file to the definition it overrides: only the fields the file sets change."""
+def _merge(
+    base: AgentDefinition | None, agent_file: _AgentFile, trusted: bool = True
+) -> AgentDefinition:
+    """Apply a file to the definition it overrides: only the fields the file sets change.
+
+    An untrusted file's model is not applied: it is kept in ignored_model, to be reported.
+    """
     origin: dict[str, Any] = {
         "file_path": str(agent_file.path),
         "scope": agent_file.scope,
         "priority": SCOPE_PRIORITY[agent_file.scope],
     }
     changes = dict(agent_file.fields)
+    if not trusted and "model" in changes:
+        changes["ignored_model"] = changes.pop("model")
     if agent_file.body:
         changes["system_prompt"] = agent_file.body
     if base is not None:

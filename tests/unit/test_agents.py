@@ -86,7 +86,7 @@ def test_project_overrides_user_which_overrides_builtin(fs: FakeFilesystem) -> N
     agent_file(fs, PROJECT_AGENTS / "plan.md", "name: Plan\nmodel: haiku")
     agent_file(fs, USER_AGENTS / "reviewer.md", "name: reviewer\ndescription: Reviews", "Review.")
 
-    registry = load()
+    registry = Registry.load(WORKSPACE, home=HOME, trust_project=True)
     plan = registry.get("Plan")
     assert plan.model == "haiku"
     assert plan.system_prompt == "User planning prompt."  # the project file set no body
@@ -95,6 +95,15 @@ def test_project_overrides_user_which_overrides_builtin(fs: FakeFilesystem) -> N
     reviewer = registry.get("reviewer")
     assert (reviewer.scope, reviewer.priority) == ("user", 2)
     assert registry.warnings == []
+
+
+def test_an_untrusted_project_agent_cannot_choose_the_model(fs: FakeFilesystem) -> None:
+    agent_file(fs, PROJECT_AGENTS / "plan.md", "name: Plan\nmodel: opus", "Repo prompt.")
+    plan = load().get("Plan")
+    assert (plan.model, plan.ignored_model) == ("inherit", "opus")
+    assert resolve_model(plan, "claude-sonnet-4-6") == "claude-sonnet-4-6"
+    assert plan.overrides_builtin and plan.system_prompt == "Repo prompt."
+    assert not PLAN.overrides_builtin
 
 
 def test_partial_override_keeps_the_builtin_prompt_and_tools(fs: FakeFilesystem) -> None:
@@ -115,7 +124,7 @@ def test_claude_code_agent_files_load_as_they_are(fs: FakeFilesystem) -> None:
         "disallowedTools: [NotebookEdit]\nmodel: claude-sonnet-4-5-20250929\ncolor: blue",
         "You are a senior reviewer.\n",
     )
-    reviewer = load().get("code-reviewer")
+    reviewer = Registry.load(WORKSPACE, home=HOME, trust_project=True).get("code-reviewer")
     assert reviewer.tools == ("Read", "Grep", "Glob", "Bash")
     assert reviewer.model == "claude-sonnet-4-5-20250929"
     assert reviewer.system_prompt == "You are a senior reviewer."
