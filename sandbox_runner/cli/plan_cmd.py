@@ -7,17 +7,20 @@ import json
 import os
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
+from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.planner import plan_agent
 from sandbox_runner.agents.registry import Registry, planrun_home
 from sandbox_runner.cli.app import cli, reports_errors, services, warn
 from sandbox_runner.cli.progress import Progress, wants_live_display
-from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.model import check_model_options
 from sandbox_runner.plans.history import remember_run
 from sandbox_runner.plans.inputs import (
     read_context_files,
@@ -27,6 +30,7 @@ from sandbox_runner.plans.inputs import (
 from sandbox_runner.plans.multi import PlanRunSpec, execute
 from sandbox_runner.plans.names import claim_directory
 from sandbox_runner.plans.workspace import git_metadata_problem
+from sandbox_runner.safe_text import one_line
 from sandbox_runner.sandbox.spec import resolve_workspace
 
 PLAN_FILES = ("report.json", "report.md")
@@ -99,26 +103,32 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     requirements = read_requirements(options["requirements"], options["requirements_file"])
     workspace = resolve_workspace(options["repo"])
     loaded = load_settings(workspace, flags=_flags(options))
-    registry = Registry.load(workspace)
-    git_problem = git_metadata_problem(workspace)
-    if git_problem:
-        warn(git_problem)
-    for warning in registry.warnings:
-        warn(warning)
-    plan_agent(registry, options["agent"])
+    registry = Registry.load(workspace, trust_project=loaded.project_trusted)
+    for warning in [*loaded.warnings, *registry.warnings, git_metadata_problem(workspace)]:
+        if warning:
+            warn(warning)
+    agent = plan_agent(registry, options["agent"])
+    if agent.ignored_model:
+        warn(
+            f"{agent.file_path} asks for model {agent.ignored_model!r}; ignored: "
+            f"{UNTRUSTED_MODEL_HINT}"
+        )
     svc = services(ctx)
-    # Everything that can be wrong is checked before a run directory is claimed.
-    inputs = _inputs(options, workspace, loaded)
+    # Everything that can be wrong is checked before a container starts or a run
+    # directory is claimed.
+    spec = _spec(options, requirements, workspace, loaded, _inputs(options, workspace, loaded))
+    labels = [job.label for job in spec.jobs()]
+    check_model_options(options["replay"], options["record"], labels, os.environ)
     sandboxes_for = svc.sandbox_factory(workspace, loaded)
-    spec = _spec(
-        options, requirements, workspace, loaded, inputs, _out_dir(options["out_dir"], workspace)
-    )
+    out_dir = _out_dir(options["out_dir"], workspace)
+    spec = replace(spec, name=out_dir.name, out_dir=out_dir, agent_override=_override(agent))
     if options["out_dir"] is not None:
         remember_run(spec.out_dir)
     sandbox_factory = sandboxes_for(spec.name)
-    labels = [job.label for job in spec.jobs()]
     if not options["as_json"]:
         click.echo(f"planrun: planning {len(labels)} perspective(s) into {spec.out_dir}", err=True)
+        if spec.agent_override:
+            click.echo(f"planrun: agent {one_line(spec.agent_override)}", err=True)
     live = wants_live_display(sys.stderr, json_output=options["as_json"])
     with Progress(labels, live=live) as progress:
         outcome = execute(
@@ -139,6 +149,13 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
         click.echo("planrun: interrupted; finished plans and the report are kept", err=True)
         ctx.exit(130)
     ctx.exit(record.exit_code)
+
+
+def _override(agent: AgentDefinition) -> str:
+    """How the report names a built-in agent that a file replaced ("" when none did)."""
+    if not agent.overrides_builtin:
+        return ""
+    return f"{agent.name} is overridden by {agent.file_path} ({agent.scope})"
 
 
 def _warm_up_model_client() -> None:
@@ -176,13 +193,6 @@ def _inputs(
     elif template is not None:
         sections = template.sections
     context = read_context_files(options["context_files"], workspace, extra_dirs)
-    if options["replay"] is not None and not options["replay"].exists():
-        raise ConfigError(f"--replay {options['replay']} does not exist")
-    if options["replay"] is None and not _has_credentials():
-        raise ConfigError(
-            "ANTHROPIC_API_KEY is not set: export it (or ANTHROPIC_BASE_URL for a compatible "
-            "endpoint), or use --replay CASSETTE"
-        )
     return sections, context
 
 
@@ -192,15 +202,15 @@ def _spec(
     workspace: Path,
     loaded: LoadedSettings,
     inputs: tuple[tuple[str, ...] | None, str],
-    out_dir: Path,
 ) -> PlanRunSpec:
+    """The run, before its directory is claimed (name and out_dir are filled in then)."""
     settings = loaded.settings
     sections, context = inputs
     return PlanRunSpec(
-        name=out_dir.name,
+        name="",
         requirements=requirements,
         workspace=workspace,
-        out_dir=out_dir,
+        out_dir=Path(),
         perspectives=loaded.expand_perspectives(options["perspectives"]),
         model_id=loaded.planning_model_id(),
         agent=options["agent"],
@@ -209,13 +219,6 @@ def _spec(
         parallel=settings.parallel,
         limits=loaded.run_limits(),
         allowed_tools=frozenset(settings.allowed_tools),
-    )
-
-
-def _has_credentials() -> bool:
-    return any(
-        os.environ.get(name)
-        for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
     )
 
 
@@ -256,7 +259,9 @@ def _summarise(report: dict[str, Any]) -> None:
         verdict = "valid" if entry["valid"] else entry["status"]
         name = entry["perspective"] or entry["label"]
         reason = f" ({entry['reason']})" if entry["reason"] else ""
-        click.echo(f"  {name:<20} {verdict:<10} {entry['plan_file'] or '-'}{reason}")
+        click.echo(one_line(f"  {name:<20} {verdict:<10} {entry['plan_file'] or '-'}{reason}"))
+    if report.get("agent_override"):
+        click.echo(one_line(f"  agent: {report['agent_override']}"))
     if not report["workspace_unchanged"]:
-        click.echo(f"  WORKSPACE CHANGED: {report['workspace_problem']}")
-    click.echo(f"Report: {Path(report['out_dir']) / 'report.md'}")
+        click.echo(one_line(f"  WORKSPACE CHANGED: {report['workspace_problem']}"))
+    click.echo(one_line(f"Report: {Path(report['out_dir']) / 'report.md'}"))

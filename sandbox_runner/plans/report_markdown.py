@@ -39,6 +39,8 @@ Top level:
   `workspace_changed` when the workspace changed during the run, whatever the plans did.
 - `workspace_unchanged`: whether the workspace was left as it was.
 - `workspace_problem`: what changed in the workspace, `""` when nothing did.
+- `agent_override`: which user or project file replaced the built-in agent the plans
+  ran with (its prompt, tools or model), or `null`.
 - `plans`: one object per perspective, described below.
 - `critical_files`: the critical files across plans:
   - `matrix`: one `{"path", "named_by": [labels], "count"}` per file any plan names,
@@ -110,10 +112,16 @@ def _header(report: dict[str, Any]) -> str:
             f"**Status:** {status} (exit code {report['exit_code']})  ",
             f"**Plans:** {plans or 'none'}  ",
             f"**Repository:** {_code(report['repository'])} at {head}; workspace {workspace}  ",
+            *_agent_line(report),
             f"**Time:** {report['started_at']} to {report['finished_at']} "
             f"({_duration(report['wall_seconds'])})",
         ]
     )
+
+
+def _agent_line(report: dict[str, Any]) -> list[str]:
+    override = report.get("agent_override")
+    return [f"**Agent:** ⚠️ {_safe(one_line(override))}  "] if override else []
 
 
 def _requirements(requirements: str) -> str:
