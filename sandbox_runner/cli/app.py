@@ -55,7 +55,7 @@ class Services:
         from sandbox_runner.sandbox.spec import SandboxSpec
 
         client = self.docker()
-        image = require_image(client, loaded.settings.image)
+        image = require_image(client, loaded.settings.image, loaded.sources["image"])
         extra_dirs = tuple(loaded.resolved_extra_dirs())
         limits = loaded.limits()
 

@@ -25,7 +25,7 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-@cli.group()
+@cli.group(short_help="Show the merged settings and their sources.")
 def config() -> None:
     """Settings: ~/.planrun/config.yaml, .planrun/config.yaml, PLANRUN_* variables, flags."""
 

@@ -36,7 +36,7 @@ from sandbox_runner.sandbox.spec import resolve_workspace
 PLAN_FILES = ("report.json", "report.md")
 
 
-@cli.command("plan")
+@cli.command("plan", short_help="Plan a change from one or more perspectives.")
 @click.argument("requirements", required=False)
 @click.option(
     "-f",

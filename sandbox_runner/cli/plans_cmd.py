@@ -13,7 +13,7 @@ from sandbox_runner.plans.history import find_run, index_path, list_runs, runs_d
 from sandbox_runner.safe_text import one_line, terminal_text
 
 
-@cli.group()
+@cli.group(short_help="List earlier runs; show a report or a plan.")
 def plans() -> None:
     """Earlier plan runs: list them, show a report or a plan."""
 

@@ -237,7 +237,15 @@ def test_config_precedence_flag_over_project_over_user(
     (repo / ".planrun" / "config.yaml").write_text("planning_model: claude-project-model\n")
     api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
     result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "a"), "--json")
-    assert api.message_requests[0].body["model"] == "claude-project-model"
+    # The repository is not trusted: its model is ignored, and said to be.
+    assert api.message_requests[0].body["model"] == "claude-user-model"
+    assert "asks for model 'claude-project-model'; ignored" in result.stderr
+    (planrun_home / "config.yaml").write_text(
+        f"planning_model: claude-user-model\nmax_turns: 7\ntrusted_projects: [{repo}]\n"
+    )
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "t"), "--json")
+    assert api.message_requests[-1].body["model"] == "claude-project-model"
     api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
     result = plan(
         "x",

@@ -183,3 +183,18 @@ def test_browsing_never_prints_terminal_escapes(planrun_home: Path) -> None:
     for args in (["plans", "list"], ["plans", "show", "old-oak"]):
         output = CliRunner().invoke(cli, args).output
         assert "\x1b" not in output and "\x07" not in output
+
+
+def test_agents_list_and_show_print_no_escapes_and_name_an_ignored_model(tmp_path: Path) -> None:
+    agents = tmp_path / ".planrun" / "agents"
+    agents.mkdir(parents=True)
+    escape = "\x1b]0;owned\x07"
+    (agents / "plan.md").write_text(f"---\nname: Plan\nmodel: opus\n---\nPrompt{escape}\n")
+    (agents / f"bad{escape}.md").write_text("no front matter")
+    listed = CliRunner().invoke(cli, ["agents", "list", "--repo", str(tmp_path)])
+    shown = CliRunner().invoke(cli, ["agents", "show", "Plan", "--repo", str(tmp_path)])
+    for result in (listed, shown):
+        assert result.exit_code == 0, result.output
+        assert "\x1b" not in result.output and "\x07" not in result.output
+        assert "the project's opus is ignored: not trusted" in result.output
+    assert "bad?]0;owned?.md" in listed.output
