@@ -198,3 +198,10 @@ def test_agents_list_and_show_print_no_escapes_and_name_an_ignored_model(tmp_pat
         assert "\x1b" not in result.output and "\x07" not in result.output
         assert "the project's opus is ignored: not trusted" in result.output
     assert "bad?]0;owned?.md" in listed.output
+
+
+def test_help_lists_every_command_with_a_whole_summary() -> None:
+    output = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    commands = output.split("Commands:")[1].strip().splitlines()
+    assert len(commands) == 7
+    assert all(not line.rstrip().endswith("...") for line in commands), commands
