@@ -22,7 +22,8 @@ from sandbox_runner.config_values import (
     normalise,
 )
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
+from sandbox_runner.safe_text import name_problem
 
 # Imported where used: the agent loop pulls in most of planrun, and config must stay a leaf
 # that any module can import.
@@ -39,6 +40,11 @@ ENV_PREFIX = "PLANRUN_"
 DEFAULT_SOURCE = "default"
 BUILTIN_PERSPECTIVES: dict[str, list[str]] = {"default": []}
 """Presets every configuration has; "default" is one plan without a perspective."""
+MODEL_SETTINGS = ("model", "planning_model")
+"""What costs the user money: only the user (their file, environment, flags) sets these,
+unless trusted_projects names the repository."""
+FLAG_NAMES = {"planning_model": "--model"}
+"""Flags whose name differs from the setting they set."""
 
 
 @dataclass
@@ -75,6 +81,10 @@ class Settings:
     """Sandbox image tag; unset means the tag computed from the image inputs."""
     planning_enabled: bool = True
     """Whether plan runs are allowed at all."""
+    max_plans: int = 8
+    """Plans one run may start at most; more perspectives (after presets) are refused."""
+    trusted_projects: list[str] = field(default_factory=list)
+    """Repositories (paths) whose config and agent files may choose the model; user only."""
 
 
 _DEFAULTS = Settings()
@@ -101,7 +111,8 @@ class _Layer:
 
 
 def _find_file(directory: Path) -> Path | None:
-    found = [directory / name for name in CONFIG_NAMES if (directory / name).exists()]
+    # lexists: a link that leads out of the repository is found, so that it is refused.
+    found = [directory / name for name in CONFIG_NAMES if os.path.lexists(directory / name)]
     if len(found) > 1:
         raise ConfigError(f"both {found[0]} and {found[1]} exist; keep only one of them")
     return found[0] if found else None
@@ -127,11 +138,14 @@ def _parse(path: Path, text: str) -> object:
     return {} if data is None else data
 
 
-def _file_layer(path: Path, base: Path) -> _Layer:
-    # The project file is the repository author's: a FIFO must not hang planrun, nor a link
-    # to /dev/zero exhaust its memory.
+def _file_layer(path: Path, base: Path, *, beneath: Path | None = None) -> _Layer:
+    # The project file is the repository author's: a FIFO must not hang planrun, a link
+    # to /dev/zero exhaust its memory, nor a link to a host file (beneath) be read.
     try:
-        raw = read_untrusted_bytes(path, MAX_CONFIG_BYTES)
+        if beneath is None:
+            raw = read_untrusted_bytes(path, MAX_CONFIG_BYTES)
+        else:
+            raw = read_beneath(beneath, path, MAX_CONFIG_BYTES)
         if raw is None:
             raise ConfigError(f"{path}: cannot read the config file: it no longer exists")
         text = raw.decode("utf-8")
@@ -189,7 +203,8 @@ def _flag_layer(flags: Mapping[str, Any], base: Path) -> _Layer:
     for key, value in flags.items():
         if value is None:
             continue
-        where = f"flag --{normalise(key).replace('_', '-')}"
+        name = normalise(key)
+        where = f"flag {FLAG_NAMES.get(name, '--' + name.replace('_', '-'))}"
         layer.set(field_name(key, where), value, where, key)
     return layer
 
@@ -205,6 +220,10 @@ class LoadedSettings:
     """The config files read, lowest priority first."""
     extra_dirs_base: Path
     """The directory relative extra_dirs resolve against: that of the source that set them."""
+    project_trusted: bool = False
+    """Whether trusted_projects names the repository: its files may then choose the model."""
+    warnings: list[str] = field(default_factory=list)
+    """Project settings that were ignored, and why."""
 
     def limits(self) -> Limits:
         """The sandbox resource limits; raises ConfigError if this machine cannot grant them."""
@@ -241,13 +260,30 @@ class LoadedSettings:
         return {**BUILTIN_PERSPECTIVES, **self.settings.perspectives}
 
     def expand_perspectives(self, names: Sequence[str]) -> list[str | None]:
-        """Expand preset names; other names are perspectives. [None] means one plain plan."""
+        """Expand preset names; other names are perspectives. [None] means one plain plan.
+
+        Raises:
+            ConfigError: a name is not printable, has a line break or is too long, or
+                the run would have more than max_plans plans.
+        """
         presets = self.presets()
         expanded: list[str | None] = []
         for name in names:
+            problem = name_problem(name)
+            if problem:
+                raise ConfigError(f"--perspective {name!r} {problem}")
             for perspective in presets.get(name, [name]):
                 if perspective.strip() and perspective not in expanded:
                     expanded.append(perspective)
+        limit = self.settings.max_plans
+        if len(expanded) > limit:
+            used = [name for name in names if name in self.settings.perspectives]
+            via = f" (preset {', '.join(map(repr, used))} from {self.sources['perspectives']})"
+            raise ConfigError(
+                f"{len(expanded)} plans asked for{via if used else ''}, but max_plans is "
+                f"{limit} ({self.sources['max_plans']}); ask for fewer perspectives or raise "
+                "max_plans in ~/.planrun/config.yaml"
+            )
         return expanded or [None]
 
     def resolved_extra_dirs(self) -> list[Path]:
@@ -294,23 +330,23 @@ def load_settings(
     """
     cwd = Path.cwd()
     home = (planrun_home() if home is None else home).expanduser().absolute()
-    places = [(home, home, False)]
+    user_path = _find_file(home)
+    user = [_file_layer(user_path, home)] if user_path is not None else []
+    files = [user_path] if user_path is not None else []
+    env_layer = _env_layer(os.environ if env is None else env, cwd)
+    project: list[_Layer] = []
+    trusted, warnings = False, []
     if project_root is not None:
         root = project_root.expanduser().absolute()
-        places.append((root / CONFIG_DIR, root, True))
-    layers: list[_Layer] = []
-    files: list[Path] = []
-    for directory, base, is_project in places:
-        path = _find_file(directory)
-        if path is None:
-            continue
-        layer = _file_layer(path, base)
-        if is_project:
-            _check_project(layer, below=layers)
-        layers.append(layer)
-        files.append(path)
-    layers.append(_env_layer(os.environ if env is None else env, cwd))
-    layers.append(_flag_layer(flags or {}, cwd))
+        trusted = _trusts(root, [*user, env_layer])
+        project_path = _find_file(root / CONFIG_DIR)
+        if project_path is not None:
+            layer = _file_layer(project_path, root, beneath=root)
+            _check_project(layer, below=user)
+            if not trusted:
+                warnings = _drop_model_settings(layer)
+            project, files = [layer], [*files, project_path]
+    layers = [*user, *project, env_layer, _flag_layer(flags or {}, cwd)]
     values: dict[str, Any] = {}
     sources = dict.fromkeys(CHECKS, DEFAULT_SOURCE)
     extra_dirs_base = cwd
@@ -319,4 +355,32 @@ def load_settings(
         sources |= layer.sources
         if "extra_dirs" in layer.values:
             extra_dirs_base = layer.base
-    return LoadedSettings(Settings(**values), sources, files, extra_dirs_base)
+    return LoadedSettings(Settings(**values), sources, files, extra_dirs_base, trusted, warnings)
+
+
+def _trusts(root: Path, user_layers: list[_Layer]) -> bool:
+    """Whether the user's trusted_projects names the repository at root."""
+    entries: list[str] = []
+    for layer in user_layers:
+        entries = layer.values.get("trusted_projects", entries)
+    real_root = str(root.resolve())
+    return any(str(Path(entry).expanduser().resolve()) == real_root for entry in entries)
+
+
+def _drop_model_settings(project: _Layer) -> list[str]:
+    """Take the model settings out of an untrusted project's layer; say what was ignored."""
+    warnings = []
+    for name in MODEL_SETTINGS:
+        if name in project.values:
+            warnings.append(
+                f"{project.sources[name]}: key {project.keys[name]!r} asks for model "
+                f"{project.values.pop(name)!r}; ignored: {UNTRUSTED_MODEL_HINT}"
+            )
+            del project.sources[name], project.keys[name]
+    return warnings
+
+
+UNTRUSTED_MODEL_HINT = (
+    "only your config, PLANRUN_* variables and flags choose the model, unless "
+    "trusted_projects in ~/.planrun/config.yaml names this repository"
+)

@@ -12,6 +12,7 @@ from typing import Any
 
 from sandbox_runner.agents.definitions import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.safe_text import MAX_NAME_CHARS, name_problem
 
 __all__ = [
     "CHECKS",
@@ -38,7 +39,9 @@ def _at_least(minimum: float, expected: str, *, integer: bool) -> Callable[[obje
         kinds = int if integer else int | float
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise _Invalid(expected)
-        if not math.isfinite(value) or value < minimum:
+        if not math.isfinite(value):
+            raise _Invalid(f"{expected} (a finite number)")
+        if value < minimum:
             raise _Invalid(expected)
         return value if integer else float(value)
 
@@ -96,6 +99,10 @@ def _presets(value: object) -> dict[str, list[str]]:
             presets[_text(name)] = _texts(members)
         except _Invalid:
             raise _Invalid(f"a list of perspectives for preset {name!r}", members) from None
+        for member in [name, *members]:
+            problem = name_problem(str(member))
+            if problem:
+                raise _Invalid(f"printable names of at most {MAX_NAME_CHARS} characters", member)
     return presets
 
 
@@ -116,6 +123,8 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "pids": _at_least(1, _POSITIVE, integer=True),
     "image": _optional_text,
     "planning_enabled": _boolean,
+    "max_plans": _at_least(1, _POSITIVE, integer=True),
+    "trusted_projects": _texts,
 }
 """Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
 _BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(
@@ -163,6 +172,7 @@ def _shown(value: object) -> str:
 
 
 LOWER_ONLY = (
+    "max_plans",
     "parallel",
     "max_turns",
     "timeout",
@@ -182,8 +192,9 @@ def check_project_value(
 
     Whoever wrote a repository writes its `.planrun/config.yaml`, so that file may only
     tighten: lower a limit, remove tools, disable planning, point extra_dirs at its own
-    sub-trees. It cannot choose the sandbox image. model and planning_model stay free:
-    which model runs (and what it costs the user) is a product decision, not a sandbox one.
+    sub-trees. It cannot choose the sandbox image, nor trust itself (trusted_projects).
+    Its model and planning_model are dropped later, with a warning, unless the user
+    trusts the project (config.load_settings).
 
     Args:
         name: the setting, value its checked value, set by `key` in the file `where`.
@@ -194,6 +205,11 @@ def check_project_value(
     Raises:
         ConfigError: the value loosens a setting, naming the file, the key and the limit.
     """
+    if name == "trusted_projects":
+        raise ConfigError(
+            f"{where}: a project config cannot set 'trusted_projects'; only "
+            "~/.planrun/config.yaml can trust a repository"
+        )
     if name == "image":
         raise ConfigError(
             f"{where}: a project config cannot choose the sandbox image; "

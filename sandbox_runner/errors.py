@@ -27,11 +27,20 @@ class ImageError(PlanrunError):
 class ImageMissingError(ImageError):
     """The sandbox image for this version of planrun is not present."""
 
-    def __init__(self, tag: str) -> None:
+    def __init__(self, tag: str, configured_in: str = "") -> None:
         self.tag = tag
-        super().__init__(
-            f"sandbox image {tag} is not built; run `planrun image build` (or `make image`)"
-        )
+        self.configured_in = configured_in
+        if configured_in:
+            # `planrun image build` makes planrun's own tag, not the one configured.
+            super().__init__(
+                f"sandbox image {tag} (set by {configured_in}) is not present; build or pull "
+                "it under that tag, or remove the setting to use planrun's own image "
+                "(`planrun image build`)"
+            )
+        else:
+            super().__init__(
+                f"sandbox image {tag} is not built; run `planrun image build` (or `make image`)"
+            )
 
 
 class WorkspaceError(PlanrunError):

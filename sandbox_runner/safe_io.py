@@ -46,6 +46,56 @@ def read_untrusted_bytes(
                 f"{path} is a symbolic link; planrun does not follow it"
             ) from None
         raise UnsafeFileError(f"cannot read {path}: {error.strerror}") from None
+    return _read_open_file(descriptor, path, max_bytes, single_link=single_link, truncate=truncate)
+
+
+def read_beneath(
+    root: Path, path: Path | str, max_bytes: int, *, truncate: bool = False
+) -> bytes | None:
+    """Read a file of a directory someone else controls (a repository) without leaving it.
+
+    path (relative to root, or absolute) is resolved; a symbolic link may point anywhere
+    beneath root, but a path that leads outside it, through `..` or a link, is refused.
+    The file is then opened one component at a time from root, never following a link,
+    so a link swapped in meanwhile cannot lead elsewhere either. Otherwise as
+    read_untrusted_bytes: bounded, no FIFO or device; None when it does not exist.
+
+    Raises:
+        UnsafeFileError: the path leads outside root, or the file cannot be read safely.
+    """
+    real_root = root.resolve()
+    candidate = Path(path) if Path(path).is_absolute() else root / path
+    try:
+        resolved = candidate.resolve()
+    except (OSError, RuntimeError) as error:  # a symbolic link loop
+        raise UnsafeFileError(f"cannot read {candidate}: {error}") from None
+    if not resolved.is_relative_to(real_root) or resolved == real_root:
+        raise UnsafeFileError(
+            f"{candidate} leads outside {root} (to {resolved}); planrun does not follow it"
+        )
+    parts = resolved.relative_to(real_root).parts
+    directory = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(
+                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory
+            )
+            os.close(directory)
+            directory = inner
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+        descriptor = os.open(parts[-1], flags, dir_fd=directory)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise UnsafeFileError(f"cannot read {candidate}: {error.strerror}") from None
+    finally:
+        os.close(directory)
+    return _read_open_file(descriptor, candidate, max_bytes, single_link=False, truncate=truncate)
+
+
+def _read_open_file(
+    descriptor: int, path: Path, max_bytes: int, *, single_link: bool, truncate: bool
+) -> bytes:
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):

@@ -22,6 +22,8 @@ GENERAL_PURPOSE_TOOLS: tuple[str, ...] = (*READ_ONLY_TOOLS, "Write", "Edit", "Ta
 KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "NotebookEdit")
 
 INHERIT = "inherit"
+BUILTIN_NAMES = frozenset({"Plan", "Explore", "general-purpose"})
+"""The names of the built-in agents (BUILTINS)."""
 MODEL_ALIASES: dict[str, str] = {
     "sonnet": "claude-sonnet-4-6",
     "opus": "claude-opus-4-8",
@@ -56,6 +58,13 @@ class AgentDefinition:
     """Guidance for a parent agent's Task tool; the description when empty."""
     read_only: bool = False
     """True for Plan and Explore, also when a file overrides them: no Write, Edit or Task."""
+    ignored_model: str = ""
+    """A model a project file asked for, ignored because the user does not trust the project."""
+
+    @property
+    def overrides_builtin(self) -> bool:
+        """Whether a user or project file replaced (part of) a built-in agent."""
+        return self.scope != "builtin" and self.name in BUILTIN_NAMES
 
     def effective_tools(self) -> tuple[str, ...]:
         """The tools the agent is offered: tools minus disallowed_tools, in order."""
@@ -75,6 +84,7 @@ class AgentDefinition:
             "priority": self.priority,
             "whenToUse": self.when_to_use,
             "readOnly": self.read_only,
+            "ignoredModel": self.ignored_model or None,
         }
 
 

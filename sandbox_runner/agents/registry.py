@@ -21,7 +21,7 @@ from sandbox_runner.agents.definitions import (
     check_read_only,
 )
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Front-matter keys planrun reads, in both Claude Code's camelCase and snake_case. Other
@@ -95,12 +95,16 @@ class Registry:
         """Problems with agent files, in the order found; those files were skipped."""
 
     @classmethod
-    def load(cls, workspace: Path | None, home: Path | None = None) -> Registry:
+    def load(
+        cls, workspace: Path | None, home: Path | None = None, *, trust_project: bool = False
+    ) -> Registry:
         """Load the built-ins, then user files, then project files, each overriding the last.
 
         Args:
             workspace: the repository; None reads no project files.
             home: planrun's per-user directory; $PLANRUN_HOME or ~/.planrun when None.
+            trust_project: whether project files may choose a model; when not, a model
+                they name is kept in ignored_model and not used.
 
         Returns:
             The registry; invalid files are listed in its warnings, not raised.
@@ -108,7 +112,10 @@ class Registry:
         definitions = {definition.name.casefold(): definition for definition in BUILTINS}
         warnings: list[AgentWarning] = []
         for directory, scope in agent_dirs(workspace, home or planrun_home()):
-            _load_directory(directory, scope, definitions, warnings)
+            # A repository's files are read beneath it: no link out to the host's files.
+            beneath = workspace if scope == "project" else None
+            trusted = trust_project or scope != "project"
+            _load_directory(directory, scope, definitions, warnings, beneath, trusted)
         return cls(definitions.values(), warnings)
 
     def get(self, name: str) -> AgentDefinition:
@@ -153,18 +160,20 @@ def _load_directory(
     scope: Scope,
     definitions: dict[str, AgentDefinition],
     warnings: list[AgentWarning],
+    beneath: Path | None = None,
+    trusted: bool = True,
 ) -> None:
     defined_here: dict[str, Path] = {}
-    for path in _markdown_files(directory, warnings):
+    for path in _markdown_files(directory, warnings, beneath):
         try:
-            agent_file = _read_agent_file(path, scope)
+            agent_file = _read_agent_file(path, scope, beneath)
             key = agent_file.name.casefold()
             if key in defined_here:
                 raise _InvalidFile(
                     f"agent {agent_file.name!r} is already defined by {defined_here[key]}; "
                     "this file is ignored"
                 )
-            definition = _merge(definitions.get(key), agent_file)
+            definition = _merge(definitions.get(key), agent_file, trusted)
         except _InvalidFile as problem:
             warnings.append(AgentWarning(path, str(problem)))
             continue
@@ -174,8 +183,18 @@ def _load_directory(
         warnings.extend(_soft_problems(definition, path))
 
 
-def _markdown_files(directory: Path, warnings: list[AgentWarning]) -> list[Path]:
+def _markdown_files(
+    directory: Path, warnings: list[AgentWarning], beneath: Path | None
+) -> list[Path]:
     if not directory.is_dir():
+        return []
+    if beneath is not None and not directory.resolve().is_relative_to(beneath.resolve()):
+        warnings.append(
+            AgentWarning(
+                directory,
+                f"leads outside {beneath} (to {directory.resolve()}); planrun does not read it",
+            )
+        )
         return []
     try:
         with os.scandir(directory) as entries:
@@ -200,12 +219,15 @@ def _soft_problems(definition: AgentDefinition, path: Path) -> list[AgentWarning
     return problems
 
 
-def _read_agent_file(path: Path, scope: Scope) -> _AgentFile:
+def _read_agent_file(path: Path, scope: Scope, beneath: Path | None = None) -> _AgentFile:
     """Parse one Markdown agent file: YAML front matter between '---' lines, then the body."""
-    # Project agent files are the repository author's: a FIFO must not hang planrun, nor a
-    # link to /dev/zero exhaust its memory.
+    # Project agent files are the repository author's: a FIFO must not hang planrun, a link
+    # to /dev/zero exhaust its memory, nor a link to a host file be read (beneath).
     try:
-        raw = read_untrusted_bytes(path, MAX_AGENT_BYTES)
+        if beneath is None:
+            raw = read_untrusted_bytes(path, MAX_AGENT_BYTES)
+        else:
+            raw = read_beneath(beneath, path, MAX_AGENT_BYTES)
         if raw is None:
             raise _InvalidFile("cannot read the file: No such file or directory")
         text = raw.decode("utf-8-sig")
@@ -229,14 +251,21 @@ def _read_agent_file(path: Path, scope: Scope) -> _AgentFile:
     return _AgentFile(path, scope, name, fields, body.strip(), notes)
 
 
-def _merge(base: AgentDefinition | None, agent_file: _AgentFile) -> AgentDefinition:
-    """Apply a file to the definition it overrides: only the fields the file sets change."""
+def _merge(
+    base: AgentDefinition | None, agent_file: _AgentFile, trusted: bool = True
+) -> AgentDefinition:
+    """Apply a file to the definition it overrides: only the fields the file sets change.
+
+    An untrusted file's model is not applied: it is kept in ignored_model, to be reported.
+    """
     origin: dict[str, Any] = {
         "file_path": str(agent_file.path),
         "scope": agent_file.scope,
         "priority": SCOPE_PRIORITY[agent_file.scope],
     }
     changes = dict(agent_file.fields)
+    if not trusted and "model" in changes:
+        changes["ignored_model"] = changes.pop("model")
     if agent_file.body:
         changes["system_prompt"] = agent_file.body
     if base is not None:

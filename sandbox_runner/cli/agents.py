@@ -7,18 +7,29 @@ from pathlib import Path
 
 import click
 
+from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.cli.app import cli, reports_errors
+from sandbox_runner.cli.app import cli, reports_errors, warn
+from sandbox_runner.config import load_settings
+from sandbox_runner.safe_text import one_line, terminal_text
 
 
 def _registry(repo: str) -> Registry:
-    registry = Registry.load(Path(repo).expanduser().resolve())
+    workspace = Path(repo).expanduser().resolve()
+    trusted = load_settings(workspace).project_trusted
+    registry = Registry.load(workspace, trust_project=trusted)
     for warning in registry.warnings:
-        click.echo(f"planrun: warning: {warning}", err=True)
+        warn(warning)
     return registry
 
 
-@cli.group()
+def _model(definition: AgentDefinition) -> str:
+    if not definition.ignored_model:
+        return definition.model
+    return f"{definition.model} (the project's {definition.ignored_model} is ignored: not trusted)"
+
+
+@cli.group(short_help="List and show subagents (built-in, user, project).")
 def agents() -> None:
     """Subagent definitions: built-in, user (~/.planrun/agents) and project (.planrun/agents)."""
 
@@ -30,14 +41,14 @@ def agents_list(repo: str) -> None:
     """List every subagent: name, scope, source, tools and model."""
     registry = _registry(repo)
     rows = [
-        (d.name, d.scope, d.file_path, ", ".join(d.effective_tools()), d.model)
+        (d.name, d.scope, d.file_path, ", ".join(d.effective_tools()), _model(d))
         for d in registry.all()
     ]
     headers = ("NAME", "SCOPE", "SOURCE", "TOOLS", "MODEL")
     widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(4)]
     for row in [headers, *rows]:
         cells = [str(cell).ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
-        click.echo("  ".join([*cells, str(row[4])]))
+        click.echo(one_line("  ".join([*cells, str(row[4])])))
 
 
 @agents.command("show")
@@ -52,13 +63,17 @@ def agents_show(name: str, repo: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(definition.to_dict(), indent=2))
         return
-    click.echo(f"name:        {definition.name}")
-    click.echo(f"description: {definition.description}")
-    click.echo(f"when to use: {definition.when_to_use or definition.description}")
-    click.echo(f"scope:       {definition.scope} (priority {definition.priority})")
-    click.echo(f"source:      {definition.file_path}")
-    click.echo(f"tools:       {', '.join(definition.effective_tools())}")
-    click.echo(f"model:       {definition.model}")
-    click.echo(f"read-only:   {'yes' if definition.read_only else 'no'}")
+    lines = [
+        f"name:        {definition.name}",
+        f"description: {definition.description}",
+        f"when to use: {definition.when_to_use or definition.description}",
+        f"scope:       {definition.scope} (priority {definition.priority})",
+        f"source:      {definition.file_path}",
+        f"tools:       {', '.join(definition.effective_tools())}",
+        f"model:       {_model(definition)}",
+        f"read-only:   {'yes' if definition.read_only else 'no'}",
+    ]
+    for line in lines:
+        click.echo(one_line(line))
     click.echo("")
-    click.echo(definition.system_prompt)
+    click.echo(terminal_text(definition.system_prompt))

@@ -18,6 +18,7 @@ from sandbox_runner.errors import (
     PlanrunError,
     WorkspaceError,
 )
+from sandbox_runner.safe_text import one_line
 
 if TYPE_CHECKING:
     from sandbox_runner.config import LoadedSettings
@@ -54,7 +55,7 @@ class Services:
         from sandbox_runner.sandbox.spec import SandboxSpec
 
         client = self.docker()
-        image = require_image(client, loaded.settings.image)
+        image = require_image(client, loaded.settings.image, loaded.sources["image"])
         extra_dirs = tuple(loaded.resolved_extra_dirs())
         limits = loaded.limits()
 
@@ -89,6 +90,11 @@ def services(ctx: click.Context) -> Services:
     return ctx.obj
 
 
+def warn(message: object) -> None:
+    """A warning on stderr, on one line, whatever a repository put in the names it mentions."""
+    click.echo(f"planrun: warning: {one_line(message)}", err=True)
+
+
 class UsageProblem(click.ClickException):
     """A mistake in the command or the setup, reported in one line with exit status 2."""
 
@@ -103,9 +109,9 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except USAGE_ERRORS as error:
-            raise UsageProblem(str(error)) from None
+            raise UsageProblem(one_line(error)) from None
         except PlanrunError as error:
-            raise click.ClickException(str(error)) from None
+            raise click.ClickException(one_line(error)) from None
 
     return wrapper
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from sandbox_runner.cli.app import cli, reports_errors
+from sandbox_runner.cli.app import cli, reports_errors, warn
 from sandbox_runner.config import load_settings
 
 
@@ -25,7 +25,7 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-@cli.group()
+@cli.group(short_help="Show the merged settings and their sources.")
 def config() -> None:
     """Settings: ~/.planrun/config.yaml, .planrun/config.yaml, PLANRUN_* variables, flags."""
 
@@ -43,6 +43,8 @@ def config() -> None:
 def config_show(repo: str, as_json: bool) -> None:
     """Show every setting, its value and where it came from."""
     loaded = load_settings(Path(repo).expanduser().resolve())
+    for warning in loaded.warnings:
+        warn(warning)
     values = asdict(loaded.settings)
     if as_json:
         document = {

@@ -13,7 +13,7 @@ from sandbox_runner.cli.app import cli, reports_errors, services
 # -- engine and image ---------------------------------------------------------------------
 
 
-@cli.group()
+@cli.group(short_help="Make sure a Docker engine answers.")
 def engine() -> None:
     """The Docker engine planrun runs its sandboxes on."""
 
@@ -30,7 +30,7 @@ def engine_start(ctx: click.Context) -> None:
     click.echo(f"Docker engine {version.get('Version', '?')} is ready")
 
 
-@cli.group()
+@cli.group(short_help="Build the sandbox image, or say whether it is there.")
 def image() -> None:
     """The sandbox image."""
 
@@ -53,11 +53,22 @@ def image_build(ctx: click.Context, force: bool) -> None:
 @reports_errors
 def image_status(ctx: click.Context) -> None:
     """Say which images planrun needs and whether they are present."""
+    from sandbox_runner.config import load_settings
     from sandbox_runner.sandbox import image as sandbox_image
 
-    state = sandbox_image.status(services(ctx).docker())
+    loaded = load_settings(None)
+    configured = loaded.settings.image
+    state = sandbox_image.status(services(ctx).docker(), configured)
+    origin = f" (set by {loaded.sources['image']})" if configured else ""
     if state.present:
-        click.echo(f"sandbox image  {state.tag}  present ({state.image_id}, {state.size_mb} MB)")
+        click.echo(
+            f"sandbox image  {state.tag}{origin}  present ({state.image_id}, {state.size_mb} MB)"
+        )
+    elif configured:
+        click.echo(
+            f"sandbox image  {state.tag}{origin}  missing: build or pull it under that tag, "
+            "or remove the setting to use planrun's own image (`planrun image build`)"
+        )
     else:
         click.echo(f"sandbox image  {state.tag}  missing: run `planrun image build`")
     base = "present" if state.base_present else "absent (made by mmdebstrap when needed)"
@@ -69,7 +80,7 @@ def image_status(ctx: click.Context) -> None:
 # -- sandbox ------------------------------------------------------------------------------
 
 
-@cli.group()
+@cli.group(short_help="Run a command in a plan sandbox; remove leftovers.")
 def sandbox() -> None:
     """Run commands in a plan sandbox, and clean up leftovers."""
 

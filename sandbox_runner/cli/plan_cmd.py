@@ -7,31 +7,36 @@ import json
 import os
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
+from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.planner import plan_agent
 from sandbox_runner.agents.registry import Registry, planrun_home
-from sandbox_runner.cli.app import cli, reports_errors, services
+from sandbox_runner.cli.app import cli, reports_errors, services, warn
 from sandbox_runner.cli.progress import Progress, wants_live_display
-from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.model import check_model_options
+from sandbox_runner.plans.history import remember_run
 from sandbox_runner.plans.inputs import (
-    find_template,
-    load_template,
     read_context_files,
     read_requirements,
+    read_template,
 )
 from sandbox_runner.plans.multi import PlanRunSpec, execute
 from sandbox_runner.plans.names import claim_directory
+from sandbox_runner.plans.workspace import git_metadata_problem
+from sandbox_runner.safe_text import one_line
 from sandbox_runner.sandbox.spec import resolve_workspace
 
 PLAN_FILES = ("report.json", "report.md")
 
 
-@cli.command("plan")
+@cli.command("plan", short_help="Plan a change from one or more perspectives.")
 @click.argument("requirements", required=False)
 @click.option(
     "-f",
@@ -98,21 +103,32 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     requirements = read_requirements(options["requirements"], options["requirements_file"])
     workspace = resolve_workspace(options["repo"])
     loaded = load_settings(workspace, flags=_flags(options))
-    registry = Registry.load(workspace)
-    for warning in registry.warnings:
-        click.echo(f"planrun: warning: {warning}", err=True)
-    plan_agent(registry, options["agent"])
+    registry = Registry.load(workspace, trust_project=loaded.project_trusted)
+    for warning in [*loaded.warnings, *registry.warnings, git_metadata_problem(workspace)]:
+        if warning:
+            warn(warning)
+    agent = plan_agent(registry, options["agent"])
+    if agent.ignored_model:
+        warn(
+            f"{agent.file_path} asks for model {agent.ignored_model!r}; ignored: "
+            f"{UNTRUSTED_MODEL_HINT}"
+        )
     svc = services(ctx)
-    # Everything that can be wrong is checked before a run directory is claimed.
-    inputs = _inputs(options, workspace, loaded)
-    sandboxes_for = svc.sandbox_factory(workspace, loaded)
-    spec = _spec(
-        options, requirements, workspace, loaded, inputs, _out_dir(options["out_dir"], workspace)
-    )
-    sandbox_factory = sandboxes_for(spec.name)
+    # Everything that can be wrong is checked before a container starts or a run
+    # directory is claimed.
+    spec = _spec(options, requirements, workspace, loaded, _inputs(options, workspace, loaded))
     labels = [job.label for job in spec.jobs()]
+    check_model_options(options["replay"], options["record"], labels, os.environ)
+    sandboxes_for = svc.sandbox_factory(workspace, loaded)
+    out_dir = _out_dir(options["out_dir"], workspace)
+    spec = replace(spec, name=out_dir.name, out_dir=out_dir, agent_override=_override(agent))
+    if options["out_dir"] is not None:
+        remember_run(spec.out_dir)
+    sandbox_factory = sandboxes_for(spec.name)
     if not options["as_json"]:
         click.echo(f"planrun: planning {len(labels)} perspective(s) into {spec.out_dir}", err=True)
+        if spec.agent_override:
+            click.echo(f"planrun: agent {one_line(spec.agent_override)}", err=True)
     live = wants_live_display(sys.stderr, json_output=options["as_json"])
     with Progress(labels, live=live) as progress:
         outcome = execute(
@@ -133,6 +149,13 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
         click.echo("planrun: interrupted; finished plans and the report are kept", err=True)
         ctx.exit(130)
     ctx.exit(record.exit_code)
+
+
+def _override(agent: AgentDefinition) -> str:
+    """How the report names a built-in agent that a file replaced ("" when none did)."""
+    if not agent.overrides_builtin:
+        return ""
+    return f"{agent.name} is overridden by {agent.file_path} ({agent.scope})"
 
 
 def _warm_up_model_client() -> None:
@@ -164,21 +187,12 @@ def _inputs(
         raise ConfigError("planning is disabled by configuration (planning_enabled: false)")
     extra_dirs = loaded.resolved_extra_dirs()
     sections = None
-    template_path = find_template(workspace, options["template"])
-    if template_path is not None:
-        template = load_template(template_path)
-        if isinstance(template, str):
-            click.echo(f"planrun: warning: {template}", err=True)
-        else:
-            sections = template.sections
+    template = read_template(workspace, options["template"])
+    if isinstance(template, str):
+        warn(template)
+    elif template is not None:
+        sections = template.sections
     context = read_context_files(options["context_files"], workspace, extra_dirs)
-    if options["replay"] is not None and not options["replay"].exists():
-        raise ConfigError(f"--replay {options['replay']} does not exist")
-    if options["replay"] is None and not _has_credentials():
-        raise ConfigError(
-            "ANTHROPIC_API_KEY is not set: export it (or ANTHROPIC_BASE_URL for a compatible "
-            "endpoint), or use --replay CASSETTE"
-        )
     return sections, context
 
 
@@ -188,15 +202,15 @@ def _spec(
     workspace: Path,
     loaded: LoadedSettings,
     inputs: tuple[tuple[str, ...] | None, str],
-    out_dir: Path,
 ) -> PlanRunSpec:
+    """The run, before its directory is claimed (name and out_dir are filled in then)."""
     settings = loaded.settings
     sections, context = inputs
     return PlanRunSpec(
-        name=out_dir.name,
+        name="",
         requirements=requirements,
         workspace=workspace,
-        out_dir=out_dir,
+        out_dir=Path(),
         perspectives=loaded.expand_perspectives(options["perspectives"]),
         model_id=loaded.planning_model_id(),
         agent=options["agent"],
@@ -205,13 +219,6 @@ def _spec(
         parallel=settings.parallel,
         limits=loaded.run_limits(),
         allowed_tools=frozenset(settings.allowed_tools),
-    )
-
-
-def _has_credentials() -> bool:
-    return any(
-        os.environ.get(name)
-        for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
     )
 
 
@@ -252,7 +259,9 @@ def _summarise(report: dict[str, Any]) -> None:
         verdict = "valid" if entry["valid"] else entry["status"]
         name = entry["perspective"] or entry["label"]
         reason = f" ({entry['reason']})" if entry["reason"] else ""
-        click.echo(f"  {name:<20} {verdict:<10} {entry['plan_file'] or '-'}{reason}")
+        click.echo(one_line(f"  {name:<20} {verdict:<10} {entry['plan_file'] or '-'}{reason}"))
+    if report.get("agent_override"):
+        click.echo(one_line(f"  agent: {report['agent_override']}"))
     if not report["workspace_unchanged"]:
-        click.echo(f"  WORKSPACE CHANGED: {report['workspace_problem']}")
-    click.echo(f"Report: {Path(report['out_dir']) / 'report.md'}")
+        click.echo(one_line(f"  WORKSPACE CHANGED: {report['workspace_problem']}"))
+    click.echo(one_line(f"Report: {Path(report['out_dir']) / 'report.md'}"))

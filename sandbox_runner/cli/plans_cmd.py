@@ -1,38 +1,21 @@
-"""`planrun plans`: browse earlier runs in ~/.planrun/plans."""
+"""`planrun plans`: browse earlier runs (~/.planrun/plans, and those written with --out)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 import click
 
-from sandbox_runner.agents.registry import planrun_home
 from sandbox_runner.cli.app import cli, reports_errors
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
+from sandbox_runner.plans.history import find_run, index_path, list_runs, runs_dir
+from sandbox_runner.safe_text import one_line, terminal_text
 
 
-def _runs() -> list[tuple[Path, dict[str, Any]]]:
-    root = planrun_home() / "plans"
-    runs = []
-    for directory in sorted(root.iterdir()) if root.is_dir() else []:
-        try:
-            report = json.loads(read_sandbox_file(directory / "report.json") or "null")
-        except (UnsafeFileError, ValueError, OSError):
-            report = None
-        if isinstance(report, dict):
-            runs.append((directory, report))
-        elif directory.is_dir():
-            runs.append((directory, {}))
-    runs.sort(key=lambda run: str(run[1].get("started_at", "")), reverse=True)
-    return runs
-
-
-@cli.group()
+@cli.group(short_help="List earlier runs; show a report or a plan.")
 def plans() -> None:
-    """Earlier plan runs."""
+    """Earlier plan runs: list them, show a report or a plan."""
 
 
 @plans.command("list")
@@ -40,29 +23,37 @@ def plans() -> None:
 @reports_errors
 def plans_list(as_json: bool) -> None:
     """List earlier runs, newest first: name, date, status, perspectives, requirements."""
-    for directory, report in _runs():
+    runs = list_runs()
+    if not runs and not as_json:
+        click.echo(
+            f"no runs yet: `planrun plan` keeps them in {runs_dir()}; runs written with --out "
+            f"are listed too (from {index_path()})",
+            err=True,
+        )
+    for run in runs:
         if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "name": directory.name,
-                        "path": str(directory),
-                        **{
-                            key: report.get(key)
-                            for key in ("started_at", "status", "exit_code", "requirements")
-                        },
-                    }
-                )
-            )
+            entry = {
+                "name": run.name,
+                "path": str(run.path),
+                "started_at": run.started_at or None,
+                "status": run.status or None,
+                "exit_code": run.exit_code,
+                "requirements": run.requirements or None,
+            }
+            click.echo(json.dumps(entry))
             continue
-        if not report:
-            click.echo(f"{directory.name:<28} (no report: interrupted or still running)")
-            continue
-        names = ", ".join(p["perspective"] or p["label"] for p in report.get("plans", []))
-        first_line = (report.get("requirements") or "").strip().splitlines()[:1] or [""]
-        started = str(report.get("started_at", ""))[:16].replace("T", " ")
-        status = report.get("status", "?")
-        click.echo(f"{directory.name:<28} {started}  {status:<17} [{names}]  {first_line[0][:60]}")
+        # An --out run is shown by its path, so that `plans show PATH` finds it.
+        name = run.name if run.path.parent == runs_dir() else str(run.path)
+        if run.problem:
+            line = f"{name:<28} (unreadable report: {run.problem})"
+        elif not run.has_report:
+            line = f"{name:<28} (no report: interrupted or still running)"
+        else:
+            first_line = (run.requirements.strip().splitlines() or [""])[0][:60]
+            started = run.started_at[:16].replace("T", " ")
+            names = ", ".join(run.perspectives)
+            line = f"{name:<28} {started:<16}  {run.status:<17} [{names}]  {first_line}"
+        click.echo(one_line(line))
 
 
 @plans.command("show")
@@ -70,11 +61,13 @@ def plans_list(as_json: bool) -> None:
 @click.argument("perspective", required=False)
 @reports_errors
 def plans_show(name: str, perspective: str | None) -> None:
-    """Print a run's report, or with PERSPECTIVE, that plan."""
-    directory = planrun_home() / "plans" / name
-    if not directory.is_dir() or "/" in name or name.startswith("."):
-        known = ", ".join(d.name for d, _ in _runs()[:10]) or "none yet"
-        raise ConfigError(f"no run called {name!r} in {directory.parent} (recent: {known})")
+    """Print a run's report, or with PERSPECTIVE, that plan. NAME may be a run's path."""
+    directory = find_run(name)
+    if directory is None:
+        known = ", ".join(run.name for run in list_runs()[:10]) or "none yet"
+        raise ConfigError(f"no run called {name!r} in {runs_dir()} (recent: {known})")
+    if perspective is not None and ("/" in perspective or perspective.startswith(".")):
+        raise ConfigError(f"{perspective!r} is not a perspective of this run")
     target = directory / (f"{perspective}.md" if perspective else "report.md")
     try:
         text = read_sandbox_file(target)
@@ -85,4 +78,4 @@ def plans_show(name: str, perspective: str | None) -> None:
             p.stem for p in sorted(directory.glob("*.md")) if p.name != "report.md"
         )
         raise ConfigError(f"{target} does not exist (plans in this run: {plans_here or 'none'})")
-    click.echo(text, nl=False)
+    click.echo(terminal_text(text), nl=False)

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sandbox_runner.agents.results import AgentEvent
+from sandbox_runner.safe_text import one_line
 
 
 @dataclass
@@ -28,11 +29,6 @@ class _Line:
     tokens: int = 0
     elapsed: float = 0.0
     started: float = 0.0
-
-
-def printable(text: str) -> str:
-    """Model-chosen text made safe for a terminal or a CI log: no control characters."""
-    return "".join(char if char.isprintable() else "?" for char in text)
 
 
 def wants_live_display(stream: TextIO, *, json_output: bool) -> bool:
@@ -62,11 +58,11 @@ class Progress:
             line.turn, line.tool_calls, line.tokens = event.turn, event.tool_calls, event.tokens
             line.elapsed = event.elapsed
             if event.kind == "tool_call":
-                line.state, line.tool = "running", printable(f"{event.tool} {event.detail}".strip())
+                line.state, line.tool = "running", one_line(f"{event.tool} {event.detail}".strip())
             elif event.kind == "turn_started":
                 line.state, line.tool = "thinking", ""
             elif event.kind in {"finished", "failed"}:
-                line.state, line.tool = event.kind, printable(event.detail)
+                line.state, line.tool = event.kind, one_line(event.detail)
         if self._live is None and event.kind in {"tool_call", "finished", "failed"}:
             self._log(event)
 
@@ -81,7 +77,7 @@ class Progress:
                 f"[{event.label}] {outcome}{detail} ({event.tool_calls} tool calls, "
                 f"{event.tokens} tokens, {event.elapsed:.1f} s)"
             )
-        print(printable(message), file=self._stream, flush=True)
+        print(one_line(message), file=self._stream, flush=True)
 
     def _table(self) -> Table:
         table = Table(box=None, pad_edge=False, header_style="bold")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sandbox_runner import Model
@@ -12,7 +13,51 @@ from sandbox_runner.model.errors import (
     ModelAPIError,
     ModelError,
 )
-from sandbox_runner.model.replay import RecordingModel, ReplayModel, estimate_tokens
+from sandbox_runner.model.replay import (
+    RecordingModel,
+    ReplayModel,
+    check_record,
+    check_replay,
+    estimate_tokens,
+)
+
+KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+def check_model_options(
+    replay: Path | None, record: Path | None, keys: Sequence[str], env: Mapping[str, str]
+) -> None:
+    """Refuse, before anything starts, model options that would fail every plan later.
+
+    Args:
+        replay, record: the --replay and --record paths, if given.
+        keys: the labels of the run's plans (one cassette each).
+        env: the environment holding the API key.
+
+    Raises:
+        ConfigError: both --replay and --record, a cassette missing for a plan, a --record
+            that is a file or holds cassettes, or no API key when the API is to be called.
+    """
+    if replay is not None and record is not None:
+        raise ConfigError(
+            "--replay and --record cannot be used together: --replay plays a recording "
+            "without calling the API"
+        )
+    if replay is not None:
+        check_replay(replay, list(keys))
+        return
+    if not any(env.get(name) for name in KEY_VARIABLES):
+        if env.get("ANTHROPIC_BASE_URL"):
+            raise ConfigError(
+                "ANTHROPIC_BASE_URL is set but ANTHROPIC_API_KEY is not: export the key "
+                "(or ANTHROPIC_AUTH_TOKEN) for that endpoint too"
+            )
+        raise ConfigError(
+            "ANTHROPIC_API_KEY is not set: export it (or ANTHROPIC_AUTH_TOKEN; "
+            "ANTHROPIC_BASE_URL for a compatible endpoint), or use --replay CASSETTE"
+        )
+    if record is not None:
+        check_record(record)
 
 
 def create_model(
@@ -58,6 +103,7 @@ __all__ = [
     "ModelError",
     "RecordingModel",
     "ReplayModel",
+    "check_model_options",
     "create_model",
     "estimate_tokens",
 ]

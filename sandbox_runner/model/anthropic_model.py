@@ -18,7 +18,12 @@ from typing import Any
 import anthropic
 from anthropic.types import Message
 
-from sandbox_runner.model.errors import ContextBudgetError, ModelAPIError, ModelError
+from sandbox_runner.model.errors import (
+    ContextBudgetError,
+    ModelAPIError,
+    ModelError,
+    unreadable_response,
+)
 from sandbox_runner.model.replay import estimate_tokens
 from sandbox_runner.types import ModelRequest, ModelResponse, Usage
 
@@ -119,7 +124,12 @@ class AnthropicModel:
         """
         params = build_params(request, request.model or self.model_id)
         streaming = request.max_tokens > STREAMING_ABOVE_MAX_TOKENS
-        return to_response(self._with_retries(lambda: self._send(params, streaming)))
+        try:
+            return to_response(self._with_retries(lambda: self._send(params, streaming)))
+        except (AttributeError, TypeError, ValueError) as error:
+            # A body that is not JSON (JSONDecodeError), or JSON of another shape, which
+            # the SDK hands over unvalidated and to_response then trips on.
+            raise unreadable_response(error) from error
 
     def count_tokens(self, request: ModelRequest) -> int:
         """Input tokens from the count_tokens endpoint, or an estimate when it cannot answer."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sandbox_runner.errors import PlanrunError
@@ -43,6 +44,19 @@ class ModelAPIError(ModelError):
         if hint:
             message += f"; {hint}"
         super().__init__(message, status=status, attempts=attempts)
+
+
+def unreadable_response(error: Exception) -> ModelAPIError:
+    """The error for an answer that is not JSON, or not shaped like a Messages API response."""
+    if isinstance(error, json.JSONDecodeError):
+        what = f"is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})"
+    else:
+        detail = " ".join(str(error).split())[:200]
+        what = f"is not a Messages API response ({type(error).__name__}: {detail})"
+    return ModelAPIError(
+        f"the API's answer {what}",
+        hint="check that ANTHROPIC_BASE_URL names an Anthropic-compatible endpoint",
+    )
 
 
 class ContextBudgetError(ModelError):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner import Model
+from sandbox_runner.errors import ConfigError
 from sandbox_runner.model.errors import CassetteError
 from sandbox_runner.types import ModelRequest, ModelResponse, Usage
 
@@ -48,6 +49,50 @@ def resolve_cassette(path: str | Path, key: str | None = None) -> Path:
         return path
     keyed = path / f"{key or DEFAULT_KEY}.jsonl"
     return keyed if keyed.is_file() else path / f"{DEFAULT_KEY}.jsonl"
+
+
+def check_replay(path: Path, keys: list[str]) -> None:
+    """Refuse, before a run starts, a cassette (or directory) that cannot serve every key.
+
+    Raises:
+        ConfigError: it does not exist, or a directory has neither `<key>.jsonl` nor
+            `default.jsonl` for some key (naming the files it looked for).
+    """
+    if not path.exists():
+        raise ConfigError(f"--replay {path} does not exist")
+    if not path.is_dir():
+        if not path.is_file():
+            raise ConfigError(f"--replay {path} is not a cassette file or directory")
+        return
+    missing = [key for key in keys if not resolve_cassette(path, key).is_file()]
+    if missing:
+        wanted = ", ".join(f"{key}.jsonl" for key in missing)
+        raise ConfigError(
+            f"--replay {path} has no cassette for {_plural(missing, 'perspective')} "
+            f"{', '.join(missing)}: neither {wanted} nor {DEFAULT_KEY}.jsonl is there"
+        )
+
+
+def check_record(path: Path) -> None:
+    """Refuse, before a run starts, a --record target that is a file or holds cassettes.
+
+    Raises:
+        ConfigError: path is not a directory, or already holds cassettes (*.jsonl).
+    """
+    if path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"--record {path} is not a directory; give a directory for the cassettes "
+            "(one per perspective)"
+        )
+    if path.is_dir() and any(path.glob("*.jsonl")):
+        raise ConfigError(
+            f"--record {path} already holds cassettes; planrun never overwrites them: "
+            "give a new directory"
+        )
+
+
+def _plural(items: list[str], noun: str) -> str:
+    return noun if len(items) == 1 else f"{noun}s"
 
 
 def summarize_request(request: ModelRequest) -> dict[str, Any]:
@@ -104,6 +149,9 @@ def load_cassette(path: Path) -> list[dict[str, Any]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as error:
         raise CassetteError(path, f"cannot be read ({error.strerror or error})") from error
+    except UnicodeDecodeError as error:
+        problem = f"is not UTF-8 text (byte {error.start}): not a cassette, perhaps a binary file"
+        raise CassetteError(path, problem) from error
     if not lines:
         raise CassetteError(path, "is empty")
     responses: list[dict[str, Any]] = []
@@ -226,11 +274,15 @@ class RecordingModel:
         return self.inner.count_tokens(request)
 
     def _start(self, model: str) -> None:
-        """Create the cassette with its header, replacing an older recording."""
+        """Create the cassette with its header; an earlier recording is never replaced."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         header = {
             "cassette": CASSETTE_VERSION,
             "model": model,
             "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        self.path.write_text(json.dumps(header) + "\n", encoding="utf-8")
+        try:
+            with self.path.open("x", encoding="utf-8") as cassette:
+                cassette.write(json.dumps(header) + "\n")
+        except FileExistsError:
+            raise CassetteError(self.path, "exists; planrun never overwrites a recording") from None

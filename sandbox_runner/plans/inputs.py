@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
 TEMPLATE_LOCATIONS = (Path(".planrun/plan.md"), Path(".codex/plan.md"))
 MAX_TEMPLATE_BYTES = 256 * 1024
@@ -28,14 +29,17 @@ class Template:
 
 
 def read_requirements(text: str | None, file: Path | None) -> str:
-    """The requirements from the argument, a file (-f) or standard input ("-").
+    """The requirements from the argument, a file (-f, where `-` is standard input) or
+    standard input ("-").
 
     Raises:
         ConfigError: none given, both given, unreadable, or empty.
     """
     if text is not None and file is not None:
         raise ConfigError("give the requirements either as an argument or with -f, not both")
-    if file is not None:
+    if file is not None and str(file) == "-":
+        text = "-"
+    elif file is not None:
         try:
             data = read_untrusted_bytes(file, MAX_REQUIREMENTS_BYTES, truncate=True)
         except UnsafeFileError as error:
@@ -43,7 +47,7 @@ def read_requirements(text: str | None, file: Path | None) -> str:
         if data is None:
             raise ConfigError(f"requirements file {file} does not exist")
         text = data[:MAX_REQUIREMENTS_BYTES].decode("utf-8", errors="replace")
-    elif text == "-":
+    if text == "-":
         text = sys.stdin.read(MAX_REQUIREMENTS_BYTES)
     if text is None or not text.strip():
         raise ConfigError(
@@ -58,19 +62,43 @@ def find_template(workspace: Path, explicit: Path | None) -> Path | None:
         return explicit
     for relative in TEMPLATE_LOCATIONS:
         candidate = workspace / relative
-        if candidate.is_file():
+        # lexists: a link that leads outside is found, so that it is reported, not skipped.
+        if os.path.lexists(candidate) and not candidate.is_dir():
             return candidate
     return None
 
 
-def load_template(path: Path) -> Template | str:
+def read_template(workspace: Path, explicit: Path | None) -> Template | str | None:
+    """The plan template, or a warning (str) saying why the default sections are used.
+
+    --template is the user's own file: a problem with it is an error. The repository's
+    .planrun/plan.md (or .codex/plan.md) is read beneath the workspace only, and a
+    problem with it is a warning.
+
+    Raises:
+        ConfigError: --template is missing, unreadable or has no section headings.
+    """
+    path = find_template(workspace, explicit)
+    if path is None:
+        return None
+    template = load_template(path, None if explicit is not None else workspace)
+    if isinstance(template, str) and explicit is not None:
+        raise ConfigError(f"--template: {template.removesuffix('; using the default sections')}")
+    return template
+
+
+def load_template(path: Path, workspace: Path | None = None) -> Template | str:
     """The template's sections, or a warning saying why the defaults are used instead.
 
     The template is only ever read; its level-2+ headings (outside code fences) become
-    the plan's required sections.
+    the plan's required sections. With workspace, the file must lie beneath it (a link
+    out of the repository is not followed).
     """
     try:
-        data = read_untrusted_bytes(path, MAX_TEMPLATE_BYTES, truncate=True)
+        if workspace is None:
+            data = read_untrusted_bytes(path, MAX_TEMPLATE_BYTES, truncate=True)
+        else:
+            data = read_beneath(workspace, path, MAX_TEMPLATE_BYTES, truncate=True)
     except UnsafeFileError as error:
         return f"cannot use plan template ({error}); using the default sections"
     if data is None:
@@ -95,27 +123,39 @@ def load_template(path: Path) -> Template | str:
 def read_context_files(files: Sequence[Path], workspace: Path, extra_dirs: Sequence[Path]) -> str:
     """The attached files as prompt text; each must lie in the workspace or an extra directory.
 
+    A relative path is read from the workspace (--repo), not the current directory.
+
     Raises:
         ConfigError: a file is missing, unreadable, or outside the permitted directories.
     """
     parts = []
     roots = [workspace.resolve(), *(directory.resolve() for directory in extra_dirs)]
     for file in files:
-        resolved = file.expanduser().resolve()
+        given = file.expanduser()
+        resolved = (workspace / given).resolve()
         root = next((r for r in roots if resolved == r or resolved.is_relative_to(r)), None)
         if root is None:
             raise ConfigError(
-                f"context file {file} is outside the repository and the extra read-only "
-                "directories; only files there can be attached"
+                f"context file {file} ({resolved}) is outside the repository {workspace} and "
+                "the extra read-only directories; only files there can be attached"
             )
         try:
-            data = read_untrusted_bytes(resolved, MAX_CONTEXT_BYTES, truncate=True)
+            data = read_beneath(root, resolved, MAX_CONTEXT_BYTES, truncate=True)
         except UnsafeFileError as error:
             raise ConfigError(f"cannot attach context file: {error}") from None
         if data is None:
-            raise ConfigError(f"context file {file} does not exist")
+            raise ConfigError(_missing_context(file, resolved, workspace))
         text = data[:MAX_CONTEXT_BYTES].decode("utf-8", errors="replace")
         note = "\n[cut at 256 KiB]" if len(data) > MAX_CONTEXT_BYTES else ""
-        shown = resolved.relative_to(workspace.resolve()) if root == roots[0] else resolved
+        shown = resolved.relative_to(roots[0]) if root == roots[0] else resolved
         parts.append(f"### Attached file: {shown}\n\n````\n{text}{note}\n````")
     return "\n\n".join(parts)
+
+
+def _missing_context(file: Path, resolved: Path, workspace: Path) -> str:
+    message = f"context file {file} does not exist ({resolved})"
+    if not file.is_absolute():
+        message += f"; relative paths are read from the repository {workspace}"
+        if file.exists():
+            message += ", not the current directory: give it relative to the repository"
+    return message

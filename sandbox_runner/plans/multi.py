@@ -16,7 +16,7 @@ from sandbox_runner import Model
 from sandbox_runner.agents.loop import EventSink, RunLimits
 from sandbox_runner.agents.planner import PlanJob, SandboxFactory, failed_result, run_plan
 from sandbox_runner.agents.registry import Registry, planrun_home
-from sandbox_runner.agents.results import PlanResult
+from sandbox_runner.agents.results import AgentEvent, PlanResult
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.plans.report import RunRecord, write_report
 from sandbox_runner.plans.workspace import (
@@ -56,6 +56,8 @@ class PlanRunSpec:
     parallel: int = 4
     limits: RunLimits = field(default_factory=RunLimits)
     allowed_tools: frozenset[str] | None = None
+    agent_override: str = ""
+    """Which file replaced the built-in agent, for the report ("" when none did)."""
 
     def jobs(self) -> list[PlanJob]:
         """One job per perspective, with unique labels (file names)."""
@@ -137,6 +139,7 @@ def execute(
         workspace_unchanged=not problem,
         workspace_problem=problem,
         exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, problem),
+        agent_override=spec.agent_override,
     )
     write_report(record)
     return PlanRunOutcome(record, interrupted)
@@ -264,11 +267,16 @@ class _Runner:
             )
         except (PlanrunError, OSError) as error:
             # One subagent failing never stops or loses the others.
-            return failed_result(job, spec.model_id, str(error))
+            return self._failed(job, str(error))
         except Exception as error:
-            return failed_result(
-                job, spec.model_id, f"internal error: {type(error).__name__}: {error}"
-            )
+            return self._failed(job, f"internal error: {type(error).__name__}: {error}")
+
+    def _failed(self, job: PlanJob, reason: str) -> PlanResult:
+        """A plan that failed outside its agent loop (which reports its own failures):
+        shown like any other failure, then kept as a failed result."""
+        if self.on_event is not None:
+            self.on_event(AgentEvent("failed", job.label, 0, None, reason, 0, 0, 0.0))
+        return failed_result(job, self.spec.model_id, reason)
 
     def interrupted(
         self, jobs: list[PlanJob], stop_sandboxes: Callable[[], object]

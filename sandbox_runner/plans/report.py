@@ -53,6 +53,8 @@ class RunRecord:
     """What changed in the workspace, if anything."""
     exit_code: int = field(kw_only=True)
     """What `planrun plan` exits with; required, by keyword."""
+    agent_override: str = field(default="", kw_only=True)
+    """Which file replaced the built-in agent the plans ran with ("" when none did)."""
 
     def __post_init__(self) -> None:
         if len(self.perspectives) != len(self.results):
@@ -91,6 +93,7 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         "status": _run_status(record),
         "workspace_unchanged": record.workspace_unchanged,
         "workspace_problem": record.workspace_problem,
+        "agent_override": record.agent_override or None,
         "plans": plans,
         "critical_files": _critical_files(plans),
         "disagreements": _disagreements(plans, bodies),

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import html
 import re
 from typing import Any
 from urllib.parse import quote
+
+from sandbox_runner.safe_text import markdown_text, one_line
 
 REQUIREMENT_LINES = 20
 TABLE_SUMMARY_CHARS = 200
@@ -38,6 +39,8 @@ Top level:
   `workspace_changed` when the workspace changed during the run, whatever the plans did.
 - `workspace_unchanged`: whether the workspace was left as it was.
 - `workspace_problem`: what changed in the workspace, `""` when nothing did.
+- `agent_override`: which user or project file replaced the built-in agent the plans
+  ran with (its prompt, tools or model), or `null`.
 - `plans`: one object per perspective, described below.
 - `critical_files`: the critical files across plans:
   - `matrix`: one `{"path", "named_by": [labels], "count"}` per file any plan names,
@@ -108,11 +111,17 @@ def _header(report: dict[str, Any]) -> str:
             "",
             f"**Status:** {status} (exit code {report['exit_code']})  ",
             f"**Plans:** {plans or 'none'}  ",
-            f"**Repository:** `{report['repository']}` at {head}; workspace {workspace}  ",
+            f"**Repository:** {_code(report['repository'])} at {head}; workspace {workspace}  ",
+            *_agent_line(report),
             f"**Time:** {report['started_at']} to {report['finished_at']} "
             f"({_duration(report['wall_seconds'])})",
         ]
     )
+
+
+def _agent_line(report: dict[str, Any]) -> list[str]:
+    override = report.get("agent_override")
+    return [f"**Agent:** ⚠️ {_safe(one_line(override))}  "] if override else []
 
 
 def _requirements(requirements: str) -> str:
@@ -129,9 +138,9 @@ def _plans_table(plans: list[dict[str, Any]]) -> str:
     rows: list[tuple[str, list[str]]] = [
         ("Status", [f"{_mark(p)} {p['status']}" for p in plans]),
         ("Valid", ["yes" if p["valid"] else "no" for p in plans]),
-        ("Title", [p["title"] or "—" for p in plans]),
-        ("Summary", [_clip(p["summary"], TABLE_SUMMARY_CHARS) or "—" for p in plans]),
-        ("Model", [f"`{p['model']}`" for p in plans]),
+        ("Title", [_safe(p["title"] or "—") for p in plans]),
+        ("Summary", [_safe(_clip(p["summary"], TABLE_SUMMARY_CHARS) or "—") for p in plans]),
+        ("Model", [_code(p["model"]) for p in plans]),
         ("Turns", [str(p["turns"]) for p in plans]),
         ("Tool calls", [str(p["tool_calls"]) for p in plans]),
         ("Tokens", [f"{p['tokens']['total']:,}" for p in plans]),
@@ -164,7 +173,7 @@ def _critical_files(report: dict[str, Any]) -> str:
 def _file_list(plan: dict[str, Any]) -> str:
     """One plan's critical files with their reasons."""
     rows = [
-        [_code(entry["path"]) + ("" if entry["exists"] else " (not found)"), entry["reason"]]
+        [_code(entry["path"]) + ("" if entry["exists"] else " (not found)"), _safe(entry["reason"])]
         for entry in plan["critical_files"]
     ]
     return _table(["File", "Why"], rows)
@@ -259,18 +268,22 @@ def _row(cells: list[str]) -> str:
 
 
 def _cell(text: str) -> str:
-    """A table cell: pipes escaped and line breaks as <br>, so the row stays one row."""
-    lines = _safe(text).replace("|", "\\|").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    """A table cell: pipes escaped and line breaks as <br>, so the row stays one row.
+
+    The text is Markdown already: whatever came from a plan went through _safe.
+    """
+    lines = text.replace("|", "\\|").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return "<br>".join(line.strip() for line in lines if line.strip())
 
 
 def _safe(text: str) -> str:
-    """Model-written text as inert Markdown: no raw HTML (no <img> beacons, no scripts)."""
-    return html.escape(str(text), quote=False)
+    """Model-written text as inert Markdown: no control characters, raw HTML, images, or
+    links other than http(s)."""
+    return markdown_text(text)
 
 
 def _name(plan: dict[str, Any]) -> str:
-    return str(plan["perspective"] or plan["label"])
+    return markdown_text(one_line(plan["perspective"] or plan["label"]))
 
 
 def _mark(plan: dict[str, Any]) -> str:
@@ -293,7 +306,8 @@ def _file_mark(plan: dict[str, Any], path: str) -> str:
 
 
 def _code(text: str) -> str:
-    """Inline code that survives backticks in the text."""
+    """Inline code that survives backticks in the text (on one line, no control characters)."""
+    text = one_line(text)
     runs = {len(run) for run in re.findall(r"`+", text)}
     length = 1
     while length in runs:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.safe_io import UnsafeFileError, read_beneath
 
 HEX_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 SAFE_REF = re.compile(r"refs/[A-Za-z0-9._/-]+")
@@ -18,16 +18,43 @@ MAX_REF_BYTES = 4096
 
 
 def git_dir(workspace: Path) -> Path | None:
-    """The repository's git directory (a .git folder, or the target of a .git file)."""
+    """The repository's git directory (a .git folder, or the target of a .git file).
+
+    None outside git, and when .git (or its `gitdir:`) leads outside the workspace:
+    the repository's metadata must not make the host read its other files.
+    """
+    return _locate_git_dir(workspace)[0]
+
+
+def git_metadata_problem(workspace: Path) -> str:
+    """Why the repository's git metadata is not read ("" when it is, or there is none)."""
+    return _locate_git_dir(workspace)[1]
+
+
+def _locate_git_dir(workspace: Path) -> tuple[Path | None, str]:
     dot_git = workspace / ".git"
+    if not os.path.lexists(dot_git):
+        return None, ""
+    if not _beneath(workspace, dot_git):
+        return None, f"{dot_git} leads outside the repository; git HEAD is not read"
     if dot_git.is_dir():
-        return dot_git
-    if dot_git.is_file():
-        text = _small_text(dot_git)
-        if text and text.startswith("gitdir:"):
-            target = Path(text.split(":", 1)[1].strip())
-            return target if target.is_absolute() else (workspace / target)
-    return None
+        return dot_git, ""
+    text = _small_text(workspace, dot_git)
+    if not text or not text.startswith("gitdir:"):
+        return None, ""
+    target = workspace / text.split(":", 1)[1].strip()
+    if not _beneath(workspace, target):
+        return None, (
+            f"{dot_git} points outside the repository (gitdir: {target}); git HEAD is not read"
+        )
+    return target, ""
+
+
+def _beneath(workspace: Path, path: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(workspace.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 def git_head(workspace: Path) -> str | None:
@@ -35,12 +62,13 @@ def git_head(workspace: Path) -> str | None:
 
     Running git on the host against an untrusted repository could execute what its
     config names (core.fsmonitor, filter and diff drivers), so the few files needed are
-    parsed instead, and `git status` runs only inside a sandbox (see snapshot).
+    parsed instead, and `git status` runs only inside a sandbox (see snapshot). Every
+    file is read beneath the workspace: a link or `commondir` leading out is ignored.
     """
     directory = git_dir(workspace)
     if directory is None:
         return None
-    head = _small_text(directory / "HEAD")
+    head = _small_text(workspace, directory / "HEAD")
     if head is None:
         return None
     if HEX_SHA.match(head):
@@ -50,12 +78,12 @@ def git_head(workspace: Path) -> str | None:
     ref = head.split(":", 1)[1].strip()
     if not SAFE_REF.fullmatch(ref) or ".." in ref.split("/"):
         return None
-    common = _common_dir(directory)
+    common = _common_dir(workspace, directory)
     for base in (directory, common):
-        value = _small_text(base / ref)
+        value = _small_text(workspace, base / ref)
         if value and HEX_SHA.match(value):
             return value
-    packed = _small_text(common / "packed-refs", limit=16 * 1024 * 1024) or ""
+    packed = _small_text(workspace, common / "packed-refs", limit=16 * 1024 * 1024) or ""
     for line in packed.splitlines():
         sha, _, name = line.partition(" ")
         if name == ref and HEX_SHA.match(sha):
@@ -63,19 +91,19 @@ def git_head(workspace: Path) -> str | None:
     return None
 
 
-def _common_dir(directory: Path) -> Path:
-    common = _small_text(directory / "commondir")
+def _common_dir(workspace: Path, directory: Path) -> Path:
+    common = _small_text(workspace, directory / "commondir")
     if not common:
         return directory
-    path = Path(common)
-    return path if path.is_absolute() else directory / path
+    return directory / common
 
 
-def _small_text(path: Path, limit: int = MAX_REF_BYTES) -> str | None:
+def _small_text(workspace: Path, path: Path, limit: int = MAX_REF_BYTES) -> str | None:
     # A repository is untrusted: a FIFO or /dev/zero in place of HEAD must not hang or
-    # exhaust the host, and anything odd simply means "no HEAD known".
+    # exhaust the host, a link must not lead to a host file, and anything odd simply
+    # means "no HEAD known".
     try:
-        data = read_untrusted_bytes(path, limit)
+        data = read_beneath(workspace, path, limit)
     except UnsafeFileError:
         return None
     return data.decode("utf-8", "replace").strip() if data is not None else None
@@ -117,7 +145,7 @@ def tree_fingerprint(
             if seen > max_files:
                 hasher.update(b"...truncated")
                 return hasher.hexdigest()
-            link = os.readlink(entry.path) if stat.S_ISLNK(info.st_mode) else ""
+            link = _link_target(entry.path) if stat.S_ISLNK(info.st_mode) else ""
             relative = os.path.relpath(entry.path, root)
             fields = (relative, info.st_mode, info.st_size, info.st_mtime_ns, link)
             hasher.update(os.fsencode("\0".join(map(str, fields)) + "\n"))
@@ -125,6 +153,14 @@ def tree_fingerprint(
                 subdirs.append(entry.path)
         stack.extend(reversed(subdirs))
     return hasher.hexdigest()
+
+
+def _link_target(path: str) -> str:
+    # /proc's links (planning "/") cannot all be read; such a link is hashed as unreadable.
+    try:
+        return os.readlink(path)
+    except OSError as error:
+        return f"<unreadable: {error.errno}>"
 
 
 @dataclass(frozen=True)

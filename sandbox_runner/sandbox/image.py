@@ -98,9 +98,10 @@ def _get(client: Any, tag: str) -> Any | None:
         return None
 
 
-def status(client: Any) -> ImageStatus:
-    """Which of the images planrun needs are present."""
-    tag = image_tag()
+def status(client: Any, configured: str | None = None) -> ImageStatus:
+    """Which of the images planrun needs are present: the configured sandbox image (the
+    `image` setting) or planrun's own, and the bases it is built from."""
+    tag = configured or image_tag()
     image = _get(client, tag)
     return ImageStatus(
         tag=tag,
@@ -113,12 +114,15 @@ def status(client: Any) -> ImageStatus:
     )
 
 
-def require_image(client: Any, tag: str | None = None) -> str:
-    """Return the image tag to run, or raise ImageMissingError naming the build command."""
-    tag = tag or image_tag()
-    if _get(client, tag) is None:
-        raise ImageMissingError(tag)
-    return tag
+def require_image(client: Any, tag: str | None = None, configured_in: str = "") -> str:
+    """Return the image tag to run, or raise ImageMissingError saying how to get it.
+
+    configured_in names where a configured tag was set (the advice then differs: planrun
+    builds only its own tag).
+    """
+    if _get(client, tag or image_tag()) is None:
+        raise ImageMissingError(tag or image_tag(), configured_in if tag else "")
+    return tag or image_tag()
 
 
 def build(client: Any, progress: Progress = _quiet, *, force: bool = False) -> str:

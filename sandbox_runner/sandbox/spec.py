@@ -92,6 +92,9 @@ class SandboxSpec:
 
 def resolve_workspace(path: str | os.PathLike[str]) -> Path:
     """Return the absolute, symlink-free workspace path, or raise WorkspaceError."""
+    if not os.fspath(path).strip():
+        # Path("") is ".", which would plan the current directory without saying so.
+        raise WorkspaceError("the workspace path is empty; give a directory (--repo .)")
     candidate = Path(path).expanduser()
     if not candidate.exists():
         raise WorkspaceError(f"workspace {candidate} does not exist")

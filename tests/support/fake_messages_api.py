@@ -145,7 +145,24 @@ def drop() -> Drop:
     return Drop()
 
 
-Scripted = Reply | ScriptedError | Drop
+@dataclass(frozen=True)
+class Raw:
+    """An answer sent exactly as given: a body that is not JSON, or JSON of the wrong shape."""
+
+    body: bytes
+    status: int = 200
+
+
+def raw(body: bytes | str | Any, status: int = 200) -> Raw:
+    """A raw answer; anything but bytes or str is sent as JSON (e.g. `{"foo": 1}`)."""
+    if isinstance(body, str):
+        body = body.encode()
+    elif not isinstance(body, bytes):
+        body = json.dumps(body).encode()
+    return Raw(body, status)
+
+
+Scripted = Reply | ScriptedError | Drop | Raw
 Script = Sequence[Scripted] | Callable[[dict[str, Any]], Scripted]
 
 
@@ -323,6 +340,8 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(answer, Drop):
             # Writing nothing and closing is what the client sees as a dropped connection.
             self.close_connection = True
+        elif isinstance(answer, Raw):
+            self._send_bytes(answer.status, answer.body)
         elif isinstance(answer, ScriptedError) and not (streaming and answer.mid_stream):
             self._send_error(answer)
         elif streaming:
@@ -335,7 +354,9 @@ class _Handler(BaseHTTPRequestHandler):
         return f"msg_fake_{uuid.uuid4().hex[:16]}"
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: Sequence[Any] = ()) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(status, json.dumps(payload).encode(), headers)
+
+    def _send_bytes(self, status: int, data: bytes, headers: Sequence[Any] = ()) -> None:
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))

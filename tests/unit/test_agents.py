@@ -86,7 +86,7 @@ def test_project_overrides_user_which_overrides_builtin(fs: FakeFilesystem) -> N
     agent_file(fs, PROJECT_AGENTS / "plan.md", "name: Plan\nmodel: haiku")
     agent_file(fs, USER_AGENTS / "reviewer.md", "name: reviewer\ndescription: Reviews", "Review.")
 
-    registry = load()
+    registry = Registry.load(WORKSPACE, home=HOME, trust_project=True)
     plan = registry.get("Plan")
     assert plan.model == "haiku"
     assert plan.system_prompt == "User planning prompt."  # the project file set no body
@@ -95,6 +95,15 @@ def test_project_overrides_user_which_overrides_builtin(fs: FakeFilesystem) -> N
     reviewer = registry.get("reviewer")
     assert (reviewer.scope, reviewer.priority) == ("user", 2)
     assert registry.warnings == []
+
+
+def test_an_untrusted_project_agent_cannot_choose_the_model(fs: FakeFilesystem) -> None:
+    agent_file(fs, PROJECT_AGENTS / "plan.md", "name: Plan\nmodel: opus", "Repo prompt.")
+    plan = load().get("Plan")
+    assert (plan.model, plan.ignored_model) == ("inherit", "opus")
+    assert resolve_model(plan, "claude-sonnet-4-6") == "claude-sonnet-4-6"
+    assert plan.overrides_builtin and plan.system_prompt == "Repo prompt."
+    assert not PLAN.overrides_builtin
 
 
 def test_partial_override_keeps_the_builtin_prompt_and_tools(fs: FakeFilesystem) -> None:
@@ -115,7 +124,7 @@ def test_claude_code_agent_files_load_as_they_are(fs: FakeFilesystem) -> None:
         "disallowedTools: [NotebookEdit]\nmodel: claude-sonnet-4-5-20250929\ncolor: blue",
         "You are a senior reviewer.\n",
     )
-    reviewer = load().get("code-reviewer")
+    reviewer = Registry.load(WORKSPACE, home=HOME, trust_project=True).get("code-reviewer")
     assert reviewer.tools == ("Read", "Grep", "Glob", "Bash")
     assert reviewer.model == "claude-sonnet-4-5-20250929"
     assert reviewer.system_prompt == "You are a senior reviewer."
@@ -215,9 +224,32 @@ def test_a_fifo_or_dev_zero_agent_file_is_a_warning_and_others_still_load(
 
     assert registry.get("good").description == "Works"
     assert [(warning.path, warning.message) for warning in registry.warnings] == [
-        (zero, "cannot read the file: it is not a regular file"),
+        (
+            zero,
+            f"cannot read the file: it leads outside {tmp_path / 'repo'} (to /dev/zero); "
+            "planrun does not follow it",
+        ),
         (fifo, "cannot read the file: it is not a regular file"),
     ]
+
+
+def test_project_agent_files_linking_to_host_files_are_not_read(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    agents = repo / ".planrun" / "agents"
+    agents.mkdir(parents=True)
+    host = tmp_path / "host-agent.md"
+    host.write_text("---\nname: Plan\nmodel: opus\n---\nHost prompt.\n")
+    (agents / "plan.md").symlink_to(host)
+    (tmp_path / "host-dir").mkdir()
+    (tmp_path / "host-dir" / "x.md").write_text("---\nname: x\ndescription: d\n---\nX.\n")
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "agents").symlink_to(tmp_path / "host-dir")
+    registry = Registry.load(repo, home=tmp_path / "home")
+    assert registry.get("Plan").scope == "builtin"
+    assert "Host prompt." not in registry.get("Plan").system_prompt
+    assert [name.name for name in registry.all()] == ["Explore", "general-purpose", "Plan"]
+    messages = [str(warning) for warning in registry.warnings]
+    assert len(messages) == 2 and all("leads outside" in message for message in messages)
 
 
 def test_an_agent_file_over_one_mib_is_a_warning(fs: FakeFilesystem) -> None:

@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from sandbox_runner.agents.results import AgentEvent
@@ -123,3 +124,84 @@ def test_model_text_cannot_inject_markup_or_terminal_escapes() -> None:
     rendered = io.StringIO()
     Console(file=rendered, width=200).print(progress._table())
     assert "[/]" in rendered.getvalue()
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        '{"plans": "x"}',
+        '{"plans": [1]}',
+        '{"plans": [{}]}',
+        '{"plans": null}',
+        '{"status": ["x"]}',
+        '{"requirements": 5}',
+        '{"started_at": 5, "exit_code": "x"}',
+        "[1, 2]",
+        "not json",
+    ],
+)
+def test_plans_list_survives_any_malformed_report(planrun_home: Path, report: str) -> None:
+    make_run(planrun_home, "good-oak", "2026-11-01T10:00:00+00:00")
+    bad = planrun_home / "plans" / "bad-run"
+    bad.mkdir()
+    (bad / "report.json").write_text(report)
+    for args in (["plans", "list"], ["plans", "list", "--json"]):
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert "good-oak" in result.output and "bad-run" in result.output
+
+
+def test_plans_list_without_runs_says_where_runs_are_kept(planrun_home: Path) -> None:
+    result = CliRunner().invoke(cli, ["plans", "list"])
+    assert result.exit_code == 0
+    assert f"no runs yet: `planrun plan` keeps them in {planrun_home / 'plans'}" in result.output
+
+
+def test_runs_written_with_out_are_listed_and_shown(planrun_home: Path, tmp_path: Path) -> None:
+    from sandbox_runner.plans.history import remember_run
+
+    elsewhere = make_run(tmp_path, "my-out", "2026-11-02T10:00:00+00:00")
+    remember_run(elsewhere)
+    listed = CliRunner().invoke(cli, ["plans", "list"])
+    assert str(elsewhere) in listed.output
+    for name in ("my-out", str(elsewhere)):
+        shown = CliRunner().invoke(cli, ["plans", "show", name, "simplicity"])
+        assert shown.exit_code == 0 and shown.output == "# The simple plan\n"
+
+
+def test_browsing_never_prints_terminal_escapes(planrun_home: Path) -> None:
+    run = make_run(planrun_home, "old-oak", "2026-11-01T10:00:00+00:00")
+    escape = "\x1b]0;owned\x07\x1b[2J"
+    report = {
+        "started_at": "2026-11-01T10:00:00",
+        "status": "ok" + escape,
+        "requirements": "Add" + escape,
+        "plans": [{"perspective": "p" + escape, "label": "p"}],
+    }
+    (run / "report.json").write_text(json.dumps(report))
+    (run / "report.md").write_text("# Report" + escape + "\n")
+    for args in (["plans", "list"], ["plans", "show", "old-oak"]):
+        output = CliRunner().invoke(cli, args).output
+        assert "\x1b" not in output and "\x07" not in output
+
+
+def test_agents_list_and_show_print_no_escapes_and_name_an_ignored_model(tmp_path: Path) -> None:
+    agents = tmp_path / ".planrun" / "agents"
+    agents.mkdir(parents=True)
+    escape = "\x1b]0;owned\x07"
+    (agents / "plan.md").write_text(f"---\nname: Plan\nmodel: opus\n---\nPrompt{escape}\n")
+    (agents / f"bad{escape}.md").write_text("no front matter")
+    listed = CliRunner().invoke(cli, ["agents", "list", "--repo", str(tmp_path)])
+    shown = CliRunner().invoke(cli, ["agents", "show", "Plan", "--repo", str(tmp_path)])
+    for result in (listed, shown):
+        assert result.exit_code == 0, result.output
+        assert "\x1b" not in result.output and "\x07" not in result.output
+        assert "the project's opus is ignored: not trusted" in result.output
+    assert "bad?]0;owned?.md" in listed.output
+
+
+def test_help_lists_every_command_with_a_whole_summary() -> None:
+    output = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    commands = output.split("Commands:")[1].strip().splitlines()
+    assert len(commands) == 7
+    assert all(not line.rstrip().endswith("...") for line in commands), commands

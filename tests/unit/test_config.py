@@ -247,6 +247,7 @@ def test_flag_errors_name_the_flag(repo: Path) -> None:
 
 @pytest.mark.parametrize("key", ["planning_model", "planningModel", "planning-model"])
 def test_key_spellings_are_normalised(fs: FakeFilesystem, repo: Path, key: str) -> None:
+    fs.create_file(USER_YAML, contents=f"trusted_projects: [{REPO}]\n")
     fs.create_file(PROJECT_YAML, contents=f"{key}: opus\nmaxTurns: 7\nmax-output-tokens: 900\n")
     loaded = load()
     assert loaded.settings.planning_model == "opus"
@@ -265,7 +266,8 @@ def test_flags_accept_any_spelling(repo: Path) -> None:
     loaded = load(flags={"max-turns": 3, "planningModel": "haiku"})
     assert loaded.settings.max_turns == 3
     assert loaded.sources["max_turns"] == "flag --max-turns"
-    assert loaded.sources["planning_model"] == "flag --planning-model"
+    # The flag is --model, whatever the setting is called.
+    assert loaded.sources["planning_model"] == "flag --model"
 
 
 # Models
@@ -456,10 +458,68 @@ def test_the_environment_may_choose_the_image(repo: Path) -> None:
     assert load({"PLANRUN_IMAGE": "mine:2"}).settings.image == "mine:2"
 
 
-def test_a_project_may_choose_the_models(fs: FakeFilesystem, repo: Path) -> None:
+def test_an_untrusted_project_cannot_choose_the_models(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="model: haiku\n")
+    fs.create_file(PROJECT_YAML, contents="model: opus\nplanning_model: opus\n")
+    loaded = load()
+    assert loaded.planning_model_id() == "claude-haiku-4-5"
+    assert loaded.sources["model"] == str(USER_YAML)
+    assert loaded.sources["planning_model"] == "default"
+    assert not loaded.project_trusted
+    assert loaded.warnings == [
+        f"{PROJECT_YAML}: key '{key}' asks for model 'opus'; ignored: only your config, "
+        "PLANRUN_* variables and flags choose the model, unless trusted_projects in "
+        "~/.planrun/config.yaml names this repository"
+        for key in ("model", "planning_model")
+    ]
+
+
+def test_a_trusted_project_may_choose_the_models(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="trusted_projects: [/repo/../repo]\n")
     fs.create_file(PROJECT_YAML, contents="model: opus\nplanning_model: haiku\n")
-    assert load().planning_model_id() == "claude-haiku-4-5"
-    assert load().settings.model == "opus"
+    loaded = load()
+    assert loaded.project_trusted and not loaded.warnings
+    assert loaded.planning_model_id() == "claude-haiku-4-5"
+    assert loaded.settings.model == "opus"
+
+
+def test_a_project_cannot_trust_itself_or_raise_max_plans(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents="trusted_projects: [/repo]\n")
+    assert "a project config cannot set 'trusted_projects'" in config_error()
+    fs.remove_object(str(PROJECT_YAML))
+    fs.create_file(PROJECT_YAML, contents="max_plans: 16\n")
+    assert "may only lower 'max_plans' (at most 8 from the default config)" in config_error()
+
+
+def test_a_preset_cannot_expand_past_max_plans(fs: FakeFilesystem, repo: Path) -> None:
+    names = ", ".join(f"p{number}" for number in range(16))
+    fs.create_file(PROJECT_YAML, contents=f"perspectives:\n  all: [{names}]\n")
+    with pytest.raises(ConfigError) as caught:
+        load().expand_perspectives(["all"])
+    assert str(caught.value) == (
+        f"16 plans asked for (preset 'all' from {PROJECT_YAML}), but max_plans is 8 "
+        "(default); ask for fewer perspectives or raise max_plans in ~/.planrun/config.yaml"
+    )
+    fs.create_file(USER_YAML, contents="max_plans: 16\n")
+    assert len(load().expand_perspectives(["all"])) == 16
+
+
+@pytest.mark.parametrize("name", ["a\nb", "x\x1b]0;title\x07", "<img>" * 20, ""])
+def test_perspective_names_must_be_printable_and_short(repo: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match="--perspective"):
+        load().expand_perspectives([name])
+
+
+def test_preset_members_must_be_printable(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(PROJECT_YAML, contents='perspectives:\n  x: ["a\\u001b[2Jb"]\n')
+    assert "must be printable names of at most 64 characters" in config_error()
+
+
+def test_an_infinite_timeout_says_it_must_be_finite(repo: Path) -> None:
+    assert config_error(flags={"timeout": float("inf")}) == (
+        "flag --timeout: key 'timeout' must be a number of seconds, at least 1 "
+        "(a finite number), got inf"
+    )
 
 
 def test_a_project_may_only_remove_tools(fs: FakeFilesystem, repo: Path) -> None:
@@ -565,7 +625,22 @@ def test_a_config_that_is_not_a_regular_file_is_refused_without_hanging(
         config.symlink_to("/dev/zero")
     with deadline(5), pytest.raises(ConfigError) as caught:
         load_settings(tmp_path / "repo", env={}, home=tmp_path / "home")
-    assert str(caught.value) == f"{config}: cannot read the config file: it is not a regular file"
+    problem = (
+        "it is not a regular file"
+        if kind == "fifo"
+        else f"it leads outside {tmp_path / 'repo'} (to /dev/zero); planrun does not follow it"
+    )
+    assert str(caught.value) == f"{config}: cannot read the config file: {problem}"
+
+
+def test_a_project_config_linking_to_a_host_file_is_refused(tmp_path: Path) -> None:
+    host = tmp_path / "host.yaml"
+    host.write_text("parallel: 1\n")
+    config = tmp_path / "repo" / ".planrun" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.symlink_to(host)
+    with pytest.raises(ConfigError, match=r"leads outside .* planrun does not follow it"):
+        load_settings(tmp_path / "repo", env={}, home=tmp_path / "home")
 
 
 def test_a_config_over_one_mib_is_refused(fs: FakeFilesystem, repo: Path) -> None:

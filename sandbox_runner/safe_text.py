@@ -1,0 +1,107 @@
+"""Text someone else wrote (a model, a repository, a report file) made inert for a terminal or
+for Markdown: the one sanitiser for everything planrun echoes or writes."""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+
+__all__ = [
+    "MAX_NAME_CHARS",
+    "markdown_text",
+    "name_problem",
+    "one_line",
+    "terminal_text",
+]
+
+# Cc: C0/C1 controls (ESC starts every terminal escape, OSC-8 links, title changes; BEL);
+# Cf: format characters (bidi overrides that reorder what is shown); Cs: surrogates;
+# Zl/Zp: line and paragraph separators, which some terminals treat as line breaks.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_REPLACEMENT = "?"
+MAX_NAME_CHARS = 64
+"""The longest perspective or preset name planrun accepts."""
+
+_IMAGE_OPENER = re.compile(r"!\[")
+_LINK_DESTINATION = re.compile(r"\]\(\s*(\S*)")
+_REFERENCE_DEFINITION = re.compile(r"^( {0,3})\[([^\]]{0,999})\]:\s*(\S*)", re.MULTILINE)
+_WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
+
+
+def terminal_text(text: object, *, multiline: bool = True) -> str:
+    """Text that prints as itself: every control or format character becomes '?'.
+
+    Escape sequences (colours, cursor moves, window titles, OSC-8 hyperlinks), BEL, a
+    lone carriage return that would overwrite the line, and bidi overrides are all
+    shown as '?'. Tabs and line breaks are kept when multiline, else also '?'; other
+    spaces (no-break, em space) become plain spaces.
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    if multiline:
+        text = text.replace("\r\n", "\n")
+    kept = "\n\t" if multiline else ""
+    out = []
+    for char in text:
+        if char.isprintable() or char in kept:
+            out.append(char)
+            continue
+        category = unicodedata.category(char)
+        if category == "Zs":
+            out.append(" ")
+        elif category in _UNSAFE_CATEGORIES or char == "\r":
+            out.append(_REPLACEMENT)
+        else:
+            # Unassigned or private-use code points: harmless, and new emoji are unassigned
+            # in older Unicode databases.
+            out.append(char)
+    return "".join(out)
+
+
+def one_line(text: object) -> str:
+    """terminal_text on one line: line breaks and tabs become '?' too (names, table cells)."""
+    return terminal_text(text, multiline=False)
+
+
+def markdown_text(text: object) -> str:
+    """Text written by a model or a repository as inert Markdown for report.md.
+
+    No control characters, no raw HTML (escaped, so no <img> beacon or script), no
+    images (a remote image is fetched when the page is viewed, which can leak what the
+    URL carries), and no links except to http(s) addresses (no javascript:, data:, file:).
+    Neutralised constructs stay readable as the literal text the model wrote.
+    """
+    # Each neutralising backslash goes right after a '!' or ']' or at a line's start, so
+    # no backslash the model wrote can escape it in turn.
+    escaped = html.escape(terminal_text(text), quote=False)
+    escaped = _IMAGE_OPENER.sub(r"!\\[", escaped)
+    escaped = _LINK_DESTINATION.sub(_link_destination, escaped)
+    return _REFERENCE_DEFINITION.sub(_reference_definition, escaped)
+
+
+def _link_destination(match: re.Match[str]) -> str:
+    if _WEB_LINK.match(match.group(1)):
+        return match.group(0)
+    # "]\(" is no longer an inline link: the text shows as written.
+    return "]\\(" + match.group(0)[2:]
+
+
+def _reference_definition(match: re.Match[str]) -> str:
+    if _WEB_LINK.match(match.group(3)):
+        return match.group(0)
+    return f"{match.group(1)}\\" + match.group(0)[len(match.group(1)) :]
+
+
+def name_problem(name: str) -> str:
+    """Why a perspective or preset name cannot be used ("" when it can)."""
+    if not name.strip():
+        return "is empty"
+    if len(name) > MAX_NAME_CHARS:
+        return f"is {len(name)} characters long; the limit is {MAX_NAME_CHARS}"
+    if "\n" in name or "\r" in name:
+        return "contains a line break"
+    if one_line(name) != name or any(unicodedata.category(c) == "Zs" for c in name if c != " "):
+        return "contains control or invisible characters"
+    return ""
