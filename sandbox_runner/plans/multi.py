@@ -38,6 +38,8 @@ EXIT_INTERRUPTED = 130
 RESERVED_LABELS = frozenset({"report"})
 GIT_STATUS_WAIT_SECONDS = 180.0
 INTERRUPT_GRACE_SECONDS = 15.0
+INTERRUPTED_TREE_SECONDS = 1.0
+"""After a signal, the tree is compared only if that takes no longer than this."""
 
 
 @dataclass
@@ -120,12 +122,20 @@ def execute(
         # keep what finished, compare the tree only, and still write the report.
         interrupted = True
         results = runner.interrupted(jobs, stop_sandboxes)
-        after = WorkspaceState(tree_fingerprint(spec.workspace, exclude=exclude), None)
+        tree = tree_fingerprint(
+            spec.workspace, exclude=exclude, time_limit=INTERRUPTED_TREE_SECONDS
+        )
+        after = WorkspaceState(tree, None)
     finally:
         if sandbox_root != spec.out_dir / ".sandbox":
             shutil.rmtree(sandbox_root, ignore_errors=True)
     git_status_before = _settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
-    problem = WorkspaceState(fingerprint, git_status_before).differences(after)
+    comparison = WorkspaceState(fingerprint, git_status_before).compare(
+        after,
+        why_not_later="the run was interrupted before `git status` ran again"
+        if interrupted
+        else "",
+    )
     record = RunRecord(
         name=spec.name,
         out_dir=spec.out_dir,
@@ -136,9 +146,11 @@ def execute(
         finished_at=datetime.now(UTC),
         results=results,
         perspectives=[job.perspective for job in jobs],
-        workspace_unchanged=not problem,
-        workspace_problem=problem,
-        exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, problem),
+        workspace_unchanged=not comparison.problem,
+        workspace_problem=comparison.problem,
+        workspace_check=comparison.check,
+        workspace_check_note=comparison.note,
+        exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, comparison.problem),
     )
     write_report(record)
     return PlanRunOutcome(record, interrupted)

@@ -127,6 +127,7 @@ def test_invalid_plan_exits_1_and_says_why(
     )
     result = plan("Add a flag", "--repo", str(repo), "--out", str(tmp_path / "out"), "--json")
     assert result.exit_code == 1
+    assert report_of(result)["status"] == "plan_invalid"
     [entry] = report_of(result)["plans"]
     assert entry["status"] == "complete" and not entry["valid"]
     assert any("3 to 5" in problem for problem in entry["problems"])
@@ -520,3 +521,19 @@ def test_usage_errors_claim_no_run_directory(
 def test_out_cannot_be_the_repository(api: FakeMessagesAPI, repo: Path) -> None:
     result = plan("x", "--repo", str(repo), "--out", str(repo))
     assert result.exit_code == 2 and "the repository itself" in result.output
+
+
+def test_a_git_status_that_fails_is_reported_not_called_unchanged(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    """Issue 10 item 10: with `git status` failing, the report said "unchanged"."""
+    (repo / ".git").mkdir()
+    (repo / ".git" / "HEAD").write_text("not a git repository\n")
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    out = tmp_path / "out"
+    result = plan("x", "--repo", str(repo), "--out", str(out), "--json")
+    report = report_of(result)
+    assert report["workspace_check"] == "files_only"
+    assert "`git status` could not run" in report["workspace_check_note"]
+    header = (out / "report.md").read_text().split("## Requirements")[0]
+    assert "workspace unchanged" not in header and "not fully checked" in header
