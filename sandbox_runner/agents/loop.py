@@ -22,6 +22,7 @@ from sandbox_runner.plans.files import (
     write_new,
 )
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
+from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.policy import Allow, ToolContext, decide
 from sandbox_runner.tools.schemas import tools_for
 from sandbox_runner.types import ModelRequest, ToolCall, ToolRequest, ToolResult, ToolSpec, Usage
@@ -208,7 +209,8 @@ class PlanAgentRun:
         decision = decide(call, self.context)
         if isinstance(decision, Allow):
             outcome = self.sandbox.call(self._within_time_limit(decision.request))
-            result = ToolResult(call.id, outcome.text or "(no output)", is_error=not outcome.ok)
+            text = cap_result(call.name, outcome.text or "(no output)")
+            result = ToolResult(call.id, text, is_error=not outcome.ok)
             if call.name in {"Write", "Edit"} and outcome.ok:
                 self._emit("plan_written", tool=call.name, detail=self.paths.container_plan_file)
         else:

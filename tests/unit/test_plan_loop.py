@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
 from sandbox_runner.model.errors import ModelError
 from sandbox_runner.plans.document import split_document
+from sandbox_runner.tools.output import cap_result
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use
 
@@ -401,3 +403,23 @@ def test_a_sandbox_that_will_not_stop_does_not_lose_the_plan(
     assert result.valid
     assert result.plan_path == tmp_path / "out" / "plan.md" and result.plan_path.exists()
     assert "cannot remove container" in result.reason
+
+
+def test_a_huge_tool_result_is_capped_and_says_how_to_narrow(
+    plan: Runner, workspace: Path
+) -> None:
+    """Issue 10 item 7: one Grep returned 262 KB into the context (Read here: no ripgrep)."""
+    (workspace / "big.log").write_text("".join(f"line {n:06d} {'x' * 90}\n" for n in range(2000)))
+    model = ScriptedModel([reply(use("Read", {"file_path": "big.log"})), reply(say(VALID_PLAN))])
+    plan(model)
+    [answer] = tool_results(model, 1)
+    content = answer["content"]
+    assert len(content) <= 30_000 + 500
+    assert re.search(r"Output too long: [\d,]+ of [\d,]+ characters cut", content)
+    assert "offset and limit" in content
+
+
+def test_every_tool_says_how_to_narrow_a_capped_result() -> None:
+    capped = cap_result("Grep", "src/a.py:1:match\n" * 5000)
+    assert len(capped) < 30_500 and "head_limit" in capped
+    assert cap_result("Grep", "short") == "short"
