@@ -405,9 +405,7 @@ def test_a_sandbox_that_will_not_stop_does_not_lose_the_plan(
     assert "cannot remove container" in result.reason
 
 
-def test_a_huge_tool_result_is_capped_and_says_how_to_narrow(
-    plan: Runner, workspace: Path
-) -> None:
+def test_a_huge_tool_result_is_capped_and_says_how_to_narrow(plan: Runner, workspace: Path) -> None:
     """Issue 10 item 7: one Grep returned 262 KB into the context (Read here: no ripgrep)."""
     (workspace / "big.log").write_text("".join(f"line {n:06d} {'x' * 90}\n" for n in range(2000)))
     model = ScriptedModel([reply(use("Read", {"file_path": "big.log"})), reply(say(VALID_PLAN))])
