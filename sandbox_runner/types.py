@@ -115,6 +115,8 @@ class ModelRequest:
     messages: list[dict[str, Any]]
     tools: list[ToolSpec]
     max_tokens: int = 8192
+    tool_choice: str | None = None
+    """The Messages API tool_choice type ("none" for a final turn without tools), or None."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner import Model, Sandbox
+from sandbox_runner.agents.budget import Budget, final_turn_note, low_budget_note
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
 from sandbox_runner.errors import PlanrunError
@@ -25,7 +26,15 @@ from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.policy import Allow, ToolContext, decide
 from sandbox_runner.tools.schemas import tools_for
-from sandbox_runner.types import ModelRequest, ToolCall, ToolRequest, ToolResult, ToolSpec, Usage
+from sandbox_runner.types import (
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolRequest,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
 
 EventSink = Callable[[AgentEvent], None]
 MAX_CALLS_PER_TURN = 32
@@ -82,6 +91,9 @@ class _RunState:
     host_written_plan: str | None = None
     """What the host wrote to the plan file for the model (from its final text), if anything."""
     feedback_sent: bool = False
+    warned_low: bool = False
+    """Whether the model was told that its turns or tokens run low."""
+    last_call_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
 
 
@@ -167,17 +179,14 @@ class PlanAgentRun:
         state = self.state
         while True:
             self._check_limits()
-            state.turns += 1
-            self._emit("turn_started")
-            response = self.model.complete(self._request())
-            state.usage.add(response.usage)
-            state.messages.append({"role": "assistant", "content": response.content})
-            self._log(
-                "assistant",
-                content=response.content,
-                stop_reason=response.stop_reason,
-                usage=vars(response.usage),
-            )
+            budget = self._budget()
+            if reason := budget.final_turn_reason():
+                self._final_turn(reason)
+                raise LimitReached(f"{reason}; the plan was written in a final turn without tools")
+            if not state.warned_low and (budget.low_on_turns() or budget.low_on_tokens()):
+                state.warned_low = True
+                self._add_note(low_budget_note(budget, self.paths.container_plan_file))
+            response = self._turn(self._request())
             calls = response.tool_calls
             if calls:
                 self._answer(calls)
@@ -189,6 +198,47 @@ class PlanAgentRun:
                 )
             if not self._review_plan():
                 return
+
+    def _turn(self, request: ModelRequest) -> ModelResponse:
+        """One model call, recorded in the conversation and the transcript."""
+        state = self.state
+        state.turns += 1
+        self._emit("turn_started")
+        response = self.model.complete(request)
+        state.usage.add(response.usage)
+        state.last_call_tokens = response.usage.total
+        state.messages.append({"role": "assistant", "content": response.content})
+        self._log(
+            "assistant",
+            content=response.content,
+            stop_reason=response.stop_reason,
+            usage=vars(response.usage),
+        )
+        return response
+
+    def _final_turn(self, reason: str) -> None:
+        """A last call without tools, whose answer becomes the plan if it is one."""
+        self._add_note(final_turn_note(reason, self.paths.container_plan_file))
+        response = self._turn(replace(self._request(), tool_choice="none"))
+        text = response.text.strip() + "\n"
+        if not _looks_like_plan(text):
+            return
+        if read_sandbox_file(self.paths.host_plan_file) is None:
+            write_new(self.paths.host_plan_file, text)
+        else:
+            replace_file(self.paths.host_plan_file, text)
+        self.state.final_text = self.state.host_written_plan = text
+        self._emit("plan_written", detail="from the final turn")
+
+    def _budget(self) -> Budget:
+        state, limits = self.state, self.limits
+        return Budget(
+            max_turns=limits.max_turns,
+            max_tokens=limits.max_total_tokens,
+            turns=state.turns,
+            tokens=state.usage.total,
+            last_call_tokens=state.last_call_tokens,
+        )
 
     def _answer(self, calls: list[ToolCall]) -> None:
         results = []
@@ -323,6 +373,15 @@ class PlanAgentRun:
             tools=self.tools,
             max_tokens=self.limits.max_output_tokens,
         )
+
+    def _add_note(self, text: str) -> None:
+        """A note from planrun, added to the user turn the next call sends."""
+        last = self.state.messages[-1] if self.state.messages else None
+        if last is None or last["role"] != "user" or not isinstance(last["content"], list):
+            self._add_user(text)
+            return
+        last["content"].append({"type": "text", "text": text})
+        self._log("user", text=text)
 
     def _add_user(self, text: str) -> None:
         self.state.messages.append({"role": "user", "content": [{"type": "text", "text": text}]})

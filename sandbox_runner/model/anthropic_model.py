@@ -222,6 +222,10 @@ def build_params(request: ModelRequest, model: str) -> dict[str, Any]:
     }
     if tools:
         params["tools"] = tools
+        if request.tool_choice:
+            # The tools stay defined (the conversation holds tool_use blocks); "none"
+            # only forbids calling them.
+            params["tool_choice"] = {"type": request.tool_choice}
     return params
 
 

@@ -136,7 +136,9 @@ def test_invalid_plan_exits_1_and_says_why(
 def test_turn_limit_marks_the_plan_incomplete(
     api: FakeMessagesAPI, repo: Path, tmp_path: Path
 ) -> None:
-    api.script = PerspectiveScript({"plan": [message(tool_use("LS", {}))] * 10})
+    api.script = PerspectiveScript(
+        {"plan": [message(tool_use("LS", {}))] * 2 + [message(text(VALID_PLAN))]}
+    )
     result = plan(
         "x", "--repo", str(repo), "--out", str(tmp_path / "out"), "--json", "--max-turns", "3"
     )
@@ -144,6 +146,9 @@ def test_turn_limit_marks_the_plan_incomplete(
     [entry] = report_of(result)["plans"]
     assert entry["status"] == "incomplete"
     assert "turn limit of 3" in entry["reason"]
+    # Issue 10 item 6: the last turn has no tools, and what it writes is kept.
+    assert api.message_requests[-1].body["tool_choice"] == {"type": "none"}
+    assert entry["plan_file"] == "plan.md" and entry["problems"] == []
 
 
 def test_timeout_stops_a_slow_subagent(api: FakeMessagesAPI, repo: Path, tmp_path: Path) -> None:

@@ -421,3 +421,27 @@ def test_every_tool_says_how_to_narrow_a_capped_result() -> None:
     capped = cap_result("Grep", "src/a.py:1:match\n" * 5000)
     assert len(capped) < 30_500 and "head_limit" in capped
     assert cap_result("Grep", "short") == "short"
+
+
+def test_the_turn_limit_ends_with_a_final_turn_without_tools(plan: Runner) -> None:
+    """Issue 10 item 6: a model that keeps calling tools spent every turn and left no plan."""
+    explore = [reply(use("Read", {"file_path": "README.md"})) for _ in range(5)]
+    model = ScriptedModel([*explore, reply(say(VALID_PLAN))])
+    result = plan(model, limits=RunLimits(max_turns=6))
+    assert [request.tool_choice for request in model.requests] == [None] * 5 + ["none"]
+    warned = [request for request in model.requests if "turns left" in json.dumps(request.messages)]
+    assert warned and warned[0] is not model.requests[-1]
+    final_note = model.requests[-1].messages[-1]["content"][-1]["text"]
+    assert "final turn" in final_note and "tools are disabled" in final_note
+    assert result.status is PlanStatus.INCOMPLETE
+    assert "turn limit of 6" in result.reason and "final turn" in result.reason
+    assert result.plan_path is not None and "Add a --verbose flag" in result.plan_path.read_text()
+    assert result.check is not None and result.check.ok
+
+
+def test_tokens_running_low_also_end_with_a_final_turn(plan: Runner) -> None:
+    model = ScriptedModel([reply(use("LS", {}), tokens=400), reply(say(VALID_PLAN), tokens=400)])
+    result = plan(model, limits=RunLimits(max_total_tokens=1000))
+    assert [request.tool_choice for request in model.requests] == [None, "none"]
+    assert result.status is PlanStatus.INCOMPLETE and "token limit" in result.reason
+    assert result.plan_path is not None
