@@ -13,6 +13,7 @@ from typing import Any
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.budget import Budget, final_turn_note, low_budget_note
 from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.model_call import CallStopped, complete_within
 from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.plans.files import (
@@ -27,6 +28,7 @@ from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.policy import Allow, ToolContext, decide
 from sandbox_runner.tools.schemas import tools_for
 from sandbox_runner.types import (
+    ModelCall,
     ModelRequest,
     ModelResponse,
     ToolCall,
@@ -204,7 +206,19 @@ class PlanAgentRun:
         state = self.state
         state.turns += 1
         self._emit("turn_started")
-        response = self.model.complete(request)
+        try:
+            response = complete_within(
+                self.model,
+                request,
+                deadline=state.started + self.limits.timeout_seconds,
+                cancel=self._cancel,
+                on_wait=lambda text: self._emit("waiting", detail=text),
+                on_retry=self._retrying,
+            )
+        except CallStopped as stopped:
+            if stopped.reason == "interrupted":
+                raise LimitReached("interrupted") from None
+            raise LimitReached(self._time_limit_reason() + " " + stopped.reason) from None
         state.usage.add(response.usage)
         state.last_call_tokens = response.usage.total
         state.messages.append({"role": "assistant", "content": response.content})
@@ -215,6 +229,17 @@ class PlanAgentRun:
             usage=vars(response.usage),
         )
         return response
+
+    def _retrying(self, call: ModelCall) -> None:
+        detail = (
+            f"model API: {call.problem}; retrying in {call.retry_wait:.1f} s "
+            f"(attempt {call.attempt} of {call.attempts})"
+        )
+        self._log("retry", detail=detail)
+        self._emit("model_retry", detail=detail)
+
+    def _time_limit_reason(self) -> str:
+        return f"time limit of {self.limits.timeout_seconds:g} s reached"
 
     def _final_turn(self, reason: str) -> None:
         """A last call without tools, whose answer becomes the plan if it is one."""
@@ -363,7 +388,7 @@ class PlanAgentRun:
         if state.usage.total >= limits.max_total_tokens:
             raise LimitReached(f"token limit of {limits.max_total_tokens} reached")
         if time.monotonic() - state.started >= limits.timeout_seconds:
-            raise LimitReached(f"time limit of {limits.timeout_seconds:g} s reached")
+            raise LimitReached(self._time_limit_reason())
 
     def _request(self) -> ModelRequest:
         return ModelRequest(

@@ -16,7 +16,15 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sandbox_runner.cli import cli
-from tests.support.fake_messages_api import FakeMessagesAPI, drop, error, message, text, tool_use
+from tests.support.fake_messages_api import (
+    FakeMessagesAPI,
+    drop,
+    error,
+    hang,
+    message,
+    text,
+    tool_use,
+)
 from tests.support.plan_scripts import PerspectiveScript, writes_plan
 from tests.unit.test_plan_loop import VALID_PLAN
 
@@ -542,3 +550,43 @@ def test_a_git_status_that_fails_is_reported_not_called_unchanged(
     assert "`git status` could not run" in report["workspace_check_note"]
     header = (out / "report.md").read_text().split("## Requirements")[0]
     assert "workspace unchanged" not in header and "not fully checked" in header
+
+
+def test_timeout_stops_a_hung_api(api: FakeMessagesAPI, repo: Path, tmp_path: Path) -> None:
+    """Issue 10 item 4: a hung API blocked for up to 50 minutes; --timeout did not stop it."""
+    api.script = lambda body: hang()
+    started = time.monotonic()
+    result = CliRunner().invoke(
+        cli,
+        ["plan", "x", "--repo", str(repo), "--out", str(tmp_path / "out"), "--timeout", "3"],
+    )
+    assert time.monotonic() - started < 20
+    assert result.exit_code == 1, result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    [entry] = report["plans"]
+    assert entry["status"] == "incomplete"
+    assert entry["reason"] == "time limit of 3 s reached while waiting for the model"
+    assert "Traceback" not in result.output
+
+
+def test_retries_are_labelled_with_the_perspective(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    overloaded = error(529, "overloaded_error", "Overloaded", retry_after=0.1)
+    script = writes_plan("speed", VALID_PLAN)
+    api.script = PerspectiveScript({"speed": [overloaded] + script})
+    served: list[int] = []
+
+    def first_overloaded(body: dict[str, Any]) -> Any:
+        served.append(1)
+        return overloaded if len(served) == 1 else PerspectiveScript({"speed": script})(body)
+
+    api.script = first_overloaded
+    result = CliRunner().invoke(
+        cli,
+        ["plan", "x", "--repo", str(repo), "--perspective", "speed", "--out", str(tmp_path / "o")],
+    )
+    assert result.exit_code == 0, result.output
+    assert "[speed] turn 1 model API: 529 overloaded_error: Overloaded; retrying in 0.1 s" in (
+        result.stderr
+    )

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +19,7 @@ from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
 from sandbox_runner.model.errors import ModelError
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.tools.output import cap_result
+from sandbox_runner.types import ModelRequest
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use
 
@@ -445,3 +449,40 @@ def test_tokens_running_low_also_end_with_a_final_turn(plan: Runner) -> None:
     assert [request.tool_choice for request in model.requests] == [None, "none"]
     assert result.status is PlanStatus.INCOMPLETE and "token limit" in result.reason
     assert result.plan_path is not None
+
+
+def test_the_time_limit_stops_a_model_call_in_flight(plan: Runner) -> None:
+    """Issue 10 item 4: `--timeout` did not stop a model call that hangs."""
+    released = threading.Event()
+
+    def hangs(request: ModelRequest) -> Any:
+        released.wait(60)
+        raise ModelError("released")
+
+    events: list[AgentEvent] = []
+    started = time.monotonic()
+    result = plan(
+        ScriptedModel([hangs]), limits=RunLimits(timeout_seconds=2), on_event=events.append
+    )
+    released.set()
+    assert time.monotonic() - started < 6
+    assert result.status is PlanStatus.INCOMPLETE
+    assert "time limit of 2 s reached while waiting for the model" in result.reason
+    waiting = [event.detail for event in events if event.kind == "waiting"]
+    assert waiting and waiting[-1].startswith("waiting for the model, 1 s")
+
+
+def test_a_cancel_stops_a_model_call_in_flight(plan: Runner) -> None:
+    cancel = threading.Event()
+    released = threading.Event()
+
+    def hangs(request: ModelRequest) -> Any:
+        released.wait(60)
+        raise ModelError("released")
+
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    result = plan(ScriptedModel([hangs]), cancel=cancel)
+    released.set()
+    assert time.monotonic() - started < 3
+    assert result.status is PlanStatus.INCOMPLETE and result.reason == "interrupted"
