@@ -574,7 +574,6 @@ def test_retries_are_labelled_with_the_perspective(
 ) -> None:
     overloaded = error(529, "overloaded_error", "Overloaded", retry_after=0.1)
     script = writes_plan("speed", VALID_PLAN)
-    api.script = PerspectiveScript({"speed": [overloaded] + script})
     served: list[int] = []
 
     def first_overloaded(body: dict[str, Any]) -> Any:
