@@ -262,6 +262,21 @@ def bench_cold_cli(repo: Path, scratch: Path) -> Figure:
     )
 
 
+def bench_stop(repo: Path, scratch: Path, client: Any) -> Figure:
+    """Ctrl-C or SIGTERM during a run of 4 subagents whose model calls all hang."""
+    from benchmarks.signals import PERSPECTIVES, TARGET_SECONDS, bench_signal_exit
+
+    text, slowest = bench_signal_exit(repo, scratch, client)
+    return Figure(
+        f"exit after Ctrl-C or SIGTERM, {PERSPECTIVES} subagents waiting for a hung API",
+        text,
+        "containers removed, report written; `docker stop` waits 10 s before SIGKILL",
+        slowest / TARGET_SECONDS,
+        f"<= {TARGET_SECONDS:.0f} s",
+        slowest <= TARGET_SECONDS,
+    )
+
+
 def main() -> int:
     client = connect()
     image = require_image(client)
@@ -290,6 +305,7 @@ def main() -> int:
             subprocess.run([*git, *command], check=True)
         figures += [bench_overhead(n, repo, Path(scratch), client, image) for n in (1, 4, 8)]
         figures.append(bench_cold_cli(repo, Path(scratch)))
+        figures.append(bench_stop(repo, Path(scratch), client))
     width = max(len(f.name) for f in figures)
     for figure in figures:
         verdict = "ok" if figure.met else "MISSED"

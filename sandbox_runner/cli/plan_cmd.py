@@ -122,6 +122,7 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
             registry=registry,
             on_event=progress,
             stop_sandboxes=svc.stop_sandboxes,
+            on_stop=progress.stopping,
         )
     record = outcome.record
     report = json.loads((record.out_dir / "report.json").read_text())

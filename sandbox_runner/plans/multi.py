@@ -37,7 +37,8 @@ EXIT_OK, EXIT_PLAN_FAILED, EXIT_WORKSPACE_CHANGED = 0, 1, 3  # 2 (usage) is the 
 EXIT_INTERRUPTED = 130
 RESERVED_LABELS = frozenset({"report"})
 GIT_STATUS_WAIT_SECONDS = 180.0
-INTERRUPT_GRACE_SECONDS = 15.0
+INTERRUPT_GRACE_SECONDS = 1.0
+"""After a signal, how long subagents get to stop and save their plans (they poll every 0.1 s)."""
 INTERRUPTED_TREE_SECONDS = 1.0
 """After a signal, the tree is compared only if that takes no longer than this."""
 
@@ -90,11 +91,13 @@ def execute(
     registry: Registry,
     on_event: EventSink | None = None,
     stop_sandboxes: Callable[[], object] = lambda: None,
+    on_stop: Callable[[], object] = lambda: None,
 ) -> PlanRunOutcome:
     """Run every perspective, check the workspace did not change, and write the report.
 
-    On KeyboardInterrupt the subagents are told to stop, their sandboxes are removed,
-    what finished is kept and reported, and the outcome says it was interrupted.
+    On KeyboardInterrupt (or SystemExit) on_stop is called, the subagents are told to
+    stop, their sandboxes are removed, what finished is kept and reported, and the
+    outcome says it was interrupted.
     """
     started = datetime.now(UTC)
     exclude = spec.out_dir if spec.out_dir.is_relative_to(spec.workspace) else None
@@ -121,6 +124,7 @@ def execute(
         # Ctrl-C, or SIGTERM (which the CLI turns into SystemExit), at any point of the run:
         # keep what finished, compare the tree only, and still write the report.
         interrupted = True
+        on_stop()
         results = runner.interrupted(jobs, stop_sandboxes)
         tree = tree_fingerprint(
             spec.workspace, exclude=exclude, time_limit=INTERRUPTED_TREE_SECONDS
@@ -152,7 +156,14 @@ def execute(
         workspace_check_note=comparison.note,
         exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, comparison.problem),
     )
-    write_report(record)
+    try:
+        write_report(record)
+    except KeyboardInterrupt:
+        # A signal as the report is written: write it again, as an interrupted run (the
+        # signal handler lets no second signal through while it is written).
+        interrupted = True
+        record = replace(record, exit_code=EXIT_INTERRUPTED)
+        write_report(record)
     return PlanRunOutcome(record, interrupted)
 
 
