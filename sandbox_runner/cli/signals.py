@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -46,7 +47,6 @@ class StopOnSignal:
 
 
 def _say(message: str) -> None:
-    try:
+    # stderr may be closed, or in the middle of a write the signal interrupted.
+    with contextlib.suppress(OSError, ValueError, RuntimeError):
         print(message, file=sys.stderr, flush=True)
-    except (OSError, ValueError):  # stderr closed or a reentrant write: say nothing
-        pass
