@@ -40,7 +40,7 @@ class DockerSandbox(SandboxBase):
         self._docker = docker_client
         self._container: Any | None = None
         self._client: ToolServerClient | None = None
-        self._user = sandbox_user()
+        self._user = sandbox_user(spec.workspace)
         self._state_lock = threading.Lock()
         self._stopping = False
         self.ready_info: dict[str, Any] = {}

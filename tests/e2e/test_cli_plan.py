@@ -641,3 +641,38 @@ def test_a_signal_stops_a_hung_run_at_once_and_keeps_the_report(
     statuses = {p["perspective"]: p["status"] for p in report["plans"]}
     assert statuses == {"fast": "complete", "hung": "incomplete"}
     assert (out / "report.md").exists() and (out / "fast.md").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox runs as another uid only as root")
+def test_a_repository_the_sandbox_cannot_read_is_refused_before_the_run(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    """Issue 10 item 9: as root, mode-0600 files were unreadable inside, yet exit 0."""
+    for path in repo.rglob("*"):
+        path.chmod(0o600 if path.is_file() else 0o700)
+    api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2, result.output
+    assert "not readable by the sandbox user (uid 10001)" in result.output
+    assert "Traceback" not in result.output and api.requests == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox runs as another uid only as root")
+def test_as_root_a_repository_of_owner_only_files_is_read_as_its_owner(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    for path in [repo, *repo.rglob("*")]:
+        os.chown(path, 4242, 4242)
+        path.chmod(0o600 if path.is_file() else 0o700)
+    api.script = PerspectiveScript(
+        {
+            "plan": [
+                message(tool_use("Read", {"file_path": "src/app.py"})),
+                message(text(VALID_PLAN)),
+            ]
+        }
+    )
+    result = plan("x", "--repo", str(repo), "--out", str(tmp_path / "out"), "--json")
+    assert result.exit_code == 0, result.output
+    read_result = api.message_requests[1].body["messages"][-1]["content"][0]
+    assert "return 42" in read_result["content"] and not read_result.get("is_error")
