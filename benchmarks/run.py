@@ -286,6 +286,21 @@ def measured(name: str, bench: Callable[[], Figure]) -> Figure:
         return Figure(name, f"failed: {type(error).__name__}: {error}", "-", None, "-", False)
 
 
+def bench_stop(repo: Path, scratch: Path, client: Any) -> Figure:
+    """Ctrl-C or SIGTERM during a run of 4 subagents whose model calls all hang."""
+    from benchmarks.signals import PERSPECTIVES, TARGET_SECONDS, bench_signal_exit
+
+    text, slowest = bench_signal_exit(repo, scratch, client)
+    return Figure(
+        f"exit after Ctrl-C or SIGTERM, {PERSPECTIVES} subagents waiting for a hung API",
+        text,
+        "containers removed, report written; `docker stop` waits 10 s before SIGKILL",
+        slowest / TARGET_SECONDS,
+        f"<= {TARGET_SECONDS:.0f} s",
+        slowest <= TARGET_SECONDS,
+    )
+
+
 def main() -> int:
     client = connect()
     image = require_image(client)
@@ -318,6 +333,9 @@ def main() -> int:
                 lambda count=count: bench_overhead(count, repo, Path(scratch), client, image),
             ))  # fmt: skip
         figures.append(measured("cold CLI", lambda: bench_cold_cli(repo, Path(scratch))))
+        figures.append(
+            measured("stop on a signal", lambda: bench_stop(repo, Path(scratch), client))
+        )
     return report(figures)
 
 

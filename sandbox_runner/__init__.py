@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Protocol, Self
 
-from sandbox_runner.types import ExecResult, ModelRequest, ModelResponse, ToolRequest
+from sandbox_runner.types import ExecResult, ModelCall, ModelRequest, ModelResponse, ToolRequest
 
 __version__ = "0.1.0"
 
@@ -69,8 +69,11 @@ class SandboxBase(ABC):
 class Model(Protocol):
     """A Messages API model with tool use."""
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send one request and return the whole response (retries are the model's job)."""
+    def complete(self, request: ModelRequest, call: ModelCall | None = None) -> ModelResponse:
+        """Send one request and return the whole response (retries are the model's job).
+
+        `call`, when given, bounds the call (its deadline, an abort) and hears of retries.
+        """
 
     def count_tokens(self, request: ModelRequest) -> int:
         """Input tokens the request would use (system prompt, tools and messages)."""
@@ -79,6 +82,7 @@ class Model(Protocol):
 __all__ = [
     "ExecResult",
     "Model",
+    "ModelCall",
     "ModelRequest",
     "ModelResponse",
     "Sandbox",

@@ -71,6 +71,10 @@ class Settings:
     """max_tokens of each model call."""
     max_total_tokens: int = 3_000_000
     """Input, output and cache tokens over one subagent run."""
+    api_timeout: float = 600.0
+    """Seconds one model API attempt may take (never past the subagent's timeout)."""
+    api_retries: int = 6
+    """Retries of a model call after an overload, a 5xx, a 429 or a network error."""
     memory_mb: int = 1024
     """Memory of each sandbox container, in MiB."""
     cpus: float = 1.0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +118,8 @@ class ModelRequest:
     messages: list[dict[str, Any]]
     tools: list[ToolSpec]
     max_tokens: int = 8192
+    tool_choice: str | None = None
+    """The Messages API tool_choice type ("none" for a final turn without tools), or None."""
 
 
 @dataclass(frozen=True)
@@ -139,3 +144,52 @@ class ModelResponse:
             for b in self.content
             if b.get("type") == "tool_use"
         ]
+
+
+class ModelCall:
+    """One model call as its caller steers it: a deadline, an abort switch, the attempts made.
+
+    The model reports its attempts and retries here, waits between attempts with wait()
+    (which an abort cuts short) and never lets an attempt run past the deadline.
+    """
+
+    def __init__(
+        self, *, deadline: float | None = None, on_retry: Callable[[], None] | None = None
+    ) -> None:
+        self.deadline = deadline
+        """time.monotonic() by which the call must be over, or None."""
+        self.attempt = 1
+        self.attempts = 1
+        self.problem = ""
+        """Why the previous attempt failed ("" on the first attempt)."""
+        self.retry_wait = 0.0
+        """Seconds waited before the current attempt."""
+        self._on_retry = on_retry or (lambda: None)
+        self._aborted = threading.Event()
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (None without one)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def abort(self) -> None:
+        """Stop the call: no further attempt is made, and a wait between attempts ends."""
+        self._aborted.set()
+
+    @property
+    def aborted(self) -> bool:
+        """Whether abort() was called."""
+        return self._aborted.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep between attempts; True when the call was aborted meanwhile."""
+        return self._aborted.wait(seconds)
+
+    def retrying(self, attempt: int, attempts: int, problem: str, wait: float) -> None:
+        """Record that attempt number `attempt` of `attempts` follows after `wait` seconds."""
+        self.attempt, self.attempts, self.problem, self.retry_wait = (
+            attempt,
+            attempts,
+            problem,
+            wait,
+        )
+        self._on_retry()

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner import Model, Sandbox
+from sandbox_runner.agents.budget import Budget, final_turn_note, low_budget_note
 from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.model_call import CallStopped, complete_within
 from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.plans.files import (
@@ -22,9 +24,19 @@ from sandbox_runner.plans.files import (
     write_new,
 )
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
+from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.policy import Allow, ToolContext, decide
 from sandbox_runner.tools.schemas import tools_for
-from sandbox_runner.types import ModelRequest, ToolCall, ToolRequest, ToolResult, ToolSpec, Usage
+from sandbox_runner.types import (
+    ModelCall,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolRequest,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
 
 EventSink = Callable[[AgentEvent], None]
 MAX_CALLS_PER_TURN = 32
@@ -81,6 +93,9 @@ class _RunState:
     host_written_plan: str | None = None
     """What the host wrote to the plan file for the model (from its final text), if anything."""
     feedback_sent: bool = False
+    warned_low: bool = False
+    """Whether the model was told that its turns or tokens run low."""
+    last_call_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
 
 
@@ -166,17 +181,14 @@ class PlanAgentRun:
         state = self.state
         while True:
             self._check_limits()
-            state.turns += 1
-            self._emit("turn_started")
-            response = self.model.complete(self._request())
-            state.usage.add(response.usage)
-            state.messages.append({"role": "assistant", "content": response.content})
-            self._log(
-                "assistant",
-                content=response.content,
-                stop_reason=response.stop_reason,
-                usage=vars(response.usage),
-            )
+            budget = self._budget()
+            if reason := budget.final_turn_reason():
+                self._final_turn(reason)
+                raise LimitReached(f"{reason}; the plan was written in a final turn without tools")
+            if not state.warned_low and (budget.low_on_turns() or budget.low_on_tokens()):
+                state.warned_low = True
+                self._add_note(low_budget_note(budget, self.paths.container_plan_file))
+            response = self._turn(self._request())
             calls = response.tool_calls
             if calls:
                 self._answer(calls)
@@ -188,6 +200,70 @@ class PlanAgentRun:
                 )
             if not self._review_plan():
                 return
+
+    def _turn(self, request: ModelRequest) -> ModelResponse:
+        """One model call, recorded in the conversation and the transcript."""
+        state = self.state
+        state.turns += 1
+        self._emit("turn_started")
+        try:
+            response = complete_within(
+                self.model,
+                request,
+                deadline=state.started + self.limits.timeout_seconds,
+                cancel=self._cancel,
+                on_wait=lambda text: self._emit("waiting", detail=text),
+                on_retry=self._retrying,
+            )
+        except CallStopped as stopped:
+            if stopped.reason == "interrupted":
+                raise LimitReached("interrupted") from None
+            raise LimitReached(self._time_limit_reason() + " " + stopped.reason) from None
+        state.usage.add(response.usage)
+        state.last_call_tokens = response.usage.total
+        state.messages.append({"role": "assistant", "content": response.content})
+        self._log(
+            "assistant",
+            content=response.content,
+            stop_reason=response.stop_reason,
+            usage=vars(response.usage),
+        )
+        return response
+
+    def _retrying(self, call: ModelCall) -> None:
+        detail = (
+            f"model API: {call.problem}; retrying in {call.retry_wait:.1f} s "
+            f"(attempt {call.attempt} of {call.attempts})"
+        )
+        self._log("retry", detail=detail)
+        self._emit("model_retry", detail=detail)
+
+    def _time_limit_reason(self) -> str:
+        return f"time limit of {self.limits.timeout_seconds:g} s reached"
+
+    def _final_turn(self, reason: str) -> None:
+        """A last call without tools, whose answer becomes the plan if it is one."""
+        self._add_note(final_turn_note(reason, self.paths.container_plan_file))
+        response = self._turn(replace(self._request(), tool_choice="none"))
+        text = response.text.strip() + "\n"
+        if not _looks_like_plan(text):
+            return
+        if read_sandbox_file(self.paths.host_plan_file) is None:
+            write_new(self.paths.host_plan_file, text)
+        else:
+            replace_file(self.paths.host_plan_file, text)
+        self.state.final_text = self.state.host_written_plan = text
+        self._emit("plan_written", detail="from the final turn")
+
+    def _budget(self) -> Budget:
+        state, limits = self.state, self.limits
+        return Budget(
+            max_turns=limits.max_turns,
+            max_tokens=limits.max_total_tokens,
+            turns=state.turns,
+            tokens=state.usage.total,
+            last_call_tokens=state.last_call_tokens,
+        )
 
     def _answer(self, calls: list[ToolCall]) -> None:
         results = []
@@ -208,7 +284,8 @@ class PlanAgentRun:
         decision = decide(call, self.context)
         if isinstance(decision, Allow):
             outcome = self.sandbox.call(self._within_time_limit(decision.request))
-            result = ToolResult(call.id, outcome.text or "(no output)", is_error=not outcome.ok)
+            text = cap_result(call.name, outcome.text or "(no output)")
+            result = ToolResult(call.id, text, is_error=not outcome.ok)
             if call.name in {"Write", "Edit"} and outcome.ok:
                 self._emit("plan_written", tool=call.name, detail=self.paths.container_plan_file)
         else:
@@ -311,7 +388,7 @@ class PlanAgentRun:
         if state.usage.total >= limits.max_total_tokens:
             raise LimitReached(f"token limit of {limits.max_total_tokens} reached")
         if time.monotonic() - state.started >= limits.timeout_seconds:
-            raise LimitReached(f"time limit of {limits.timeout_seconds:g} s reached")
+            raise LimitReached(self._time_limit_reason())
 
     def _request(self) -> ModelRequest:
         return ModelRequest(
@@ -321,6 +398,15 @@ class PlanAgentRun:
             tools=self.tools,
             max_tokens=self.limits.max_output_tokens,
         )
+
+    def _add_note(self, text: str) -> None:
+        """A note from planrun, added to the user turn the next call sends."""
+        last = self.state.messages[-1] if self.state.messages else None
+        if last is None or last["role"] != "user" or not isinstance(last["content"], list):
+            self._add_user(text)
+            return
+        last["content"].append({"type": "text", "text": text})
+        self._log("user", text=text)
 
     def _add_user(self, text: str) -> None:
         self.state.messages.append({"role": "user", "content": [{"type": "text", "text": text}]})

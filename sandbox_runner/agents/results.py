@@ -23,7 +23,9 @@ class PlanStatus(StrEnum):
 class AgentEvent:
     """A step a UI can show.
 
-    Kinds: turn_started, tool_call, tool_result, plan_written, finished, failed.
+    Kinds: turn_started, waiting (for the model; detail says how long and which
+    attempt), model_retry (detail says why and when), tool_call, tool_result,
+    plan_written, finished, failed.
     """
 
     kind: str

@@ -48,14 +48,18 @@ class Services:
     def sandbox_factory(
         self, workspace: Path, loaded: LoadedSettings
     ) -> Callable[[str], Callable[[Path | None], Sandbox]]:
-        """Checks Docker and the image now; then, given a session name, makes a plan run's
-        sandboxes: one Docker container per plan directory."""
+        """Checks Docker, the image and that the sandbox user can read the workspace now;
+        then, given a session name, makes a plan run's sandboxes: one Docker container per
+        plan directory (None: a probe sandbox)."""
         from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
         from sandbox_runner.sandbox.image import require_image
+        from sandbox_runner.sandbox.readable import require_readable
         from sandbox_runner.sandbox.spec import SandboxSpec
 
         client = self.docker()
         image = require_image(client, loaded.settings.image, loaded.sources["image"])
+        if warning := require_readable(workspace):
+            self.progress(f"warning: {warning}")
         extra_dirs = tuple(loaded.resolved_extra_dirs())
         limits = loaded.limits()
 

@@ -133,11 +133,12 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     with Progress(labels, live=live) as progress:
         outcome = execute(
             spec,
-            model_factory=_model_factory(options, spec.model_id),
+            model_factory=_model_factory(options, spec.model_id, loaded),
             sandbox_factory=sandbox_factory,
             registry=registry,
             on_event=progress,
             stop_sandboxes=svc.stop_sandboxes,
+            on_stop=progress.stopping,
         )
     record = outcome.record
     report = json.loads((record.out_dir / "report.json").read_text())
@@ -245,11 +246,20 @@ def _out_dir(requested: Path | None, workspace: Path) -> Path:
     return out_dir
 
 
-def _model_factory(options: dict[str, Any], model_id: str) -> Any:
+def _model_factory(options: dict[str, Any], model_id: str, loaded: LoadedSettings) -> Any:
     from sandbox_runner.model import create_model
 
+    settings = loaded.settings
+
     def make(label: str) -> Any:
-        return create_model(model_id, replay=options["replay"], record=options["record"], key=label)
+        return create_model(
+            model_id,
+            replay=options["replay"],
+            record=options["record"],
+            key=label,
+            timeout=settings.api_timeout,
+            max_retries=settings.api_retries,
+        )
 
     return make
 

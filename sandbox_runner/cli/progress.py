@@ -29,12 +29,19 @@ class _Line:
     tokens: int = 0
     elapsed: float = 0.0
     started: float = 0.0
+    waiting_logged: float = 0.0
+    """When a plain log line last said what this subagent waits for."""
 
 
 def wants_live_display(stream: TextIO, *, json_output: bool) -> bool:
     """A live display only for a person at a terminal: not with --json, in CI or in a pipe."""
     ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
     return stream.isatty() and not json_output and not ci
+
+
+WAITING_LOG_SECONDS = 30.0
+"""In plain log lines, how often a subagent that waits for the model says so."""
+TERMINAL_STATES = frozenset({"finished", "failed"})
 
 
 class Progress:
@@ -61,15 +68,37 @@ class Progress:
                 line.state, line.tool = "running", one_line(f"{event.tool} {event.detail}".strip())
             elif event.kind == "turn_started":
                 line.state, line.tool = "thinking", ""
-            elif event.kind in {"finished", "failed"}:
+                line.waiting_logged = time.monotonic()
+            elif event.kind in {"waiting", "model_retry"} and line.state != "stopping…":
+                line.state = "waiting" if event.kind == "waiting" else "retrying"
+                line.tool = one_line(event.detail)
+            elif event.kind in TERMINAL_STATES:
                 line.state, line.tool = event.kind, one_line(event.detail)
-        if self._live is None and event.kind in {"tool_call", "finished", "failed"}:
+            log = event.kind in {"tool_call", "model_retry", *TERMINAL_STATES}
+            if (
+                event.kind == "waiting"
+                and time.monotonic() - line.waiting_logged >= WAITING_LOG_SECONDS
+            ):
+                line.waiting_logged, log = time.monotonic(), True
+        if self._live is None and log:
             self._log(event)
+
+    def stopping(self) -> None:
+        """Show that a signal arrived and everything is being stopped."""
+        with self._lock:
+            for line in self._lines.values():
+                if line.state not in TERMINAL_STATES:
+                    line.state, line.tool = "stopping…", ""
+        if self._live is None:
+            print("planrun: stopping… (finished plans and the report are kept)", file=self._stream)
+            self._stream.flush()
 
     def _log(self, event: AgentEvent) -> None:
         prefix = f"[{event.label}] turn {event.turn}"
         if event.kind == "tool_call":
             message = f"{prefix} {event.tool} {event.detail}".rstrip()
+        elif event.kind in {"waiting", "model_retry"}:
+            message = f"{prefix} {event.detail}"
         else:
             outcome = "finished" if event.kind == "finished" else "FAILED"
             detail = f": {event.detail}" if event.detail else ""
@@ -94,7 +123,7 @@ class Progress:
         now = time.monotonic()
         with self._lock:
             for line in self._lines.values():
-                running = line.state not in {"finished", "failed"}
+                running = line.state not in TERMINAL_STATES
                 elapsed = now - line.started if running else line.elapsed
                 style = {"failed": "red", "finished": "green"}.get(line.state, "")
                 # Text, not markup: tool details come from the model and may hold "[/]".

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from sandbox_runner import Model
 from sandbox_runner.errors import ConfigError
@@ -68,6 +69,8 @@ def create_model(
     api_key: str | None = None,
     base_url: str | None = None,
     key: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
 ) -> Model:
     """The model a run should use: a cassette played back, or the API (perhaps recorded).
 
@@ -78,6 +81,8 @@ def create_model(
         api_key: the API key; by default ANTHROPIC_API_KEY.
         base_url: the API's URL; by default ANTHROPIC_BASE_URL or the public API.
         key: which cassette of a cassette directory, e.g. the perspective's name.
+        timeout: seconds one API attempt may take (default 600).
+        max_retries: retries after the first attempt (default 6).
 
     Raises:
         ConfigError: both replay and record were asked for.
@@ -90,7 +95,13 @@ def create_model(
     # Imported here so replaying never pays for loading the anthropic SDK.
     from sandbox_runner.model.anthropic_model import AnthropicModel
 
-    model: Model = AnthropicModel(model_id, api_key=api_key, base_url=base_url)
+    options: dict[str, Any] = {"timeout": timeout, "max_retries": max_retries}
+    model: Model = AnthropicModel(
+        model_id,
+        api_key=api_key,
+        base_url=base_url,
+        **{name: value for name, value in options.items() if value is not None},
+    )
     if record is not None:
         model = RecordingModel(model, record, key=key)
     return model

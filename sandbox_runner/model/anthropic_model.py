@@ -25,7 +25,7 @@ from sandbox_runner.model.errors import (
     unreadable_response,
 )
 from sandbox_runner.model.replay import estimate_tokens
-from sandbox_runner.types import ModelRequest, ModelResponse, Usage
+from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, Usage
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,16 @@ STREAMING_ABOVE_MAX_TOKENS = 16_000
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
 # A stream that fails after its 200 carries the error type only.
 RETRY_ERROR_TYPES = frozenset({"rate_limit_error", "api_error", "overloaded_error"})
+OVERLOAD_STATUSES = frozenset({500, 502, 503, 504, 529})
+OVERLOAD_ERROR_TYPES = frozenset({"api_error", "overloaded_error"})
+DEFAULT_MAX_RETRIES = 6
+DEFAULT_API_TIMEOUT = 600.0
 MAX_RETRY_WAIT = 60.0
 FIRST_RETRY_WAIT = 1.0
+"""Backoff after a dropped connection or a 429 without retry-after: 1, 2, 4 ... 60 s."""
+FIRST_OVERLOAD_WAIT = 5.0
+"""Backoff after a 529 or 5xx: 5, 10, 20, 40, 60, 60 s, about three minutes in all, as an
+overload of the API typically lasts a minute or two."""
 COUNT_ENDPOINT_MISSING = frozenset({404, 405, 501})
 # What a user is told, and what to do about it, for errors that a retry cannot fix.
 FAIL_AT_ONCE = {
@@ -64,9 +72,9 @@ class AnthropicModel:
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        max_retries: int = 4,
-        timeout: float = 600.0,
-        sleep: Callable[[float], None] = time.sleep,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_API_TIMEOUT,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         """Configure the model; nothing is checked or contacted until the first call.
 
@@ -75,8 +83,9 @@ class AnthropicModel:
             api_key: the API key; by default the SDK reads ANTHROPIC_API_KEY.
             base_url: the API's URL; by default ANTHROPIC_BASE_URL or the public API.
             max_retries: retries after the first attempt for overloads and network errors.
-            timeout: seconds to wait for one response.
-            sleep: how to wait between attempts (tests pass a recorder).
+            timeout: seconds to wait for one response (capped by a call's deadline).
+            sleep: how to wait between attempts (tests pass a recorder); by default the
+                call's own wait, which an abort cuts short.
         """
         self.model_id = model_id
         self.max_retries = max_retries
@@ -115,17 +124,24 @@ class AnthropicModel:
                 self._client = client
             return self._client
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
+    def complete(self, request: ModelRequest, call: ModelCall | None = None) -> ModelResponse:
         """Send one request, retrying overloads and network errors, and return the answer.
+
+        No attempt runs past the call's deadline, and an abort ends the waits between
+        attempts.
 
         Raises:
             ModelAPIError: the API refused the request, or failed on every attempt.
             ContextBudgetError: the request does not fit in the model's context window.
+            ModelError: the call was aborted.
         """
         params = build_params(request, request.model or self.model_id)
         streaming = request.max_tokens > STREAMING_ABOVE_MAX_TOKENS
         try:
-            return to_response(self._with_retries(lambda: self._send(params, streaming)))
+            message = self._with_retries(
+                lambda timeout: self._send(params, streaming, timeout), call or ModelCall()
+            )
+            return to_response(message)
         except (AttributeError, TypeError, ValueError) as error:
             # A body that is not JSON (JSONDecodeError), or JSON of another shape, which
             # the SDK hands over unvalidated and to_response then trips on.
@@ -151,47 +167,69 @@ class AnthropicModel:
                 log.debug("count_tokens failed (%s); estimating", error)
         return estimate_tokens(request)
 
-    def _send(self, params: dict[str, Any], streaming: bool) -> Message:
+    def _send(self, params: dict[str, Any], streaming: bool, seconds: float) -> Message:
+        timeout = anthropic.Timeout(seconds, connect=min(seconds, 10.0))
         if streaming:
             try:
-                with self.client.messages.stream(**params) as stream:
+                with self.client.messages.stream(**params, timeout=timeout) as stream:
                     return stream.get_final_message()
             except ValueError as error:
                 # The SDK parses streamed tool input as it arrives and gives up on invalid
                 # JSON; asked again, the model usually answers with valid input.
                 raise _StreamAssemblyError(" ".join(str(error).split())[:300]) from error
         # The params are a dict, so mypy cannot pick create()'s non-streaming overload.
-        message: Message = self.client.messages.create(**params, stream=False)
+        message: Message = self.client.messages.create(**params, stream=False, timeout=timeout)
         return message
 
-    def _with_retries(self, call: Callable[[], Message]) -> Message:
+    def _with_retries(self, send: Callable[[float], Message], call: ModelCall) -> Message:
         attempts = self.max_retries + 1
         for attempt in range(1, attempts + 1):
+            seconds = self._attempt_timeout(call)
             try:
-                return call()
+                return send(seconds)
             except (
                 anthropic.APIStatusError,
                 anthropic.APIConnectionError,
                 _StreamAssemblyError,
             ) as error:
+                if call.aborted:
+                    raise ModelError("the model call was cancelled") from None
                 if not _retryable(error) or attempt == attempts:
-                    raise self._failure(error, attempt) from error
+                    raise self._failure(error, attempt, seconds) from error
                 wait = _retry_wait(error, attempt)
-                log.warning(
-                    "model API: %s; retrying in %.1f s (attempt %d of %d)",
-                    _describe(error),
-                    wait,
-                    attempt + 1,
-                    attempts,
-                )
-                self._sleep(wait)
+                remaining = call.remaining()
+                if remaining is not None and wait >= remaining:
+                    # Another attempt could not finish before the deadline anyway.
+                    raise self._failure(error, attempt, seconds) from error
+                log.debug("model API: %s; retrying in %.1f s", _describe(error), wait)
+                call.retrying(attempt + 1, attempts, _describe(error), wait)
+                if self._sleep is not None:
+                    self._sleep(wait)
+                elif call.wait(wait):
+                    raise ModelError("the model call was cancelled") from None
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _failure(self, error: _Failure, attempts: int) -> ModelError:
+    def _attempt_timeout(self, call: ModelCall) -> float:
+        """Seconds one attempt may take: the API timeout, but never past the deadline."""
+        if call.aborted:
+            raise ModelError("the model call was cancelled")
+        remaining = call.remaining()
+        if remaining is None:
+            return self.timeout
+        if remaining <= 0:
+            raise ModelError("the model call ran out of time before it could be sent")
+        return min(self.timeout, remaining)
+
+    def _failure(self, error: _Failure, attempts: int, seconds: float) -> ModelError:
         """The one-line error a user sees for an API error we will not retry."""
         if isinstance(error, _StreamAssemblyError):
             summary = "the model kept streaming tool input that is not valid JSON"
             return ModelAPIError(summary, api_message=str(error), attempts=attempts)
+        if isinstance(error, anthropic.APITimeoutError):
+            summary = (
+                f"the Anthropic API at {self.client.base_url} did not answer in {seconds:.0f} s"
+            )
+            return ModelAPIError(summary, attempts=attempts, hint="see api_timeout")
         if isinstance(error, anthropic.APIConnectionError):
             url = self.client.base_url
             summary = f"cannot reach the Anthropic API at {url}"
@@ -232,6 +270,10 @@ def build_params(request: ModelRequest, model: str) -> dict[str, Any]:
     }
     if tools:
         params["tools"] = tools
+        if request.tool_choice:
+            # The tools stay defined (the conversation holds tool_use blocks); "none"
+            # only forbids calling them.
+            params["tool_choice"] = {"type": request.tool_choice}
     return params
 
 
@@ -295,13 +337,28 @@ def _retryable(error: _Failure) -> bool:
 
 def _retry_wait(error: _Failure, attempt: int) -> float:
     """Seconds before the next attempt: the server's retry-after, else backoff with jitter."""
+    first = FIRST_RETRY_WAIT
     if isinstance(error, anthropic.APIStatusError):
         retry_after = parse_retry_after(error.response.headers)
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_WAIT)
-    backoff = min(FIRST_RETRY_WAIT * 2.0 ** (attempt - 1), MAX_RETRY_WAIT)
+        if _overloaded(error):
+            first = FIRST_OVERLOAD_WAIT
+    backoff = min(first * 2.0 ** (attempt - 1), MAX_RETRY_WAIT)
     # Jitter spreads out parallel subagents that all hit the same overload.
     return backoff * random.uniform(0.75, 1.0)
+
+
+def _overloaded(error: anthropic.APIStatusError) -> bool:
+    """A 529 or 5xx (or such an error inside a stream): the API, not the request, is at fault."""
+    return error.status_code in OVERLOAD_STATUSES or (
+        _error_details(error)[0] in OVERLOAD_ERROR_TYPES
+    )
+
+
+def overload_schedule(retries: int) -> list[float]:
+    """The waits between attempts during an overload, before jitter (for the README)."""
+    return [min(FIRST_OVERLOAD_WAIT * 2.0**n, MAX_RETRY_WAIT) for n in range(retries)]
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

@@ -28,7 +28,7 @@ from typing import Any
 from sandbox_runner import Model
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.model.errors import CassetteError
-from sandbox_runner.types import ModelRequest, ModelResponse, Usage
+from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, Usage
 
 CASSETTE_VERSION = 1
 DEFAULT_KEY = "default"
@@ -217,7 +217,7 @@ class ReplayModel:
         """How many recorded responses have not been played yet."""
         return len(self._responses) - self._played
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
+    def complete(self, request: ModelRequest, call: ModelCall | None = None) -> ModelResponse:
         """The next recorded response, after checking the request answers the previous one.
 
         Raises:
@@ -256,9 +256,9 @@ class RecordingModel:
         self.recorded = 0
         self._lock = threading.Lock()
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
+    def complete(self, request: ModelRequest, call: ModelCall | None = None) -> ModelResponse:
         """Ask the inner model, then write the exchange (a failed call is not recorded)."""
-        response = self.inner.complete(request)
+        response = self.inner.complete(request, call)
         line = {"request": summarize_request(request), "response": response_to_json(response)}
         with self._lock:
             if self.recorded == 0:

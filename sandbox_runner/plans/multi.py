@@ -37,7 +37,10 @@ EXIT_OK, EXIT_PLAN_FAILED, EXIT_WORKSPACE_CHANGED = 0, 1, 3  # 2 (usage) is the 
 EXIT_INTERRUPTED = 130
 RESERVED_LABELS = frozenset({"report"})
 GIT_STATUS_WAIT_SECONDS = 180.0
-INTERRUPT_GRACE_SECONDS = 15.0
+INTERRUPT_GRACE_SECONDS = 1.0
+"""After a signal, how long subagents get to stop and save their plans (they poll every 0.1 s)."""
+INTERRUPTED_TREE_SECONDS = 1.0
+"""After a signal, the tree is compared only if that takes no longer than this."""
 
 
 @dataclass
@@ -90,11 +93,13 @@ def execute(
     registry: Registry,
     on_event: EventSink | None = None,
     stop_sandboxes: Callable[[], object] = lambda: None,
+    on_stop: Callable[[], object] = lambda: None,
 ) -> PlanRunOutcome:
     """Run every perspective, check the workspace did not change, and write the report.
 
-    On KeyboardInterrupt the subagents are told to stop, their sandboxes are removed,
-    what finished is kept and reported, and the outcome says it was interrupted.
+    On KeyboardInterrupt (or SystemExit) on_stop is called, the subagents are told to
+    stop, their sandboxes are removed, what finished is kept and reported, and the
+    outcome says it was interrupted.
     """
     started = datetime.now(UTC)
     exclude = spec.out_dir if spec.out_dir.is_relative_to(spec.workspace) else None
@@ -119,13 +124,22 @@ def execute(
         # Ctrl-C, or SIGTERM (which the CLI turns into SystemExit), at any point of the run:
         # keep what finished, compare the tree only, and still write the report.
         interrupted = True
+        on_stop()
         results = runner.interrupted(jobs, stop_sandboxes)
-        after = WorkspaceState(tree_fingerprint(spec.workspace, exclude=exclude), None)
+        tree = tree_fingerprint(
+            spec.workspace, exclude=exclude, time_limit=INTERRUPTED_TREE_SECONDS
+        )
+        after = WorkspaceState(tree, None)
     finally:
         if sandbox_root != spec.out_dir / ".sandbox":
             shutil.rmtree(sandbox_root, ignore_errors=True)
     git_status_before = _settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
-    problem = WorkspaceState(fingerprint, git_status_before).differences(after)
+    comparison = WorkspaceState(fingerprint, git_status_before).compare(
+        after,
+        why_not_later="the run was interrupted before `git status` ran again"
+        if interrupted
+        else "",
+    )
     record = RunRecord(
         name=spec.name,
         out_dir=spec.out_dir,
@@ -136,12 +150,21 @@ def execute(
         finished_at=datetime.now(UTC),
         results=results,
         perspectives=[job.perspective for job in jobs],
-        workspace_unchanged=not problem,
-        workspace_problem=problem,
-        exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, problem),
+        workspace_unchanged=not comparison.problem,
+        workspace_problem=comparison.problem,
+        workspace_check=comparison.check,
+        workspace_check_note=comparison.note,
+        exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, comparison.problem),
         agent_override=spec.agent_override,
     )
-    write_report(record)
+    try:
+        write_report(record)
+    except KeyboardInterrupt:
+        # A signal as the report is written: write it again, as an interrupted run (the
+        # signal handler lets no second signal through while it is written).
+        interrupted = True
+        record = replace(record, exit_code=EXIT_INTERRUPTED)
+        write_report(record)
     return PlanRunOutcome(record, interrupted)
 
 

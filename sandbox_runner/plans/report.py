@@ -21,6 +21,7 @@ from sandbox_runner.plans.validate import extract_section
 __all__ = ["REPORT_SCHEMA_DOC", "RunRecord", "build_report", "render_markdown", "write_report"]
 
 SCHEMA_VERSION = 1
+EXIT_INTERRUPTED = 130
 APPROACH_CHARS = 300
 RISK_CHARS = 240
 MAX_RISKS = 5
@@ -51,6 +52,10 @@ class RunRecord:
     workspace_unchanged: bool
     workspace_problem: str = ""
     """What changed in the workspace, if anything."""
+    workspace_check: str = "full"
+    """What was compared: "full" (files and `git status`), "files_only" or "none"."""
+    workspace_check_note: str = ""
+    """Why the check was not full ("" when it was)."""
     exit_code: int = field(kw_only=True)
     """What `planrun plan` exits with; required, by keyword."""
     agent_override: str = field(default="", kw_only=True)
@@ -94,6 +99,8 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         "workspace_unchanged": record.workspace_unchanged,
         "workspace_problem": record.workspace_problem,
         "agent_override": record.agent_override or None,
+        "workspace_check": record.workspace_check,
+        "workspace_check_note": record.workspace_check_note,
         "plans": plans,
         "critical_files": _critical_files(plans),
         "disagreements": _disagreements(plans, bodies),
@@ -117,11 +124,16 @@ def write_report(record: RunRecord) -> tuple[Path, Path]:
 
 
 def _run_status(record: RunRecord) -> str:
-    """workspace_changed wins over plan_failed (some plan did not complete, or no plans)."""
+    """The most serious of: workspace_changed, interrupted, plan_failed (a plan failed or is
+    incomplete, or there are none), plan_invalid (complete but not valid); else ok."""
     if not record.workspace_unchanged:
         return "workspace_changed"
+    if record.exit_code == EXIT_INTERRUPTED:
+        return "interrupted"
     if not record.results or any(r.status is not PlanStatus.COMPLETE for r in record.results):
         return "plan_failed"
+    if not all(result.valid for result in record.results):
+        return "plan_invalid"
     return "ok"
 
 

@@ -12,8 +12,10 @@ REQUIREMENT_LINES = 20
 TABLE_SUMMARY_CHARS = 200
 
 RUN_STATUS_WORDS = {
-    "ok": "✅ ok: every plan completed and the workspace is unchanged",
-    "plan_failed": "❌ plan_failed: a plan failed or is incomplete",
+    "ok": "✅ ok",
+    "plan_failed": "❌ plan_failed",
+    "plan_invalid": "❌ plan_invalid",
+    "interrupted": "⏹️ interrupted: stopped by a signal",
     "workspace_changed": "❌ workspace_changed: the workspace changed during the run",
 }
 
@@ -35,12 +37,21 @@ Top level:
 - `started_at`, `finished_at`: when the run started and finished.
 - `wall_seconds`: the run's elapsed time (plans run concurrently).
 - `exit_code`: the exit code of `planrun plan`.
-- `status`: `ok`; `plan_failed` when a plan failed or is incomplete (or no plan ran);
-  `workspace_changed` when the workspace changed during the run, whatever the plans did.
-- `workspace_unchanged`: whether the workspace was left as it was.
+- `status`: the most serious of: `workspace_changed` when the workspace changed during
+  the run, whatever the plans did; `interrupted` when a signal (Ctrl-C, SIGTERM) stopped
+  the run; `plan_failed` when a plan failed or is incomplete (or no plan ran);
+  `plan_invalid` when every plan completed but one or more did not pass validation;
+  otherwise `ok` (every plan complete and valid, exit code 0).
+- `workspace_unchanged`: whether the workspace was left as it was, as far as it was
+  checked (see `workspace_check`).
 - `workspace_problem`: what changed in the workspace, `""` when nothing did.
 - `agent_override`: which user or project file replaced the built-in agent the plans
   ran with (its prompt, tools or model), or `null`.
+- `workspace_check`: what was compared before and after the run: `full` (the tree
+  fingerprint and `git status`; outside git, the fingerprint is all there is), `files_only`
+  (the fingerprint only: `git status` could not run, or the run was interrupted) or
+  `none` (nothing could be compared).
+- `workspace_check_note`: why the check was not `full`, `""` when it was.
 - `plans`: one object per perspective, described below.
 - `critical_files`: the critical files across plans:
   - `matrix`: one `{"path", "named_by": [labels], "count"}` per file any plan names,
@@ -100,10 +111,9 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 def _header(report: dict[str, Any]) -> str:
     status = RUN_STATUS_WORDS.get(report["status"], report["status"])
+    status += (": " if ":" not in status else "; ") + _plan_counts(report["plans"])
     head = f"`{report['git_head'][:12]}`" if report["git_head"] else "no git HEAD"
-    workspace = (
-        "unchanged" if report["workspace_unchanged"] else f"CHANGED: {report['workspace_problem']}"
-    )
+    workspace = _workspace(report)
     plans = " · ".join(f"{_mark(plan)} {_name(plan)}: {_state(plan)}" for plan in report["plans"])
     return "\n".join(
         [
@@ -111,7 +121,7 @@ def _header(report: dict[str, Any]) -> str:
             "",
             f"**Status:** {status} (exit code {report['exit_code']})  ",
             f"**Plans:** {plans or 'none'}  ",
-            f"**Repository:** {_code(report['repository'])} at {head}; workspace {workspace}  ",
+            f"**Repository:** {_code(report['repository'])} at {head}; {workspace}  ",
             *_agent_line(report),
             f"**Time:** {report['started_at']} to {report['finished_at']} "
             f"({_duration(report['wall_seconds'])})",
@@ -122,6 +132,36 @@ def _header(report: dict[str, Any]) -> str:
 def _agent_line(report: dict[str, Any]) -> list[str]:
     override = report.get("agent_override")
     return [f"**Agent:** ⚠️ {_safe(one_line(override))}  "] if override else []
+
+
+def _plan_counts(plans: list[dict[str, Any]]) -> str:
+    """What happened to the plans, e.g. "1 of 3 plans failed, 1 incomplete, 1 valid"."""
+    if not plans:
+        return "no plan ran"
+    counts = {
+        "failed": sum(p["status"] == "failed" for p in plans),
+        "incomplete": sum(p["status"] == "incomplete" for p in plans),
+        "did not pass validation": sum(p["status"] == "complete" and not p["valid"] for p in plans),
+        "valid": sum(bool(p["valid"]) for p in plans),
+    }
+    parts = [f"{count} {what}" for what, count in counts.items() if count]
+    noun = "plan" if len(plans) == 1 else "plans"
+    first_count, first_what = parts[0].split(" ", 1)
+    parts[0] = f"{first_count} of {len(plans)} {noun} {first_what}"
+    return ", ".join(parts)
+
+
+def _workspace(report: dict[str, Any]) -> str:
+    """The workspace check in words; "unchanged" only when everything was compared."""
+    if not report["workspace_unchanged"]:
+        return f"workspace CHANGED: {report['workspace_problem']}"
+    check = report.get("workspace_check", "full")
+    note = report.get("workspace_check_note", "")
+    if check == "full":
+        return "workspace unchanged"
+    if check == "files_only":
+        return f"workspace files unchanged, but not fully checked: {note}"
+    return f"workspace NOT CHECKED: {note}"
 
 
 def _requirements(requirements: str) -> str:

@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,21 +111,29 @@ def _small_text(workspace: Path, path: Path, limit: int = MAX_REF_BYTES) -> str 
 
 
 def tree_fingerprint(
-    workspace: Path, *, exclude: Path | None = None, max_files: int = 200_000
-) -> str:
+    workspace: Path,
+    *,
+    exclude: Path | None = None,
+    max_files: int = 200_000,
+    time_limit: float | None = None,
+) -> str | None:
     """A hash of every path, type, mode, size, mtime and link target under the workspace.
 
     Cheap enough to take before and after a run (no file contents are read), and any
     write, rename, chmod or link through the sandbox changes it. .git is included:
     a write there is a change too. The walk uses an explicit stack, so a tree of any
     depth is fine, and a directory it cannot read is part of the hash, not an error.
+    None when it takes longer than time_limit seconds.
     """
     hasher = hashlib.sha256()
     seen = 0
     excluded = str(exclude) if exclude is not None else None
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     root = str(workspace)
     stack = [root]
     while stack:
+        if deadline is not None and time.monotonic() > deadline:
+            return None
         directory = stack.pop()
         try:
             with os.scandir(directory) as scan:
@@ -164,22 +173,46 @@ def _link_target(path: str) -> str:
 
 
 @dataclass(frozen=True)
+class WorkspaceComparison:
+    """What a before/after comparison found, and how much of the workspace it covered."""
+
+    problem: str
+    """What changed ("" when nothing that was compared did)."""
+    check: str
+    """"full" (fingerprint and `git status`), "files_only" or "none"."""
+    note: str = ""
+    """Why the check was not full."""
+
+
+@dataclass(frozen=True)
 class WorkspaceState:
     """A snapshot that proves, compared with a later one, that nothing changed."""
 
-    fingerprint: str
+    fingerprint: str | None
+    """The tree fingerprint; None when it could not be taken in time."""
     git_status: str | None
     """`git status` output; None when it could not be taken (it is then not compared)."""
 
-    def differences(self, later: WorkspaceState) -> str:
-        """What changed between this snapshot and a later one ("" when nothing did)."""
-        problems = []
-        if self.fingerprint != later.fingerprint:
+    def compare(self, later: WorkspaceState, *, why_not_later: str = "") -> WorkspaceComparison:
+        """What changed between this snapshot and a later one, and what could be compared.
+
+        why_not_later explains a later snapshot that lacks parts (e.g. "the run was
+        interrupted"); by default a missing `git status` is said to have failed.
+        """
+        problems, missing = [], []
+        files = self.fingerprint is not None and later.fingerprint is not None
+        if files and self.fingerprint != later.fingerprint:
             problems.append("files, modes or timestamps under the workspace changed")
-        both = self.git_status is not None and later.git_status is not None
-        if both and self.git_status != later.git_status:
+        if self.git_status is None:
+            missing.append("`git status` could not run before the run")
+        if later.git_status is None:
+            missing.append(why_not_later or "`git status` could not run after the run")
+        elif self.git_status is not None and self.git_status != later.git_status:
             problems.append("`git status` changed")
-        return "; ".join(problems)
+        if not files:
+            missing.insert(0, "the file tree could not be compared in time")
+        check = "full" if not missing else ("files_only" if files else "none")
+        return WorkspaceComparison("; ".join(problems), check, "; ".join(missing))
 
 
 GitStatusRunner = Callable[[str], "str | None"]

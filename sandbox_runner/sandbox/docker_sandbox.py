@@ -44,7 +44,7 @@ class DockerSandbox(SandboxBase):
         self._docker = docker_client
         self._container: Any | None = None
         self._client: ToolServerClient | None = None
-        self._user = sandbox_user()
+        self._user = sandbox_user(spec.workspace)
         self._state_lock = threading.Lock()
         self._stopping = False
         self.ready_info: dict[str, Any] = {}
@@ -227,16 +227,32 @@ def _api_reason(error: Exception) -> str:
     return str(explanation).splitlines()[0][:300]
 
 
+STOP_ALL_WAIT_SECONDS = 5.0
+
+
 def stop_all() -> int:
-    """Remove every sandbox this process still runs (signal and exit handlers use it)."""
+    """Remove every sandbox this process still runs, all at once (signal and exit handlers).
+
+    Returns once they are gone, or after STOP_ALL_WAIT_SECONDS; a container Docker was
+    still removing then is left to `planrun sandbox gc`.
+    """
     with _live_lock:
         sandboxes = list(_live)
-    for sandbox in sandboxes:
-        try:
-            sandbox.stop()
-        except Exception:
-            continue
+    stoppers = [
+        threading.Thread(target=_stop_quietly, args=(sandbox,), name="sandbox-stop", daemon=True)
+        for sandbox in sandboxes
+    ]
+    for stopper in stoppers:
+        stopper.start()
+    deadline = time.monotonic() + STOP_ALL_WAIT_SECONDS
+    for stopper in stoppers:
+        stopper.join(max(0.0, deadline - time.monotonic()))
     return len(sandboxes)
+
+
+def _stop_quietly(sandbox: DockerSandbox) -> None:
+    with contextlib.suppress(Exception):
+        sandbox.stop()
 
 
 def collect_garbage(docker_client: Any, *, everything: bool = False) -> list[str]:

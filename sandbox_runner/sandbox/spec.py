@@ -130,12 +130,22 @@ def prepare_plan_dir(path: str | os.PathLike[str], workspace: Path | None = None
     return plan_dir
 
 
-def sandbox_user() -> tuple[int, int]:
-    """The uid:gid the container runs as: the invoking user's, never root."""
+def sandbox_user(workspace: Path | None = None) -> tuple[int, int]:
+    """The uid:gid the container runs as: the invoking user's, never root.
+
+    As root, the workspace owner's (so that a repository of owner-only files stays
+    readable), or the image's unprivileged user when root owns the workspace too.
+    """
     uid, gid = os.getuid(), os.getgid()
-    if uid == 0:
-        return SANDBOX_UID, SANDBOX_GID
-    return uid, gid if gid != 0 else uid
+    if uid != 0:
+        return uid, gid if gid != 0 else uid
+    try:
+        owner = os.stat(workspace) if workspace is not None else None
+    except OSError:
+        owner = None
+    if owner is not None and owner.st_uid != 0:
+        return owner.st_uid, owner.st_gid if owner.st_gid != 0 else owner.st_uid
+    return SANDBOX_UID, SANDBOX_GID
 
 
 def extra_mount_points(extra_dirs: tuple[Path, ...]) -> list[tuple[Path, str]]:
@@ -218,7 +228,7 @@ def container_options(
     network, no capabilities, no privilege escalation, planrun's seccomp profile, no
     shared IPC, no log copy, bounded memory, processes, CPU and file size.
     """
-    uid, gid = user or sandbox_user()
+    uid, gid = user or sandbox_user(spec.workspace)
     limits = spec.limits
     recursive = recursive_read_only
     mounts = [

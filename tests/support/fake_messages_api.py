@@ -20,6 +20,7 @@ a tool_use whose input is not an object, or names an unknown tool, gets exactly 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -162,7 +163,16 @@ def raw(body: bytes | str | Any, status: int = 200) -> Raw:
     return Raw(body, status)
 
 
-Scripted = Reply | ScriptedError | Drop | Raw
+class Hang:
+    """Accept the request and never answer (until the server stops), as a hung API would."""
+
+
+def hang() -> Hang:
+    """A scripted request that is never answered."""
+    return Hang()
+
+
+Scripted = Reply | ScriptedError | Drop | Raw | Hang
 Script = Sequence[Scripted] | Callable[[dict[str, Any]], Scripted]
 
 
@@ -209,6 +219,8 @@ class FakeMessagesAPI:
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self.stopping = threading.Event()
+        """Set when the server stops: hung requests end then."""
 
     @property
     def base_url(self) -> str:
@@ -242,6 +254,7 @@ class FakeMessagesAPI:
 
     def stop(self) -> None:
         """Stop serving and close the socket; safe to call more than once."""
+        self.stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -296,6 +309,11 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.api = api
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a timeout, a cancel) is no error of the server's."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     """Routes one HTTP request to the FakeMessagesAPI that owns the server."""
@@ -337,7 +355,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _messages(self, body: dict[str, Any]) -> None:
         answer = self.api.next_answer(body)
         streaming = bool(body.get("stream"))
-        if isinstance(answer, Drop):
+        if isinstance(answer, Hang):
+            self.api.stopping.wait()
+            self.close_connection = True
+        elif isinstance(answer, Drop):
             # Writing nothing and closing is what the client sees as a dropped connection.
             self.close_connection = True
         elif isinstance(answer, Raw):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sandbox_runner.model.errors import ModelError
-from sandbox_runner.types import ModelRequest, ModelResponse, Usage
+from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, Usage
 
 Step = ModelResponse | Exception | Callable[[ModelRequest], ModelResponse]
 
@@ -47,7 +47,7 @@ class ScriptedModel:
         self.requests: list[ModelRequest] = []
         self.tokens = tokens
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
+    def complete(self, request: ModelRequest, call: ModelCall | None = None) -> ModelResponse:
         self.requests.append(copy.deepcopy(request))
         if not self.steps:
             raise ModelError("the script has no more responses")

@@ -205,3 +205,31 @@ def test_help_lists_every_command_with_a_whole_summary() -> None:
     commands = output.split("Commands:")[1].strip().splitlines()
     assert len(commands) == 7
     assert all(not line.rstrip().endswith("...") for line in commands), commands
+
+
+def test_progress_says_what_it_waits_for_and_labels_retries() -> None:
+    """Issue 10 item 4: a hung API was silent, and retry lines had no perspective label."""
+    from rich.console import Console
+
+    stream = io.StringIO()
+    progress = Progress(["simplicity"], live=False, stream=stream)
+    retry = "model API: 529 overloaded_error: Overloaded; retrying in 5.0 s (attempt 2 of 7)"
+    progress(event("model_retry", detail=retry))
+    progress(event("waiting", detail="waiting for the model, 42 s, attempt 2 of 7"))
+    assert stream.getvalue().splitlines()[0] == f"[simplicity] turn 2 {retry}"
+    rendered = io.StringIO()
+    Console(file=rendered, width=200).print(progress._table())
+    assert "waiting for the model, 42 s, attempt 2 of 7" in rendered.getvalue()
+
+
+def test_progress_says_stopping_after_a_signal() -> None:
+    from rich.console import Console
+
+    stream = io.StringIO()
+    progress = Progress(["simplicity", "speed"], live=False, stream=stream)
+    progress(event("finished", label="speed"))
+    progress.stopping()
+    assert "stopping…" in stream.getvalue()
+    rendered = io.StringIO()
+    Console(file=rendered, width=200).print(progress._table())
+    assert rendered.getvalue().count("stopping…") == 1

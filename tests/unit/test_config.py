@@ -705,3 +705,15 @@ def test_every_setting_has_exactly_one_rule() -> None:
     from sandbox_runner.config_values import CHECKS
 
     assert set(CHECKS) == {field.name for field in fields(Settings)}
+
+
+def test_the_api_timeout_and_retries_are_settings(tmp_path: Path) -> None:
+    """Issue 10 item 4: the API timeout and the retry count were fixed."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("api_timeout: 90\napi_retries: 2\n")
+    loaded = load_settings(None, home=home, env={"PLANRUN_API_RETRIES": "0"})
+    assert (loaded.settings.api_timeout, loaded.settings.api_retries) == (90.0, 0)
+    assert loaded.sources["api_retries"] == "environment variable PLANRUN_API_RETRIES"
+    with pytest.raises(ConfigError, match="'api_retries' must be a whole number, 0 or more"):
+        load_settings(None, home=home, env={"PLANRUN_API_RETRIES": "-1"})

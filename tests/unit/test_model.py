@@ -7,6 +7,8 @@ import hashlib
 import json
 import os
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,11 +27,12 @@ from sandbox_runner.model import (
     estimate_tokens,
 )
 from sandbox_runner.model.anthropic_model import AnthropicModel
-from sandbox_runner.types import ModelRequest, ModelResponse, ToolResult, ToolSpec
+from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, ToolResult, ToolSpec
 from tests.support.fake_messages_api import (
     FakeMessagesAPI,
     drop,
     error,
+    hang,
     message,
     raw,
     stream_events,
@@ -181,7 +184,41 @@ def test_529_and_500_are_retried_with_growing_backoff(
     api.add(OVERLOADED, error(500, "api_error", "Internal error"), message(text("ok")))
     assert model.complete(make_request()).text == "ok"
     assert len(api.message_requests) == 3
-    assert 0.75 <= waits[0] <= 1.0 and 1.5 <= waits[1] <= 2.0
+    # Overloads back off from 5 s, doubling (with jitter), to ride out a typical storm.
+    assert 3.75 <= waits[0] <= 5.0 and 7.5 <= waits[1] <= 10.0
+
+
+def test_the_overload_schedule_rides_out_about_three_minutes() -> None:
+    from sandbox_runner.model.anthropic_model import DEFAULT_MAX_RETRIES, overload_schedule
+
+    schedule = overload_schedule(DEFAULT_MAX_RETRIES)
+    assert schedule == [5.0, 10.0, 20.0, 40.0, 60.0, 60.0]
+    assert 180 <= sum(schedule) <= 200
+
+
+def test_a_hung_api_is_given_up_at_the_call_deadline(api: FakeMessagesAPI) -> None:
+    """Issue 10 item 4: each attempt waited 600 s whatever the subagent's time limit."""
+    api.add(hang())
+    model = AnthropicModel("m", api_key="k", base_url=api.base_url, max_retries=0)
+    started = time.monotonic()
+    with pytest.raises(ModelError):
+        model.complete(make_request(), ModelCall(deadline=time.monotonic() + 1.5))
+    assert time.monotonic() - started < 5
+
+
+def test_retries_are_reported_to_the_caller_and_stop_when_it_aborts(
+    api: FakeMessagesAPI,
+) -> None:
+    api.add(OVERLOADED, OVERLOADED, message(text("never")))
+    retries: list[tuple[int, int, str]] = []
+    call = ModelCall(on_retry=lambda: retries.append((call.attempt, call.attempts, call.problem)))
+    model = AnthropicModel("m", api_key="k", base_url=api.base_url, max_retries=4)
+    threading.Timer(1.0, call.abort).start()
+    started = time.monotonic()
+    with pytest.raises(ModelError, match="cancelled"):
+        model.complete(make_request(), call)
+    assert time.monotonic() - started < 4
+    assert retries == [(2, 5, "529 overloaded_error: Overloaded")]
 
 
 def test_an_overload_inside_a_stream_is_retried(

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +18,8 @@ from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
 from sandbox_runner.model.errors import ModelError
 from sandbox_runner.plans.document import split_document
+from sandbox_runner.tools.output import cap_result
+from sandbox_runner.types import ModelRequest
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use
 
@@ -401,3 +407,82 @@ def test_a_sandbox_that_will_not_stop_does_not_lose_the_plan(
     assert result.valid
     assert result.plan_path == tmp_path / "out" / "plan.md" and result.plan_path.exists()
     assert "cannot remove container" in result.reason
+
+
+def test_a_huge_tool_result_is_capped_and_says_how_to_narrow(plan: Runner, workspace: Path) -> None:
+    """Issue 10 item 7: one Grep returned 262 KB into the context (Read here: no ripgrep)."""
+    (workspace / "big.log").write_text("".join(f"line {n:06d} {'x' * 90}\n" for n in range(2000)))
+    model = ScriptedModel([reply(use("Read", {"file_path": "big.log"})), reply(say(VALID_PLAN))])
+    plan(model)
+    [answer] = tool_results(model, 1)
+    content = answer["content"]
+    assert len(content) <= 30_000 + 500
+    assert re.search(r"Output too long: [\d,]+ of [\d,]+ characters cut", content)
+    assert "offset and limit" in content
+
+
+def test_every_tool_says_how_to_narrow_a_capped_result() -> None:
+    capped = cap_result("Grep", "src/a.py:1:match\n" * 5000)
+    assert len(capped) < 30_500 and "head_limit" in capped
+    assert cap_result("Grep", "short") == "short"
+
+
+def test_the_turn_limit_ends_with_a_final_turn_without_tools(plan: Runner) -> None:
+    """Issue 10 item 6: a model that keeps calling tools spent every turn and left no plan."""
+    explore = [reply(use("Read", {"file_path": "README.md"})) for _ in range(5)]
+    model = ScriptedModel([*explore, reply(say(VALID_PLAN))])
+    result = plan(model, limits=RunLimits(max_turns=6))
+    assert [request.tool_choice for request in model.requests] == [None] * 5 + ["none"]
+    warned = [request for request in model.requests if "turns left" in json.dumps(request.messages)]
+    assert warned and warned[0] is not model.requests[-1]
+    final_note = model.requests[-1].messages[-1]["content"][-1]["text"]
+    assert "final turn" in final_note and "tools are disabled" in final_note
+    assert result.status is PlanStatus.INCOMPLETE
+    assert "turn limit of 6" in result.reason and "final turn" in result.reason
+    assert result.plan_path is not None and "Add a --verbose flag" in result.plan_path.read_text()
+    assert result.check is not None and result.check.ok
+
+
+def test_tokens_running_low_also_end_with_a_final_turn(plan: Runner) -> None:
+    model = ScriptedModel([reply(use("LS", {}), tokens=400), reply(say(VALID_PLAN), tokens=400)])
+    result = plan(model, limits=RunLimits(max_total_tokens=1000))
+    assert [request.tool_choice for request in model.requests] == [None, "none"]
+    assert result.status is PlanStatus.INCOMPLETE and "token limit" in result.reason
+    assert result.plan_path is not None
+
+
+def test_the_time_limit_stops_a_model_call_in_flight(plan: Runner) -> None:
+    """Issue 10 item 4: `--timeout` did not stop a model call that hangs."""
+    released = threading.Event()
+
+    def hangs(request: ModelRequest) -> Any:
+        released.wait(60)
+        raise ModelError("released")
+
+    events: list[AgentEvent] = []
+    started = time.monotonic()
+    result = plan(
+        ScriptedModel([hangs]), limits=RunLimits(timeout_seconds=2), on_event=events.append
+    )
+    released.set()
+    assert time.monotonic() - started < 6
+    assert result.status is PlanStatus.INCOMPLETE
+    assert "time limit of 2 s reached while waiting for the model" in result.reason
+    waiting = [event.detail for event in events if event.kind == "waiting"]
+    assert waiting and waiting[-1].startswith("waiting for the model, 1 s")
+
+
+def test_a_cancel_stops_a_model_call_in_flight(plan: Runner) -> None:
+    cancel = threading.Event()
+    released = threading.Event()
+
+    def hangs(request: ModelRequest) -> Any:
+        released.wait(60)
+        raise ModelError("released")
+
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    result = plan(ScriptedModel([hangs]), cancel=cancel)
+    released.set()
+    assert time.monotonic() - started < 3
+    assert result.status is PlanStatus.INCOMPLETE and result.reason == "interrupted"

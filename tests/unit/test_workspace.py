@@ -1,4 +1,5 @@
-"""Facts read from the repository on the host: git HEAD and the tree fingerprint."""
+"""Facts read from the repository on the host: git HEAD, the tree fingerprint, the
+before/after comparison and what the sandbox user can read."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_runner.plans.workspace import git_head, git_metadata_problem, tree_fingerprint
+from sandbox_runner.plans.workspace import (
+    WorkspaceState,
+    git_head,
+    git_metadata_problem,
+    tree_fingerprint,
+)
+from sandbox_runner.sandbox.readable import check_readable
+from sandbox_runner.sandbox.spec import SANDBOX_GID, SANDBOX_UID, sandbox_user
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 HOST_SHA = "fedcba9876543210fedcba9876543210fedcba98"
@@ -79,3 +87,75 @@ def test_fingerprint_survives_links_it_cannot_read(
 
     monkeypatch.setattr(os, "readlink", refuse)
     assert len(tree_fingerprint(tmp_path)) == 64
+
+
+def test_a_git_status_that_could_not_run_makes_the_check_files_only() -> None:
+    """Issue 10 item 10: a failed `git status` was reported as "unchanged"."""
+    before, after = WorkspaceState("tree", None), WorkspaceState("tree", "?? new.py")
+    comparison = before.compare(after)
+    assert comparison.problem == ""
+    assert comparison.check == "files_only"
+    assert comparison.note == "`git status` could not run before the run"
+
+
+def test_both_snapshots_compared_is_a_full_check() -> None:
+    comparison = WorkspaceState("tree", "").compare(WorkspaceState("tree", ""))
+    assert (comparison.problem, comparison.check, comparison.note) == ("", "full", "")
+
+
+def test_a_fingerprint_that_could_not_be_taken_is_no_check() -> None:
+    comparison = WorkspaceState("tree", "").compare(WorkspaceState(None, None))
+    assert comparison.check == "none" and comparison.problem == ""
+
+
+def _tree(root: Path, files: int, mode: int) -> Path:
+    for n in range(files):
+        path = root / f"dir{n % 3}" / f"file{n}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+        path.chmod(mode)
+    return root
+
+
+def test_files_the_sandbox_user_cannot_read_are_counted(tmp_path: Path) -> None:
+    """Issue 10 item 9: mode-0600 files owned by another uid were silently unreadable."""
+    root = _tree(tmp_path / "repo", 9, 0o600)
+    (root / "dir0" / "file0.py").chmod(0o644)
+    owner = os.stat(root).st_uid
+    found = check_readable(root, owner + 1, owner + 1)
+    assert (found.unreadable, found.checked, found.complete) == (8, 12, True)
+    assert found.examples[0].startswith("dir")
+    assert found.summary(owner + 1) == (
+        f"8 of 12 files and directories checked are not readable by the sandbox user "
+        f"(uid {owner + 1}), e.g. {', '.join(found.examples)}"
+    )
+    assert check_readable(root, owner, owner).unreadable == 0
+
+
+def test_the_check_is_bounded_for_huge_trees(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "repo", 60, 0o600)
+    owner = os.stat(root).st_uid
+    found = check_readable(root, owner + 1, owner + 1, max_entries=20)
+    assert found.checked == 20 and not found.complete
+    assert "a sample of the first 20" in found.summary(owner + 1)
+    timed = check_readable(root, owner + 1, owner + 1, time_limit=0.0)
+    assert not timed.complete
+
+
+def test_an_untraversable_workspace_root_is_unreadable(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "repo", 2, 0o644)
+    root.chmod(0o700)
+    owner = os.stat(root).st_uid
+    found = check_readable(root, owner + 1, owner + 1)
+    assert not found.root_readable
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_as_root_the_sandbox_runs_as_the_workspace_owner(tmp_path: Path) -> None:
+    owned, root_owned = tmp_path / "owned", tmp_path / "root-owned"
+    owned.mkdir()
+    root_owned.mkdir()
+    os.chown(owned, 1234, 1235)
+    os.chown(root_owned, 0, 0)
+    assert sandbox_user(owned) == (1234, 1235)
+    assert sandbox_user(root_owned) == (SANDBOX_UID, SANDBOX_GID)
