@@ -27,7 +27,7 @@ from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
 # Imported where used: the agent loop pulls in most of planrun, and config must stay a leaf
 # that any module can import.
 if TYPE_CHECKING:
-    from sandbox_runner.agents.loop import RunLimits
+    from sandbox_runner.agents.run_state import RunLimits
     from sandbox_runner.sandbox.spec import Limits
 
 CONFIG_DIR = ".planrun"
@@ -223,7 +223,7 @@ class LoadedSettings:
 
     def run_limits(self) -> RunLimits:
         """The limits of one subagent run."""
-        from sandbox_runner.agents.loop import RunLimits
+        from sandbox_runner.agents.run_state import RunLimits
 
         values = self.settings
         return RunLimits(
