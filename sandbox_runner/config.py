@@ -28,7 +28,7 @@ from sandbox_runner.safe_text import name_problem
 # Imported where used: the agent loop pulls in most of planrun, and config must stay a leaf
 # that any module can import.
 if TYPE_CHECKING:
-    from sandbox_runner.agents.loop import RunLimits
+    from sandbox_runner.agents.run_state import RunLimits
     from sandbox_runner.sandbox.spec import Limits
 
 CONFIG_DIR = ".planrun"
@@ -242,7 +242,7 @@ class LoadedSettings:
 
     def run_limits(self) -> RunLimits:
         """The limits of one subagent run."""
-        from sandbox_runner.agents.loop import RunLimits
+        from sandbox_runner.agents.run_state import RunLimits
 
         values = self.settings
         return RunLimits(

@@ -6,7 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from sandbox_runner.agents.budget import Budget, final_turn_note, low_budget_not
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.model_call import CallStopped, complete_within
 from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
+from sandbox_runner.agents.run_state import LimitReached, PlanPaths, RunLimits, RunState
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.plans.files import (
     UnsafeFileError,
@@ -35,72 +36,11 @@ from sandbox_runner.types import (
     ToolRequest,
     ToolResult,
     ToolSpec,
-    Usage,
 )
 
 EventSink = Callable[[AgentEvent], None]
 MAX_CALLS_PER_TURN = 32
 DEFAULT_TOOL_TIMEOUT = 120.0
-
-
-@dataclass(frozen=True)
-class RunLimits:
-    """Limits of one subagent run; reaching one stops it and keeps its partial plan."""
-
-    max_turns: int = 40
-    """Model calls."""
-    max_output_tokens: int = 16_000
-    """max_tokens of each model call."""
-    max_total_tokens: int = 3_000_000
-    """Input, output and cache tokens over the whole run."""
-    timeout_seconds: float = 1800.0
-    """Wall-clock time of the whole run."""
-    context_budget: int = 200_000
-    """The model's context window; a system prompt and tools above it are refused."""
-
-
-@dataclass
-class PlanPaths:
-    """Where a run keeps its files: the plan as the sandbox sees it and as the host does."""
-
-    plan_dir: Path
-    """Host path of the sandbox's writable plan directory."""
-    plan_file_name: str
-    """File name of the plan inside plan_dir (and inside /plan)."""
-    transcript: Path
-    """Host path of the JSONL transcript; outside anything the sandbox can write."""
-
-    @property
-    def host_plan_file(self) -> Path:
-        """The plan file on the host."""
-        return self.plan_dir / self.plan_file_name
-
-    @property
-    def container_plan_file(self) -> str:
-        """The plan file as the model sees it."""
-        return f"/plan/{self.plan_file_name}"
-
-
-@dataclass
-class _RunState:
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    turns: int = 0
-    tool_calls: int = 0
-    suggested_commands: list[str] = field(default_factory=list)
-    final_text: str = ""
-    """The text of the model's last answer without tool calls."""
-    host_written_plan: str | None = None
-    """What the host wrote to the plan file for the model (from its final text), if anything."""
-    feedback_sent: bool = False
-    warned_low: bool = False
-    """Whether the model was told that its turns or tokens run low."""
-    last_call_tokens: int = 0
-    started: float = field(default_factory=time.monotonic)
-
-
-class LimitReached(Exception):
-    """Control flow, not an error: a run limit stops the loop and keeps the partial plan."""
 
 
 class PlanAgentRun:
@@ -142,7 +82,7 @@ class PlanAgentRun:
             workspace_host=str(workspace),
             agent=definition.name,
         )
-        self.state = _RunState()
+        self.state = RunState()
 
     def _offered_tools(self, allowed: frozenset[str] | None) -> list[ToolSpec]:
         # A plan agent's definition never lists Write or Edit; it gets them here, scoped by

@@ -13,7 +13,7 @@ from typing import Any
 
 from sandbox_runner import Model, Sandbox, SandboxBase
 from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
-from sandbox_runner.agents.loop import EventSink, PlanAgentRun, PlanPaths, RunLimits
+from sandbox_runner.agents.loop import EventSink, PlanAgentRun
 from sandbox_runner.agents.prompt import (
     CRITICAL_FILES_SECTION,
     DEFAULT_SECTIONS,
@@ -21,6 +21,7 @@ from sandbox_runner.agents.prompt import (
 )
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.results import PlanResult, PlanStatus
+from sandbox_runner.agents.run_state import PlanPaths, RunLimits
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.files import write_new

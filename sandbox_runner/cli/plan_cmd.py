@@ -79,7 +79,9 @@ PLAN_FILES = ("report.json", "report.md")
 )
 @click.option("--parallel", type=int, help="How many subagents run at once.")
 @click.option("--max-turns", type=int, help="Model calls per subagent.")
-@click.option("--timeout", type=float, help="Seconds per subagent.")
+@click.option(
+    "--timeout", type=float, help="Wall-clock seconds per subagent, model calls included."
+)
 @click.option(
     "--replay",
     type=click.Path(path_type=Path),
@@ -96,7 +98,8 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
 
     Exit status: 0 every plan complete and valid; 1 a plan failed or is invalid (the
-    report is still written); 2 a usage or configuration error; 3 the workspace changed.
+    report is still written); 2 a usage or configuration error; 3 the workspace changed;
+    130 interrupted by Ctrl-C or SIGTERM (the report is still written).
     """
     if options["replay"] is None:
         _warm_up_model_client()

@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sandbox_runner import Model
-from sandbox_runner.agents.loop import EventSink, RunLimits
+from sandbox_runner.agents.loop import EventSink
 from sandbox_runner.agents.planner import PlanJob, SandboxFactory, failed_result, run_plan
 from sandbox_runner.agents.registry import Registry, planrun_home
 from sandbox_runner.agents.results import AgentEvent, PlanResult
+from sandbox_runner.agents.run_state import RunLimits
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.plans.report import RunRecord, write_report
 from sandbox_runner.plans.workspace import (
     GitStatusRunner,
+    WorkspaceComparison,
     WorkspaceState,
     git_head,
     snapshot,
@@ -40,6 +42,7 @@ GIT_STATUS_WAIT_SECONDS = 180.0
 INTERRUPT_GRACE_SECONDS = 1.0
 """After a signal, how long subagents get to stop and save their plans (they poll every 0.1 s)."""
 INTERRUPTED_TREE_SECONDS = 1.0
+INTERRUPTED_GIT_NOTE = "the run was interrupted before `git status` ran again"
 """After a signal, the tree is compared only if that takes no longer than this."""
 
 
@@ -121,8 +124,8 @@ def execute(
         results = runner.run(jobs)
         after = snapshot(spec.workspace, exclude, _git_in_sandbox(sandbox_factory))
     except (KeyboardInterrupt, SystemExit):
-        # Ctrl-C, or SIGTERM (which the CLI turns into SystemExit), at any point of the run:
-        # keep what finished, compare the tree only, and still write the report.
+        # Ctrl-C or SIGTERM at any point of the run: keep what finished, compare the tree
+        # only (if that is quick), and still write the report.
         interrupted = True
         on_stop()
         results = runner.interrupted(jobs, stop_sandboxes)
@@ -135,12 +138,30 @@ def execute(
             shutil.rmtree(sandbox_root, ignore_errors=True)
     git_status_before = _settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
     comparison = WorkspaceState(fingerprint, git_status_before).compare(
-        after,
-        why_not_later="the run was interrupted before `git status` ran again"
-        if interrupted
-        else "",
+        after, why_not_later=INTERRUPTED_GIT_NOTE if interrupted else ""
     )
-    record = RunRecord(
+    record = _record(spec, jobs, results, comparison, started, interrupted=interrupted)
+    try:
+        write_report(record)
+    except KeyboardInterrupt:
+        # A signal as the report is written: write it again, as an interrupted run (the
+        # signal handler lets no second signal through while it is written).
+        interrupted = True
+        record = replace(record, exit_code=EXIT_INTERRUPTED)
+        write_report(record)
+    return PlanRunOutcome(record, interrupted)
+
+
+def _record(
+    spec: PlanRunSpec,
+    jobs: list[PlanJob],
+    results: list[PlanResult],
+    comparison: WorkspaceComparison,
+    started: datetime,
+    *,
+    interrupted: bool,
+) -> RunRecord:
+    return RunRecord(
         name=spec.name,
         out_dir=spec.out_dir,
         requirements=spec.requirements,
@@ -157,15 +178,6 @@ def execute(
         exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, comparison.problem),
         agent_override=spec.agent_override,
     )
-    try:
-        write_report(record)
-    except KeyboardInterrupt:
-        # A signal as the report is written: write it again, as an interrupted run (the
-        # signal handler lets no second signal through while it is written).
-        interrupted = True
-        record = replace(record, exit_code=EXIT_INTERRUPTED)
-        write_report(record)
-    return PlanRunOutcome(record, interrupted)
 
 
 def _in_background(function: Callable[..., T], *args: Any) -> Future[T]:

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from sandbox_runner.agents.loop import RunLimits
 from sandbox_runner.agents.planner import PlanJob, run_plan
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
+from sandbox_runner.agents.run_state import RunLimits
 from sandbox_runner.model.errors import ModelError
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.tools.output import cap_result

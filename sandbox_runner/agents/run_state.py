@@ -1,0 +1,72 @@
+"""The state of one agent run: its limits, its files, and what it has done so far."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner.types import Usage
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Limits of one subagent run; reaching one stops it and keeps its partial plan."""
+
+    max_turns: int = 40
+    """Model calls."""
+    max_output_tokens: int = 16_000
+    """max_tokens of each model call."""
+    max_total_tokens: int = 3_000_000
+    """Input, output and cache tokens over the whole run."""
+    timeout_seconds: float = 1800.0
+    """Wall-clock time of the whole run."""
+    context_budget: int = 200_000
+    """The model's context window; a system prompt and tools above it are refused."""
+
+
+@dataclass
+class PlanPaths:
+    """Where a run keeps its files: the plan as the sandbox sees it and as the host does."""
+
+    plan_dir: Path
+    """Host path of the sandbox's writable plan directory."""
+    plan_file_name: str
+    """File name of the plan inside plan_dir (and inside /plan)."""
+    transcript: Path
+    """Host path of the JSONL transcript; outside anything the sandbox can write."""
+
+    @property
+    def host_plan_file(self) -> Path:
+        """The plan file on the host."""
+        return self.plan_dir / self.plan_file_name
+
+    @property
+    def container_plan_file(self) -> str:
+        """The plan file as the model sees it."""
+        return f"/plan/{self.plan_file_name}"
+
+
+@dataclass
+class RunState:
+    """What a run has done so far: the conversation, usage, counters and plan-file facts."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    tool_calls: int = 0
+    suggested_commands: list[str] = field(default_factory=list)
+    final_text: str = ""
+    """The text of the model's last answer without tool calls."""
+    host_written_plan: str | None = None
+    """What the host wrote to the plan file for the model (from its final text), if anything."""
+    feedback_sent: bool = False
+    warned_low: bool = False
+    """Whether the model was told that its turns or tokens run low."""
+    last_call_tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
+class LimitReached(Exception):
+    """Control flow, not an error: a run limit stops the loop and keeps the partial plan."""
