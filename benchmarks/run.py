@@ -23,10 +23,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox_runner.errors import PlanrunError
+from sandbox_runner.limits import Limits
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.engine import apt_install, connect
 from sandbox_runner.sandbox.image import require_image
-from sandbox_runner.sandbox.spec import Limits, SandboxSpec
+from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ToolRequest
 
 SESSION = "bench"
@@ -195,7 +196,7 @@ def bench_overhead(perspectives: int, repo: Path, scratch: Path, client: Any, im
     """
     from sandbox_runner.agents.registry import Registry
     from sandbox_runner.model.anthropic_model import AnthropicModel
-    from sandbox_runner.plans.multi import PlanRunSpec, execute
+    from sandbox_runner.runs.multi import PlanRunSpec, execute
     from tests.support.fake_messages_api import FakeMessagesAPI
     from tests.support.plan_scripts import PerspectiveScript, writes_plan
     from tests.unit.test_plan_loop import VALID_PLAN

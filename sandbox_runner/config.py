@@ -7,12 +7,11 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-from sandbox_runner.agents.definitions import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
-from sandbox_runner.agents.registry import planrun_home
+from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.config_values import (
     CHECKS,
     check_project_value,
@@ -22,14 +21,10 @@ from sandbox_runner.config_values import (
     normalise,
 )
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.limits import LimitError, Limits, RunLimits
+from sandbox_runner.paths import planrun_home
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 from sandbox_runner.safe_text import name_problem
-
-# Imported where used: the agent loop pulls in most of planrun, and config must stay a leaf
-# that any module can import.
-if TYPE_CHECKING:
-    from sandbox_runner.agents.run_state import RunLimits
-    from sandbox_runner.sandbox.spec import Limits
 
 CONFIG_DIR = ".planrun"
 """The project's planrun directory, holding its config file."""
@@ -63,23 +58,23 @@ class Settings:
     """Additional read-only directories; relative ones resolve against where they were set."""
     parallel: int = 4
     """Subagents running at the same time."""
-    max_turns: int = 40
+    max_turns: int = RunLimits.max_turns
     """Model calls per subagent."""
-    timeout: float = 1800.0
+    timeout: float = RunLimits.timeout_seconds
     """Wall-clock seconds per subagent."""
-    max_output_tokens: int = 16_000
+    max_output_tokens: int = RunLimits.max_output_tokens
     """max_tokens of each model call."""
-    max_total_tokens: int = 3_000_000
+    max_total_tokens: int = RunLimits.max_total_tokens
     """Input, output and cache tokens over one subagent run."""
     api_timeout: float = 600.0
     """Seconds one model API attempt may take (never past the subagent's timeout)."""
     api_retries: int = 6
     """Retries of a model call after an overload, a 5xx, a 429 or a network error."""
-    memory_mb: int = 1024
+    memory_mb: int = Limits.memory_mb
     """Memory of each sandbox container, in MiB."""
-    cpus: float = 1.0
+    cpus: float = Limits.cpus
     """CPU share of each sandbox container, in cores."""
-    pids: int = 256
+    pids: int = Limits.pids
     """Processes and threads per sandbox container."""
     image: str | None = None
     """Sandbox image tag; unset means the tag computed from the image inputs."""
@@ -231,19 +226,14 @@ class LoadedSettings:
 
     def limits(self) -> Limits:
         """The sandbox resource limits; raises ConfigError if this machine cannot grant them."""
-        from sandbox_runner.sandbox.spec import Limits
-
         values = self.settings
         try:
             return Limits(memory_mb=values.memory_mb, cpus=values.cpus, pids=values.pids)
-        except ValueError as error:
-            name = next((n for n in ("memory_mb", "cpus", "pids") if n in str(error)), "cpus")
-            raise ConfigError(f"{self.sources[name]}: {error}") from None
+        except LimitError as error:
+            raise ConfigError(f"{self.sources[error.field]}: {error}") from None
 
     def run_limits(self) -> RunLimits:
         """The limits of one subagent run."""
-        from sandbox_runner.agents.run_state import RunLimits
-
         values = self.settings
         return RunLimits(
             max_turns=values.max_turns,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sandbox_runner.agents.definitions import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
+from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_text import MAX_NAME_CHARS, name_problem
 

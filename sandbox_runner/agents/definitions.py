@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any, Literal
 
+from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.errors import ConfigError
 
 Scope = Literal["builtin", "user", "project"]
@@ -13,23 +14,14 @@ Scope = Literal["builtin", "user", "project"]
 # Lower number wins, as in the seed data model: project (1) > user (2) > built-in (3).
 SCOPE_PRIORITY: dict[Scope, int] = {"builtin": 3, "user": 2, "project": 1}
 
-READ_ONLY_TOOLS: tuple[str, ...] = ("Glob", "Grep", "Read", "Bash", "LS", "LSP")
-"""The tools a read-only agent may have; its Bash is further limited to read-only commands."""
 GENERAL_PURPOSE_TOOLS: tuple[str, ...] = (*READ_ONLY_TOOLS, "Write", "Edit", "Task")
 """Every tool planrun implements; also the tools of a new definition that names none."""
 # NotebookEdit is not implemented, but Claude Code agent files name it (mostly to disallow
 # it), so it must count as a known name for those files to load.
 KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "NotebookEdit")
 
-INHERIT = "inherit"
 BUILTIN_NAMES = frozenset({"Plan", "Explore", "general-purpose"})
 """The names of the built-in agents (BUILTINS)."""
-MODEL_ALIASES: dict[str, str] = {
-    "sonnet": "claude-sonnet-4-6",
-    "opus": "claude-opus-4-8",
-    "haiku": "claude-haiku-4-5",
-}
-"""The model aliases agent files may use, and the model ids they stand for."""
 
 
 @dataclass(frozen=True)

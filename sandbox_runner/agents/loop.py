@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,10 +12,11 @@ from typing import Any
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.budget import Budget, final_turn_note, low_budget_note
 from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.model_call import CallStopped, complete_within
-from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
-from sandbox_runner.agents.run_state import LimitReached, PlanPaths, RunLimits, RunState
+from sandbox_runner.agents.run_state import LimitReached, PlanPaths, RunState
 from sandbox_runner.errors import PlanrunError
+from sandbox_runner.limits import RunLimits
 from sandbox_runner.plans.files import (
     UnsafeFileError,
     append_line,
@@ -24,6 +24,7 @@ from sandbox_runner.plans.files import (
     replace_file,
     write_new,
 )
+from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.policy import Allow, ToolContext, decide
@@ -38,7 +39,6 @@ from sandbox_runner.types import (
     ToolSpec,
 )
 
-EventSink = Callable[[AgentEvent], None]
 MAX_CALLS_PER_TURN = 32
 DEFAULT_TOOL_TIMEOUT = 120.0
 

@@ -21,6 +21,7 @@ from sandbox_runner.agents.definitions import (
     check_read_only,
 )
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.paths import planrun_home
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -66,12 +67,6 @@ class _AgentFile:
 
 class _InvalidFile(Exception):
     """Why an agent file cannot be used; it becomes an AgentWarning for that file."""
-
-
-def planrun_home() -> Path:
-    """planrun's per-user directory: $PLANRUN_HOME, or ~/.planrun."""
-    configured = os.environ.get("PLANRUN_HOME")
-    return Path(configured).expanduser() if configured else Path.home() / ".planrun"
 
 
 def agent_dirs(workspace: Path | None, home: Path) -> list[tuple[Path, Scope]]:

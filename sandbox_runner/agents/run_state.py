@@ -10,22 +10,6 @@ from typing import Any
 from sandbox_runner.types import Usage
 
 
-@dataclass(frozen=True)
-class RunLimits:
-    """Limits of one subagent run; reaching one stops it and keeps its partial plan."""
-
-    max_turns: int = 40
-    """Model calls."""
-    max_output_tokens: int = 16_000
-    """max_tokens of each model call."""
-    max_total_tokens: int = 3_000_000
-    """Input, output and cache tokens over the whole run."""
-    timeout_seconds: float = 1800.0
-    """Wall-clock time of the whole run."""
-    context_budget: int = 200_000
-    """The model's context window; a system prompt and tools above it are refused."""
-
-
 @dataclass
 class PlanPaths:
     """Where a run keeps its files: the plan as the sandbox sees it and as the host does."""

@@ -7,31 +7,23 @@ import json
 import os
 import sys
 import threading
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
-from sandbox_runner.agents.definitions import AgentDefinition
-from sandbox_runner.agents.planner import plan_agent
-from sandbox_runner.agents.registry import Registry, planrun_home
 from sandbox_runner.cli.app import cli, reports_errors, services, warn
 from sandbox_runner.cli.progress import Progress, wants_live_display
-from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
-from sandbox_runner.errors import ConfigError
+from sandbox_runner.config import LoadedSettings
 from sandbox_runner.model import check_model_options
 from sandbox_runner.plans.history import remember_run
 from sandbox_runner.plans.inputs import (
-    read_context_files,
     read_requirements,
-    read_template,
 )
-from sandbox_runner.plans.multi import PlanRunSpec, execute
-from sandbox_runner.plans.names import claim_directory
-from sandbox_runner.plans.workspace import git_metadata_problem
+from sandbox_runner.plans.report import Report
+from sandbox_runner.runs.multi import execute
+from sandbox_runner.runs.prepare import PlanRequest, prepare
 from sandbox_runner.safe_text import one_line
-from sandbox_runner.sandbox.spec import resolve_workspace
 
 PLAN_FILES = ("report.json", "report.md")
 
@@ -104,30 +96,14 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     if options["replay"] is None:
         _warm_up_model_client()
     requirements = read_requirements(options["requirements"], options["requirements_file"])
-    workspace = resolve_workspace(options["repo"])
-    loaded = load_settings(workspace, flags=_flags(options))
-    registry = Registry.load(workspace, trust_project=loaded.project_trusted)
-    for warning in [*loaded.warnings, *registry.warnings, git_metadata_problem(workspace)]:
-        if warning:
-            warn(warning)
-    agent = plan_agent(registry, options["agent"])
-    if agent.ignored_model:
-        warn(
-            f"{agent.file_path} asks for model {agent.ignored_model!r}; ignored: "
-            f"{UNTRUSTED_MODEL_HINT}"
-        )
-    svc = services(ctx)
-    # Everything that can be wrong is checked before a container starts or a run
-    # directory is claimed.
-    spec = _spec(options, requirements, workspace, loaded, _inputs(options, workspace, loaded))
-    labels = [job.label for job in spec.jobs()]
+    prepared = prepare(_request(options, requirements), warn)
+    labels = prepared.labels
     check_model_options(options["replay"], options["record"], labels, os.environ)
-    sandboxes_for = svc.sandbox_factory(workspace, loaded)
-    out_dir = _out_dir(options["out_dir"], workspace)
-    spec = replace(spec, name=out_dir.name, out_dir=out_dir, agent_override=_override(agent))
+    svc = services(ctx)
+    sandboxes_for = svc.sandbox_factory(prepared.spec.workspace, prepared.settings)
+    spec = prepared.claim(options["out_dir"])
     if options["out_dir"] is not None:
         remember_run(spec.out_dir)
-    sandbox_factory = sandboxes_for(spec.name)
     if not options["as_json"]:
         click.echo(f"planrun: planning {len(labels)} perspective(s) into {spec.out_dir}", err=True)
         if spec.agent_override:
@@ -136,30 +112,37 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     with Progress(labels, live=live) as progress:
         outcome = execute(
             spec,
-            model_factory=_model_factory(options, spec.model_id, loaded),
-            sandbox_factory=sandbox_factory,
-            registry=registry,
+            model_factory=_model_factory(options, spec.model_id, prepared.settings),
+            sandbox_factory=sandboxes_for(spec.name),
+            registry=prepared.registry,
             on_event=progress,
             stop_sandboxes=svc.stop_sandboxes,
             on_stop=progress.stopping,
         )
-    record = outcome.record
-    report = json.loads((record.out_dir / "report.json").read_text())
+    report = outcome.report
     if options["as_json"]:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(report.document, indent=2, ensure_ascii=False))
     else:
         _summarise(report)
     if outcome.interrupted:
         click.echo("planrun: interrupted; finished plans and the report are kept", err=True)
         ctx.exit(130)
-    ctx.exit(record.exit_code)
+    ctx.exit(report.exit_code)
 
 
-def _override(agent: AgentDefinition) -> str:
-    """How the report names a built-in agent that a file replaced ("" when none did)."""
-    if not agent.overrides_builtin:
-        return ""
-    return f"{agent.name} is overridden by {agent.file_path} ({agent.scope})"
+def _request(options: dict[str, Any], requirements: str) -> PlanRequest:
+    return PlanRequest(
+        requirements=requirements,
+        repo=options["repo"],
+        perspectives=options["perspectives"],
+        agent=options["agent"],
+        model=options["model"],
+        template=options["template"],
+        context_files=options["context_files"],
+        parallel=options["parallel"],
+        max_turns=options["max_turns"],
+        timeout=options["timeout"],
+    )
 
 
 def _warm_up_model_client() -> None:
@@ -171,82 +154,6 @@ def _warm_up_model_client() -> None:
         name="import-anthropic",
         daemon=True,
     ).start()
-
-
-def _flags(options: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "planning_model": options["model"],
-        "parallel": options["parallel"],
-        "max_turns": options["max_turns"],
-        "timeout": options["timeout"],
-    }
-
-
-def _inputs(
-    options: dict[str, Any], workspace: Path, loaded: LoadedSettings
-) -> tuple[tuple[str, ...] | None, str]:
-    """The template's sections and the attached context, after every check of the flags."""
-    settings = loaded.settings
-    if not settings.planning_enabled:
-        raise ConfigError("planning is disabled by configuration (planning_enabled: false)")
-    extra_dirs = loaded.resolved_extra_dirs()
-    sections = None
-    template = read_template(workspace, options["template"])
-    if isinstance(template, str):
-        warn(template)
-    elif template is not None:
-        sections = template.sections
-    context = read_context_files(options["context_files"], workspace, extra_dirs)
-    return sections, context
-
-
-def _spec(
-    options: dict[str, Any],
-    requirements: str,
-    workspace: Path,
-    loaded: LoadedSettings,
-    inputs: tuple[tuple[str, ...] | None, str],
-) -> PlanRunSpec:
-    """The run, before its directory is claimed (name and out_dir are filled in then)."""
-    settings = loaded.settings
-    sections, context = inputs
-    return PlanRunSpec(
-        name="",
-        requirements=requirements,
-        workspace=workspace,
-        out_dir=Path(),
-        perspectives=loaded.expand_perspectives(options["perspectives"]),
-        model_id=loaded.planning_model_id(),
-        agent=options["agent"],
-        context=context,
-        sections=sections,
-        parallel=settings.parallel,
-        limits=loaded.run_limits(),
-        allowed_tools=frozenset(settings.allowed_tools),
-    )
-
-
-def _out_dir(requested: Path | None, workspace: Path) -> Path:
-    """A new run directory, or --out, which must not hold plans already."""
-    if requested is None:
-        return claim_directory(planrun_home() / "plans")
-    # Resolved, so that `..` or a symlink cannot hide that it lies in the workspace.
-    out_dir = requested.expanduser().resolve()
-    if out_dir == workspace:
-        raise ConfigError(
-            f"--out {requested} is the repository itself; give a directory for the plans"
-        )
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"--out {requested} exists and is not a directory")
-    if out_dir.is_dir() and (
-        any(out_dir.glob("*.md")) or any((out_dir / name).exists() for name in PLAN_FILES)
-    ):
-        raise ConfigError(f"--out {requested} already holds plans; planrun never overwrites them")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ConfigError(f"cannot create --out {requested}: {error.strerror}") from None
-    return out_dir
 
 
 def _model_factory(options: dict[str, Any], model_id: str, loaded: LoadedSettings) -> Any:
@@ -267,14 +174,14 @@ def _model_factory(options: dict[str, Any], model_id: str, loaded: LoadedSetting
     return make
 
 
-def _summarise(report: dict[str, Any]) -> None:
-    for entry in report["plans"]:
-        verdict = "valid" if entry["valid"] else entry["status"]
-        name = entry["perspective"] or entry["label"]
-        reason = f" ({entry['reason']})" if entry["reason"] else ""
-        click.echo(one_line(f"  {name:<20} {verdict:<10} {entry['plan_file'] or '-'}{reason}"))
-    if report.get("agent_override"):
-        click.echo(one_line(f"  agent: {report['agent_override']}"))
-    if not report["workspace_unchanged"]:
-        click.echo(one_line(f"  WORKSPACE CHANGED: {report['workspace_problem']}"))
-    click.echo(one_line(f"Report: {Path(report['out_dir']) / 'report.md'}"))
+def _summarise(report: Report) -> None:
+    for entry in report.plans:
+        verdict = "valid" if entry.valid else entry.status
+        name = entry.perspective or entry.label
+        reason = f" ({entry.reason})" if entry.reason else ""
+        click.echo(one_line(f"  {name:<20} {verdict:<10} {entry.plan_file or '-'}{reason}"))
+    if report.agent_override:
+        click.echo(one_line(f"  agent: {report.agent_override}"))
+    if not report.workspace_unchanged:
+        click.echo(one_line(f"  WORKSPACE CHANGED: {report.workspace_problem}"))
+    click.echo(one_line(f"Report: {report.markdown_path}"))

@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from sandbox_runner.agents.results import AgentEvent
+from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.safe_text import one_line
 
 

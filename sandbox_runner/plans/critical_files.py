@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox_runner.paths import WORKSPACE_MOUNT
 from sandbox_runner.plans.text import shorten
-from sandbox_runner.sandbox.spec import WORKSPACE_MOUNT
 
 __all__ = ["CRITICAL_FILES_TITLE", "MAX_ENTRIES", "CriticalFile", "check_critical_files"]
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sandbox_runner.agents.registry import planrun_home
+from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.files import UnsafeFileError, append_line, read_sandbox_file
 
 INDEX_NAME = "runs.jsonl"

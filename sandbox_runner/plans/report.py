@@ -11,14 +11,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sandbox_runner.agents.results import PlanResult, PlanStatus
 from sandbox_runner.plans.document import strip_front_matter
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report_markdown import REPORT_SCHEMA_DOC, render_markdown
+from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.text import shorten
 from sandbox_runner.plans.validate import extract_section
 
-__all__ = ["REPORT_SCHEMA_DOC", "RunRecord", "build_report", "render_markdown", "write_report"]
+__all__ = [
+    "REPORT_SCHEMA_DOC",
+    "PlanLine",
+    "Report",
+    "RunRecord",
+    "build_report",
+    "render_markdown",
+    "write_report",
+]
 
 SCHEMA_VERSION = 1
 EXIT_INTERRUPTED = 130
@@ -109,18 +117,68 @@ def build_report(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def write_report(record: RunRecord) -> tuple[Path, Path]:
-    """Write report.json and report.md into record.out_dir, each replaced atomically.
+@dataclass(frozen=True)
+class PlanLine:
+    """One plan as a summary shows it."""
 
-    Returns:
-        The paths of report.json and report.md.
-    """
-    report = build_report(record)
+    label: str
+    perspective: str | None
+    status: str
+    valid: bool
+    reason: str
+    plan_file: str | None
+
+
+@dataclass(frozen=True)
+class Report:
+    """A written report: what a caller prints, and the document report.json holds."""
+
+    document: dict[str, Any]
+    """Exactly what report.json holds (see REPORT_SCHEMA_DOC)."""
+    json_path: Path
+    markdown_path: Path
+    status: str
+    exit_code: int
+    plans: tuple[PlanLine, ...]
+    agent_override: str | None
+    workspace_unchanged: bool
+    workspace_problem: str
+
+    @classmethod
+    def of(cls, document: dict[str, Any], json_path: Path, markdown_path: Path) -> Report:
+        """The typed view of a report document."""
+        plans = tuple(
+            PlanLine(
+                label=entry["label"],
+                perspective=entry["perspective"],
+                status=entry["status"],
+                valid=entry["valid"],
+                reason=entry["reason"],
+                plan_file=entry["plan_file"],
+            )
+            for entry in document["plans"]
+        )
+        return cls(
+            document=document,
+            json_path=json_path,
+            markdown_path=markdown_path,
+            status=document["status"],
+            exit_code=document["exit_code"],
+            plans=plans,
+            agent_override=document["agent_override"],
+            workspace_unchanged=document["workspace_unchanged"],
+            workspace_problem=document["workspace_problem"],
+        )
+
+
+def write_report(record: RunRecord) -> Report:
+    """Write report.json and report.md into record.out_dir, each replaced atomically."""
+    document = build_report(record)
     json_path = record.out_dir / "report.json"
     markdown_path = record.out_dir / "report.md"
-    _write_atomically(json_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    _write_atomically(markdown_path, render_markdown(report))
-    return json_path, markdown_path
+    _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    _write_atomically(markdown_path, render_markdown(document))
+    return Report.of(document, json_path, markdown_path)
 
 
 def _run_status(record: RunRecord) -> str:

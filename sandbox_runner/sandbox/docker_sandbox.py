@@ -12,12 +12,12 @@ import docker.errors
 
 from sandbox_runner import SandboxBase
 from sandbox_runner.errors import PlanrunError, SandboxDiedError, SandboxError, WorkspaceError
+from sandbox_runner.paths import PLAN_MOUNT
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.image import require_image
 from sandbox_runner.sandbox.plan_copy import copy_all, copy_file, safe_relative
 from sandbox_runner.sandbox.spec import (
     MANAGED_LABEL,
-    PLAN_MOUNT,
     SandboxSpec,
     container_options,
     sandbox_user,

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.limits import Limits
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.image import image_tag, require_image
-from sandbox_runner.sandbox.spec import Limits, SandboxSpec, prepare_plan_dir, resolve_workspace
+from sandbox_runner.sandbox.spec import SandboxSpec, prepare_plan_dir, resolve_workspace
 from sandbox_runner.types import ExecResult, ToolRequest
 
 

@@ -10,11 +10,10 @@ from typing import Any
 
 from sandbox_runner import __version__
 from sandbox_runner.errors import WorkspaceError
+from sandbox_runner.limits import Limits
+from sandbox_runner.paths import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
 from sandbox_runner.sandbox.seccomp import seccomp_profile
 
-WORKSPACE_MOUNT = "/workspace"
-PLAN_MOUNT = "/plan"
-EXTRA_MOUNT_ROOT = "/ro"
 TOOLSERVER_MOUNT = "/opt/planrun/toolserver.py"
 TOOLSERVER_SOURCE = Path(__file__).with_name("toolserver.py")
 RESOLV_CONF_MOUNT = "/etc/resolv.conf"
@@ -28,43 +27,6 @@ SANDBOX_UID = 10001
 SANDBOX_GID = 10001
 LABEL_PREFIX = "io.planrun"
 MANAGED_LABEL = f"{LABEL_PREFIX}.managed"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one sandbox container."""
-
-    memory_mb: int = 1024
-    """Memory limit; swap is set to the same value, so the container cannot swap."""
-    cpus: float = 1.0
-    """CPU share, in cores."""
-    pids: int = 256
-    """Maximum number of processes and threads inside the container."""
-    tmp_mb: int = 64
-    """Size of the tmpfs mounted at /tmp."""
-    plan_dir_mb: int = 64
-    """Size of the plan directory (a tmpfs: the kernel enforces it), in MiB."""
-    plan_dir_entries: int = 10_000
-    """Files and directories the plan directory can hold (the tmpfs's inodes)."""
-    open_files: int = 1024
-    """Maximum number of open file descriptors per process."""
-
-    def __post_init__(self) -> None:
-        for name in (
-            "memory_mb",
-            "pids",
-            "tmp_mb",
-            "plan_dir_mb",
-            "plan_dir_entries",
-            "open_files",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"limit {name} must be at least 1")
-        if self.memory_mb < 32:
-            raise ValueError("limit memory_mb must be at least 32 (the tool server needs it)")
-        max_cpus = os.cpu_count() or 1
-        if not 0.01 <= self.cpus <= max_cpus:
-            raise ValueError(f"limit cpus must be between 0.01 and {max_cpus}")
 
 
 @dataclass(frozen=True)

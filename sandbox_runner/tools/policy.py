@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sandbox_runner.sandbox.spec import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
+from sandbox_runner.paths import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
 from sandbox_runner.tools.bash_policy import classify
 from sandbox_runner.tools.schemas import ALL_TOOLS, validate_input
 from sandbox_runner.types import ToolCall, ToolRequest

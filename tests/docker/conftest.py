@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from sandbox_runner.limits import Limits
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.spec import Limits, SandboxSpec
+from sandbox_runner.sandbox.spec import SandboxSpec
 from tests.conftest import make_sample_repo
 
 pytestmark = pytest.mark.docker

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_runner.limits import Limits
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.spec import Limits
 from sandbox_runner.types import ExecResult, ToolRequest
 from tests.docker.conftest import tree_hash
 

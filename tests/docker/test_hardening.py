@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from sandbox_runner.limits import Limits
 from sandbox_runner.plans.workspace import tree_fingerprint
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox, collect_garbage
-from sandbox_runner.sandbox.spec import Limits
 from sandbox_runner.types import ExecResult, ToolRequest
 
 SandboxFactory = Callable[..., DockerSandbox]

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from sandbox_runner.agents.planner import PlanJob, run_plan
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.agents.results import PlanStatus
 from sandbox_runner.model.anthropic_model import AnthropicModel
+from sandbox_runner.plans.results import PlanStatus
+from sandbox_runner.runs.plan_job import PlanJob, run_plan
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.spec import SandboxSpec
 from tests.conftest import make_sample_repo

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sandbox_runner.agents.results import AgentEvent
+from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.cli import cli
 from sandbox_runner.cli.progress import Progress, wants_live_display
 

@@ -16,12 +16,11 @@ from click.testing import CliRunner
 from pyfakefs.fake_filesystem import FakeFilesystem
 
 import sandbox_runner.cli.config_cmd  # noqa: F401 - registers `planrun config`
-from sandbox_runner.agents.definitions import READ_ONLY_TOOLS
-from sandbox_runner.agents.run_state import RunLimits
+from sandbox_runner.catalog import READ_ONLY_TOOLS
 from sandbox_runner.cli.app import cli
 from sandbox_runner.config import LoadedSettings, Settings, load_settings
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.sandbox.spec import Limits
+from sandbox_runner.limits import Limits, RunLimits
 
 REPO = Path("/repo")
 HOME = Path("/home/dev/.planrun")

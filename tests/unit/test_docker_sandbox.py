@@ -9,8 +9,9 @@ import docker.errors
 import pytest
 import requests
 
+from sandbox_runner.limits import Limits
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.spec import Limits, SandboxSpec
+from sandbox_runner.sandbox.spec import SandboxSpec
 
 
 class FakeContainer:

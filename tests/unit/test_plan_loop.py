@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from sandbox_runner.agents.planner import PlanJob, run_plan
+from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.agents.results import AgentEvent, PlanResult, PlanStatus
-from sandbox_runner.agents.run_state import RunLimits
+from sandbox_runner.limits import RunLimits
 from sandbox_runner.model.errors import ModelError
 from sandbox_runner.plans.document import split_document
+from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.runs.plan_job import PlanJob, run_plan
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.types import ModelRequest
 from tests.support.local_sandbox import LocalSandbox

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from sandbox_runner.agents.prompt import DEFAULT_SECTIONS
-from sandbox_runner.agents.results import PlanResult, PlanStatus
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report import (
     REPORT_SCHEMA_DOC,
@@ -20,6 +19,7 @@ from sandbox_runner.plans.report import (
     render_markdown,
     write_report,
 )
+from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.types import Usage
 
@@ -457,7 +457,10 @@ def test_links_are_relative_and_url_quoted(workspace: Path, out_dir: Path) -> No
 
 
 def test_write_report_writes_json_and_markdown(three: RunRecord) -> None:
-    json_path, markdown_path = write_report(three)
+    written = write_report(three)
+    json_path, markdown_path = written.json_path, written.markdown_path
+    assert written.document == json.loads(json_path.read_text())
+    assert written.status == written.document["status"]
     assert json_path == three.out_dir / "report.json"
     assert json.loads(json_path.read_text(encoding="utf-8")) == build_report(three)
     assert markdown_path.read_text(encoding="utf-8") == render_markdown(build_report(three))

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sandbox_runner import Model
-from sandbox_runner.agents.loop import EventSink
-from sandbox_runner.agents.planner import PlanJob, SandboxFactory, failed_result, run_plan
-from sandbox_runner.agents.registry import Registry, planrun_home
-from sandbox_runner.agents.results import AgentEvent, PlanResult
-from sandbox_runner.agents.run_state import RunLimits
+from sandbox_runner.agents.events import AgentEvent, EventSink
+from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import PlanrunError
-from sandbox_runner.plans.report import RunRecord, write_report
+from sandbox_runner.limits import RunLimits
+from sandbox_runner.paths import planrun_home
+from sandbox_runner.plans.report import Report, RunRecord, write_report
+from sandbox_runner.plans.results import PlanResult
 from sandbox_runner.plans.workspace import (
     GitStatusRunner,
     WorkspaceComparison,
@@ -29,6 +29,7 @@ from sandbox_runner.plans.workspace import (
     tree_fingerprint,
     workspace_git_status,
 )
+from sandbox_runner.runs.plan_job import PlanJob, SandboxFactory, failed_result, run_plan
 from sandbox_runner.types import ToolRequest
 
 T = TypeVar("T")
@@ -82,9 +83,10 @@ class PlanRunSpec:
 
 @dataclass
 class PlanRunOutcome:
-    """What a run produced: the record behind the report, and whether it was interrupted."""
+    """What a run produced: the record, the written report, and whether it was interrupted."""
 
     record: RunRecord
+    report: Report
     interrupted: bool = False
 
 
@@ -142,14 +144,14 @@ def execute(
     )
     record = _record(spec, jobs, results, comparison, started, interrupted=interrupted)
     try:
-        write_report(record)
+        report = write_report(record)
     except KeyboardInterrupt:
         # A signal as the report is written: write it again, as an interrupted run (the
         # signal handler lets no second signal through while it is written).
         interrupted = True
         record = replace(record, exit_code=EXIT_INTERRUPTED)
-        write_report(record)
-    return PlanRunOutcome(record, interrupted)
+        report = write_report(record)
+    return PlanRunOutcome(record, report, interrupted)
 
 
 def _record(

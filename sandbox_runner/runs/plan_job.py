@@ -13,18 +13,20 @@ from typing import Any
 
 from sandbox_runner import Model, Sandbox, SandboxBase
 from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
-from sandbox_runner.agents.loop import EventSink, PlanAgentRun
+from sandbox_runner.agents.events import EventSink
+from sandbox_runner.agents.loop import PlanAgentRun
 from sandbox_runner.agents.prompt import (
     CRITICAL_FILES_SECTION,
     DEFAULT_SECTIONS,
     render_plan_prompt,
 )
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.agents.results import PlanResult, PlanStatus
-from sandbox_runner.agents.run_state import PlanPaths, RunLimits
+from sandbox_runner.agents.run_state import PlanPaths
 from sandbox_runner.errors import ConfigError, PlanrunError
+from sandbox_runner.limits import RunLimits
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.files import write_new
+from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.workspace import git_head
 from sandbox_runner.types import ExecResult, ToolRequest, Usage
 

@@ -1,4 +1,4 @@
-"""What an agent run reports: progress events as it goes, and its result at the end."""
+"""What a plan run produced: its status, the plan, its validation and what it cost."""
 
 from __future__ import annotations
 
@@ -17,25 +17,6 @@ class PlanStatus(StrEnum):
     COMPLETE = "complete"
     INCOMPLETE = "incomplete"
     FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class AgentEvent:
-    """A step a UI can show.
-
-    Kinds: turn_started, waiting (for the model; detail says how long and which
-    attempt), model_retry (detail says why and when), tool_call, tool_result,
-    plan_written, finished, failed.
-    """
-
-    kind: str
-    label: str
-    turn: int
-    tool: str | None
-    detail: str
-    tool_calls: int
-    tokens: int
-    elapsed: float
 
 
 @dataclass

@@ -1,0 +1,70 @@
+"""Every limit planrun enforces, defined once with its default: a sandbox's resources and
+a subagent run's budget. Configuration reads its defaults from here."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+class LimitError(ValueError):
+    """A limit out of range; `field` names the limit, so callers need not parse the text."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandbox container."""
+
+    memory_mb: int = 1024
+    """Memory limit; swap is set to the same value, so the container cannot swap."""
+    cpus: float = 1.0
+    """CPU share, in cores."""
+    pids: int = 256
+    """Maximum number of processes and threads inside the container."""
+    tmp_mb: int = 64
+    """Size of the tmpfs mounted at /tmp."""
+    plan_dir_mb: int = 64
+    """Size of the plan directory (a tmpfs: the kernel enforces it), in MiB."""
+    plan_dir_entries: int = 10_000
+    """Files and directories the plan directory can hold (the tmpfs's inodes)."""
+    open_files: int = 1024
+    """Maximum number of open file descriptors per process."""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "memory_mb",
+            "pids",
+            "tmp_mb",
+            "plan_dir_mb",
+            "plan_dir_entries",
+            "open_files",
+        ):
+            if getattr(self, name) < 1:
+                raise LimitError(name, f"limit {name} must be at least 1")
+        if self.memory_mb < 32:
+            raise LimitError(
+                "memory_mb", "limit memory_mb must be at least 32 (the tool server needs it)"
+            )
+        max_cpus = os.cpu_count() or 1
+        if not 0.01 <= self.cpus <= max_cpus:
+            raise LimitError("cpus", f"limit cpus must be between 0.01 and {max_cpus}")
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Limits of one subagent run; reaching one stops it and keeps its partial plan."""
+
+    max_turns: int = 40
+    """Model calls."""
+    max_output_tokens: int = 16_000
+    """max_tokens of each model call."""
+    max_total_tokens: int = 3_000_000
+    """Input, output and cache tokens over the whole run."""
+    timeout_seconds: float = 1800.0
+    """Wall-clock time of the whole run."""
+    context_budget: int = 200_000
+    """The model's context window; a system prompt and tools above it are refused."""

@@ -1,0 +1,150 @@
+"""Preparing a plan run: everything that can be wrong is found before a container starts
+or a run directory is claimed. `planrun plan`, a session and a batch all start here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.registry import Registry
+from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.paths import planrun_home
+from sandbox_runner.plans.inputs import read_context_files, read_template
+from sandbox_runner.plans.names import claim_directory
+from sandbox_runner.plans.workspace import git_metadata_problem
+from sandbox_runner.runs.multi import PlanRunSpec
+from sandbox_runner.runs.plan_job import plan_agent
+from sandbox_runner.sandbox.spec import resolve_workspace
+
+PLAN_FILES = ("report.json", "report.md")
+"""Files whose presence means a directory already holds a run."""
+
+Warn = Callable[[object], None]
+"""Shows a warning to the user (one line; the callee sanitises it)."""
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What the user asked for, as given (flags, or a batch task's keys)."""
+
+    requirements: str
+    repo: str | Path = "."
+    perspectives: Sequence[str] = ()
+    agent: str = "Plan"
+    model: str | None = None
+    template: Path | None = None
+    context_files: Sequence[Path] = ()
+    parallel: int | None = None
+    max_turns: int | None = None
+    timeout: float | None = None
+    overrides: dict[str, object] = field(default_factory=dict)
+    """Further settings, with the precedence of flags (a batch task's `overrides`)."""
+
+    def flags(self) -> dict[str, object]:
+        """The settings this request sets, as flags do."""
+        return {
+            **self.overrides,
+            "planning_model": self.model,
+            "parallel": self.parallel,
+            "max_turns": self.max_turns,
+            "timeout": self.timeout,
+        }
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A checked run, ready but for its directory (see claim)."""
+
+    spec: PlanRunSpec
+    settings: LoadedSettings
+    registry: Registry
+    agent: AgentDefinition
+
+    @property
+    def labels(self) -> list[str]:
+        """The file-name-safe names of its plans."""
+        return [job.label for job in self.spec.jobs()]
+
+    def claim(self, requested_out: Path | None) -> PlanRunSpec:
+        """The spec with its run directory: --out, or a new ~/.planrun/plans/<name>/."""
+        out_dir = claim_out_dir(requested_out, self.spec.workspace)
+        return replace(self.spec, name=out_dir.name, out_dir=out_dir)
+
+
+def prepare(request: PlanRequest, warn: Warn) -> PreparedRun:
+    """Check every input of a run and build its spec; warnings go to `warn`.
+
+    Raises:
+        ConfigError, WorkspaceError, InputError: a usage or configuration error.
+    """
+    workspace = resolve_workspace(request.repo)
+    loaded = load_settings(workspace, flags=request.flags())
+    registry = Registry.load(workspace, trust_project=loaded.project_trusted)
+    for warning in [*loaded.warnings, *registry.warnings, git_metadata_problem(workspace)]:
+        if warning:
+            warn(warning)
+    agent = plan_agent(registry, request.agent)
+    if agent.ignored_model:
+        warn(
+            f"{agent.file_path} asks for model {agent.ignored_model!r}; ignored: "
+            f"{UNTRUSTED_MODEL_HINT}"
+        )
+    settings = loaded.settings
+    if not settings.planning_enabled:
+        raise ConfigError("planning is disabled by configuration (planning_enabled: false)")
+    sections = None
+    template = read_template(workspace, request.template)
+    if isinstance(template, str):
+        warn(template)
+    elif template is not None:
+        sections = template.sections
+    context = read_context_files(request.context_files, workspace, loaded.resolved_extra_dirs())
+    spec = PlanRunSpec(
+        name="",
+        requirements=request.requirements,
+        workspace=workspace,
+        out_dir=Path(),
+        perspectives=loaded.expand_perspectives(request.perspectives),
+        model_id=loaded.planning_model_id(),
+        agent=request.agent,
+        context=context,
+        sections=sections,
+        parallel=settings.parallel,
+        limits=loaded.run_limits(),
+        allowed_tools=frozenset(settings.allowed_tools),
+        agent_override=agent_override(agent),
+    )
+    return PreparedRun(spec, loaded, registry, agent)
+
+
+def agent_override(agent: AgentDefinition) -> str:
+    """How the report names a built-in agent that a file replaced ("" when none did)."""
+    if not agent.overrides_builtin:
+        return ""
+    return f"{agent.name} is overridden by {agent.file_path} ({agent.scope})"
+
+
+def claim_out_dir(requested: Path | None, workspace: Path) -> Path:
+    """A new run directory, or the requested one, which must not hold plans already."""
+    if requested is None:
+        return claim_directory(planrun_home() / "plans")
+    # Resolved, so that `..` or a symlink cannot hide that it lies in the workspace.
+    out_dir = requested.expanduser().resolve()
+    if out_dir == workspace:
+        raise ConfigError(
+            f"--out {requested} is the repository itself; give a directory for the plans"
+        )
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {requested} exists and is not a directory")
+    if out_dir.is_dir() and (
+        any(out_dir.glob("*.md")) or any((out_dir / name).exists() for name in PLAN_FILES)
+    ):
+        raise ConfigError(f"--out {requested} already holds plans; planrun never overwrites them")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"cannot create --out {requested}: {error.strerror}") from None
+    return out_dir
