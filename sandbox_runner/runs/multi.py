@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 import threading
@@ -29,6 +30,7 @@ from sandbox_runner.plans.workspace import (
     tree_fingerprint,
     workspace_git_status,
 )
+from sandbox_runner.runs.executor import Executor, ThreadExecutor
 from sandbox_runner.runs.plan_job import PlanJob, SandboxFactory, failed_result, run_plan
 from sandbox_runner.types import ToolRequest
 
@@ -238,7 +240,7 @@ def _sandbox_root(spec: PlanRunSpec) -> Path:
 
 
 class _Runner:
-    """Runs the jobs on a thread pool and keeps their futures for an interrupt."""
+    """Runs the jobs on an executor and keeps their futures for an interrupt."""
 
     def __init__(
         self,
@@ -248,6 +250,7 @@ class _Runner:
         registry: Registry,
         on_event: EventSink | None,
         sandbox_root: Path,
+        executor: Executor | None = None,
     ) -> None:
         self.spec = spec
         self.model_factory = model_factory
@@ -255,35 +258,25 @@ class _Runner:
         self.registry = registry
         self.on_event = on_event
         self.sandbox_root = sandbox_root
-        self.cancel = threading.Event()
+        self.executor = executor or ThreadExecutor(spec.parallel)
+        self.cancel = self.executor.cancelled
         self.futures: list[Future[PlanResult]] = []
 
     def run(self, jobs: list[PlanJob]) -> list[PlanResult]:
-        slots = threading.Semaphore(max(1, self.spec.parallel))
         self.futures = []
         for job in jobs:
-            future: Future[PlanResult] = Future()
-            self.futures.append(future)
-            # Daemon threads: after Ctrl-C, a model call still in flight must not keep the
-            # process alive once the report is written.
-            worker = threading.Thread(
-                target=self._work, args=(job, future, slots), name=f"plan-{job.label}", daemon=True
-            )
-            worker.start()
+            work = functools.partial(self._one, job)
+            self.futures.append(self.executor.submit(f"plan-{job.label}", work))
         pending: set[Future[PlanResult]] = set(self.futures)
         while pending:
             # A timeout keeps the main thread responsive to Ctrl-C.
             _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-        return [future.result() for future in self.futures]
+        return [self._outcome(job, future) for job, future in zip(jobs, self.futures, strict=True)]
 
-    def _work(self, job: PlanJob, future: Future[PlanResult], slots: threading.Semaphore) -> None:
-        with slots:
-            if self.cancel.is_set():
-                future.set_result(
-                    failed_result(job, self.spec.model_id, "interrupted before it started")
-                )
-            else:
-                future.set_result(self._one(job))
+    def _outcome(self, job: PlanJob, future: Future[PlanResult]) -> PlanResult:
+        if future.cancelled():
+            return failed_result(job, self.spec.model_id, "interrupted before it started")
+        return future.result()
 
     def _one(self, job: PlanJob) -> PlanResult:
         spec = self.spec
@@ -319,14 +312,15 @@ class _Runner:
         self, jobs: list[PlanJob], stop_sandboxes: Callable[[], object]
     ) -> list[PlanResult]:
         """Stop every subagent, keep what finished, and mark the rest as interrupted."""
-        self.cancel.set()
+        self.executor.cancel()
         stop_sandboxes()
         wait(self.futures, timeout=INTERRUPT_GRACE_SECONDS)
         results = []
         for index, job in enumerate(jobs):
             # Ctrl-C may come before every job had its future.
             future = self.futures[index] if index < len(self.futures) else None
-            if future is not None and future.done() and future.exception() is None:
+            finished = future is not None and future.done() and not future.cancelled()
+            if future is not None and finished and future.exception() is None:
                 results.append(future.result())
             else:
                 results.append(
