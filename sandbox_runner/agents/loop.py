@@ -1,34 +1,33 @@
-"""The agent loop: the model on the host, its tools in the sandbox, every step saved at once."""
+"""The agent loop: the model on the host, its tools in the sandbox, every step saved at once.
+
+One loop serves every agent: a Plan subagent of `planrun plan` (plan mode, its plan file
+writable, no one to ask), and the plan and work sessions and Task subagents to come. It
+reads the permission mode, the approvals and the tool set on every call; an Approver
+answers the calls the mode asks about; hooks add what a use needs (the plan review, a
+final turn without tools, a mode reminder).
+"""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sandbox_runner import Model, Sandbox
-from sandbox_runner.agents.budget import Budget, final_turn_note, low_budget_note
-from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.budget import Budget
 from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.model_call import CallStopped, complete_within
-from sandbox_runner.agents.run_state import LimitReached, PlanPaths, RunState
+from sandbox_runner.agents.run_state import LimitReached, RunState
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
-from sandbox_runner.plans.files import (
-    UnsafeFileError,
-    append_line,
-    read_sandbox_file,
-    replace_file,
-    write_new,
-)
-from sandbox_runner.plans.results import PlanResult, PlanStatus
-from sandbox_runner.plans.validate import PlanCheck, validate_plan
+from sandbox_runner.plans.files import append_line
 from sandbox_runner.tools.output import cap_result
-from sandbox_runner.tools.policy import Allow, ToolContext, decide
-from sandbox_runner.tools.schemas import tools_for
+from sandbox_runner.tools.permissions import Allow, Ask, Deny, PermissionMode, Rules, check
+from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.types import (
     ModelCall,
     ModelRequest,
@@ -43,92 +42,123 @@ MAX_CALLS_PER_TURN = 32
 DEFAULT_TOOL_TIMEOUT = 120.0
 
 
-class PlanAgentRun:
-    """One Plan subagent run: prompt, loop, plan file, validation, result."""
+@dataclass(frozen=True)
+class Approval:
+    """The user's answer to an Ask."""
+
+    allowed: bool
+    always: bool = False
+    """Approve calls like this one for the rest of the session."""
+    feedback: str = ""
+    """With a no: what the agent should do instead."""
+
+
+class Approver(Protocol):
+    """Answers the calls the permission mode asks about."""
+
+    def approve(self, ask: Ask) -> Approval:
+        """The user's answer (a terminal asks; a headless run cannot)."""
+
+
+class Headless:
+    """The approver of a run nobody watches: every Ask is a no, with a clear message."""
+
+    def approve(self, ask: Ask) -> Approval:
+        return Approval(
+            False,
+            feedback=f"This run cannot ask for approval, so it will not {ask.question}.",
+        )
+
+
+class LoopHooks:
+    """What a use of the loop adds; the defaults add nothing."""
+
+    def notes_before_call(self, loop: AgentLoop) -> list[str]:
+        """Notes for the model, added to the user turn the next call sends."""
+        return []
+
+    def on_stop(self, loop: AgentLoop) -> str | None:
+        """The model answered without tool calls: a message to go on with, or None."""
+        return None
+
+    def on_budget_spent(self, loop: AgentLoop, reason: str) -> None:
+        """The turns or tokens are about spent (a final turn without tools goes here)."""
+
+    def on_approval(self, loop: AgentLoop, ask: Ask, approval: Approval) -> None:
+        """An Ask was answered (a session keeps "always" answers in its rules)."""
+
+
+class AgentLoop:
+    """Runs a conversation with the model, executing its tool calls in the sandbox."""
 
     def __init__(
         self,
-        definition: AgentDefinition,
+        *,
         model: Model,
         model_id: str,
         sandbox: Sandbox,
-        *,
-        workspace: Path,
-        paths: PlanPaths,
         system_prompt: str,
-        sections: list[str],
+        tools: Callable[[], list[ToolSpec]],
+        context: ToolContext,
+        mode: Callable[[], PermissionMode],
+        rules: Callable[[], Rules],
+        transcript: Path,
         limits: RunLimits | None = None,
-        label: str = "plan",
+        approver: Approver | None = None,
+        hooks: LoopHooks | None = None,
+        label: str = "agent",
         on_event: EventSink | None = None,
         cancel: threading.Event | None = None,
-        allowed_tools: frozenset[str] | None = None,
     ) -> None:
-        self.definition = definition
         self.model = model
         self.model_id = model_id
         self.sandbox = sandbox
-        self.workspace = workspace
-        self.paths = paths
         self.system_prompt = system_prompt
-        self.sections = sections
+        self.tools = tools
+        self.context = context
+        self.mode = mode
+        self.rules = rules
+        self.transcript = transcript
         self.limits = limits or RunLimits()
+        self.approver: Approver = approver or Headless()
+        self.hooks = hooks or LoopHooks()
         self.label = label
         self._on_event = on_event or (lambda event: None)
-        self._cancel = cancel or threading.Event()
-        self.tools = self._offered_tools(allowed_tools)
-        self.context = ToolContext(
-            offered=frozenset(tool.name for tool in self.tools),
-            plan_file=paths.container_plan_file,
-            workspace_host=str(workspace),
-            agent=definition.name,
-        )
+        self.cancel = cancel or threading.Event()
         self.state = RunState()
 
-    def _offered_tools(self, allowed: frozenset[str] | None) -> list[ToolSpec]:
-        # A plan agent's definition never lists Write or Edit; it gets them here, scoped by
-        # the policy to its plan file, because writing the plan is its whole job.
-        exploring = [
-            t for t in self.definition.effective_tools() if allowed is None or t in allowed
-        ]
-        names = [*exploring, "Write", "Edit"]
-        return tools_for(dict.fromkeys(names))
+    # ------------------------------------------------------------------ entry points
 
-    def run(self, requirements: str) -> PlanResult:
-        """Run the loop to the end and return the result; never raises for model or tool trouble."""
-        status, reason = PlanStatus.COMPLETE, ""
-        self._log(
-            "system",
-            text=self.system_prompt,
-            tools=[tool.name for tool in self.tools],
-            model=self.model_id,
-        )
-        self._add_user(requirements)
-        try:
-            self._check_context_budget()
-            self._loop()
-        except LimitReached as limit:
-            status, reason = PlanStatus.INCOMPLETE, str(limit)
-        except PlanrunError as error:
-            status, reason = PlanStatus.FAILED, str(error)
-        result = self._result(status, reason)
-        self._log("result", **result.to_dict())
-        self._emit(
-            "failed" if result.status is PlanStatus.FAILED else "finished", detail=result.reason
-        )
-        return result
+    def run(self, task: str) -> None:
+        """Start the conversation with TASK and go on until the model is done.
+
+        Raises:
+            LimitReached: a limit, or the cancel token, ended the run (control flow).
+            PlanrunError: the model or the sandbox failed for good.
+        """
+        self.log("system", text=self.system_prompt, tools=self._tool_names(), model=self.model_id)
+        self.add_user(task)
+        self._check_context_budget()
+        self._loop()
+
+    def run_turn(self, message: str) -> None:
+        """The user's next message in a conversation already under way."""
+        self.add_user(message)
+        self._loop()
+
+    # ------------------------------------------------------------------ the loop
 
     def _loop(self) -> None:
         state = self.state
         while True:
             self._check_limits()
-            budget = self._budget()
+            budget = self.budget()
             if reason := budget.final_turn_reason():
-                self._final_turn(reason)
+                self.hooks.on_budget_spent(self, reason)
                 raise LimitReached(f"{reason}; the plan was written in a final turn without tools")
-            if not state.warned_low and (budget.low_on_turns() or budget.low_on_tokens()):
-                state.warned_low = True
-                self._add_note(low_budget_note(budget, self.paths.container_plan_file))
-            response = self._turn(self._request())
+            for note in self.hooks.notes_before_call(self):
+                self.add_note(note)
+            response = self.turn(self.request())
             calls = response.tool_calls
             if calls:
                 self._answer(calls)
@@ -138,21 +168,23 @@ class PlanAgentRun:
                 raise LimitReached(
                     f"the model reached its output limit of {self.limits.max_output_tokens} tokens"
                 )
-            if not self._review_plan():
+            follow_up = self.hooks.on_stop(self)
+            if follow_up is None:
                 return
+            self.add_user(follow_up)
 
-    def _turn(self, request: ModelRequest) -> ModelResponse:
+    def turn(self, request: ModelRequest) -> ModelResponse:
         """One model call, recorded in the conversation and the transcript."""
         state = self.state
         state.turns += 1
-        self._emit("turn_started")
+        self.emit("turn_started")
         try:
             response = complete_within(
                 self.model,
                 request,
                 deadline=state.started + self.limits.timeout_seconds,
-                cancel=self._cancel,
-                on_wait=lambda text: self._emit("waiting", detail=text),
+                cancel=self.cancel,
+                on_wait=lambda text: self.emit("waiting", detail=text),
                 on_retry=self._retrying,
             )
         except CallStopped as stopped:
@@ -162,7 +194,7 @@ class PlanAgentRun:
         state.usage.add(response.usage)
         state.last_call_tokens = response.usage.total
         state.messages.append({"role": "assistant", "content": response.content})
-        self._log(
+        self.log(
             "assistant",
             content=response.content,
             stop_reason=response.stop_reason,
@@ -170,32 +202,73 @@ class PlanAgentRun:
         )
         return response
 
-    def _retrying(self, call: ModelCall) -> None:
-        detail = (
-            f"model API: {call.problem}; retrying in {call.retry_wait:.1f} s "
-            f"(attempt {call.attempt} of {call.attempts})"
+    def _answer(self, calls: list[ToolCall]) -> None:
+        results = []
+        for call in calls[:MAX_CALLS_PER_TURN]:
+            if self.cancel.is_set():
+                raise LimitReached("interrupted")
+            results.append(self._execute(call))
+        # Every tool_use needs an answer, but a turn of hundreds of calls is not run.
+        results += [
+            ToolResult(call.id, f"Not run: at most {MAX_CALLS_PER_TURN} tool calls per turn.", True)
+            for call in calls[MAX_CALLS_PER_TURN:]
+        ]
+        self.state.messages.append(
+            {"role": "user", "content": [result.to_block() for result in results]}
         )
-        self._log("retry", detail=detail)
-        self._emit("model_retry", detail=detail)
 
-    def _time_limit_reason(self) -> str:
-        return f"time limit of {self.limits.timeout_seconds:g} s reached"
-
-    def _final_turn(self, reason: str) -> None:
-        """A last call without tools, whose answer becomes the plan if it is one."""
-        self._add_note(final_turn_note(reason, self.paths.container_plan_file))
-        response = self._turn(replace(self._request(), tool_choice="none"))
-        text = response.text.strip() + "\n"
-        if not _looks_like_plan(text):
-            return
-        if read_sandbox_file(self.paths.host_plan_file) is None:
-            write_new(self.paths.host_plan_file, text)
+    def _execute(self, call: ToolCall) -> ToolResult:
+        self.state.tool_calls += 1
+        self.emit("tool_call", tool=call.name, detail=_brief(call.input))
+        decision = check(call, self._context(), self.mode(), self.rules())
+        if isinstance(decision, Ask):
+            decision = self._ask(decision)
+        if isinstance(decision, Allow):
+            outcome = self.sandbox.call(self._within_time_limit(decision.request))
+            text = cap_result(call.name, outcome.text or "(no output)")
+            result = ToolResult(call.id, text, is_error=not outcome.ok)
+            if call.name in {"Write", "Edit"} and outcome.ok:
+                self.emit("plan_written", tool=call.name, detail=str(call.input.get("file_path")))
         else:
-            replace_file(self.paths.host_plan_file, text)
-        self.state.final_text = self.state.host_written_plan = text
-        self._emit("plan_written", detail="from the final turn")
+            result = ToolResult(call.id, decision.message, is_error=True)
+            if decision.suggested_command:
+                self.state.suggested_commands.append(decision.suggested_command)
+        self.log(
+            "tool_result",
+            call_id=call.id,
+            name=call.name,
+            input=call.input,
+            is_error=result.is_error,
+            content=result.content,
+        )
+        self.emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
+        return result
 
-    def _budget(self) -> Budget:
+    def _ask(self, ask: Ask) -> Allow | Deny:
+        approval = self.approver.approve(ask)
+        self.hooks.on_approval(self, ask, approval)
+        self.log(
+            "approval", question=ask.question, allowed=approval.allowed, always=approval.always
+        )
+        if approval.allowed:
+            return Allow(ask.request)
+        why = f" The user says: {approval.feedback}" if approval.feedback else ""
+        return Deny(f"Not approved: the user did not let you {ask.question}.{why}")
+
+    def _context(self) -> ToolContext:
+        offered = frozenset(tool.name for tool in self.tools())
+        return ToolContext(offered, self.context.workspace_host, self.context.agent)
+
+    def _within_time_limit(self, request: ToolRequest) -> ToolRequest:
+        """The request with a timeout that ends no later than the run's own time limit."""
+        remaining = self.limits.timeout_seconds - (time.monotonic() - self.state.started)
+        wanted = request.timeout if request.timeout is not None else DEFAULT_TOOL_TIMEOUT
+        return ToolRequest(request.op, request.args, max(1.0, min(wanted, remaining)))
+
+    # ------------------------------------------------------------------ limits
+
+    def budget(self) -> Budget:
+        """The turns and tokens used so far against the limits."""
         state, limits = self.state, self.limits
         return Budget(
             max_turns=limits.max_turns,
@@ -205,114 +278,8 @@ class PlanAgentRun:
             last_call_tokens=state.last_call_tokens,
         )
 
-    def _answer(self, calls: list[ToolCall]) -> None:
-        results = []
-        for call in calls[:MAX_CALLS_PER_TURN]:
-            if self._cancel.is_set():
-                raise LimitReached("interrupted")
-            results.append(self._execute(call))
-        # Every tool_use needs an answer, but a turn of hundreds of calls is not run.
-        results += [
-            ToolResult(call.id, f"Not run: at most {MAX_CALLS_PER_TURN} tool calls per turn.", True)
-            for call in calls[MAX_CALLS_PER_TURN:]
-        ]
-        self._add_tool_results(results)
-
-    def _execute(self, call: ToolCall) -> ToolResult:
-        self.state.tool_calls += 1
-        self._emit("tool_call", tool=call.name, detail=_brief(call.input))
-        decision = decide(call, self.context)
-        if isinstance(decision, Allow):
-            outcome = self.sandbox.call(self._within_time_limit(decision.request))
-            text = cap_result(call.name, outcome.text or "(no output)")
-            result = ToolResult(call.id, text, is_error=not outcome.ok)
-            if call.name in {"Write", "Edit"} and outcome.ok:
-                self._emit("plan_written", tool=call.name, detail=self.paths.container_plan_file)
-        else:
-            result = ToolResult(call.id, decision.message, is_error=True)
-            if decision.suggested_command:
-                self.state.suggested_commands.append(decision.suggested_command)
-        self._log(
-            "tool_result",
-            call_id=call.id,
-            name=call.name,
-            input=call.input,
-            is_error=result.is_error,
-            content=result.content,
-        )
-        self._emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
-        return result
-
-    def _within_time_limit(self, request: ToolRequest) -> ToolRequest:
-        """The request with a timeout that ends no later than the run's own time limit."""
-        remaining = self.limits.timeout_seconds - (time.monotonic() - self.state.started)
-        wanted = request.timeout if request.timeout is not None else DEFAULT_TOOL_TIMEOUT
-        return replace(request, timeout=max(1.0, min(wanted, remaining)))
-
-    def _review_plan(self) -> bool:
-        """Validate the plan once the model stops; True when it gets one more round."""
-        text = self._plan_text()
-        if self.state.feedback_sent or not text.strip():
-            return False
-        check = validate_plan(text, sections=self.sections, workspace=self.workspace)
-        if check.ok:
-            return False
-        self.state.feedback_sent = True
-        self._add_user(check.feedback())
-        return True
-
-    def _plan_text(self) -> str:
-        """The plan file if the model wrote one, else its final text, written for it."""
-        state = self.state
-        text = read_sandbox_file(self.paths.host_plan_file)
-        final = state.final_text.strip() + "\n"
-        corrected = text is not None and text == state.host_written_plan and final != text
-        if corrected and _looks_like_plan(final):
-            # The plan came as text, and the answer to the feedback is a corrected plan.
-            replace_file(self.paths.host_plan_file, final)
-            state.host_written_plan = final
-            self._emit("plan_written", detail="from the final answer")
-            return final
-        if text is not None and text.strip():
-            return text
-        if final.strip() and text is None:
-            write_new(self.paths.host_plan_file, final)
-            state.host_written_plan = final
-            self._emit("plan_written", detail="from the final answer")
-        return final if final.strip() else ""
-
-    def _result(self, status: PlanStatus, reason: str) -> PlanResult:
-        state = self.state
-        try:
-            text = self._plan_text()
-        except (UnsafeFileError, OSError) as error:
-            text, status, reason = "", PlanStatus.FAILED, str(error)
-        check: PlanCheck | None = None
-        if text.strip():
-            check = validate_plan(text, sections=self.sections, workspace=self.workspace)
-        elif status is PlanStatus.COMPLETE:
-            status, reason = PlanStatus.FAILED, "the model wrote no plan"
-        if status is PlanStatus.COMPLETE and check is not None and not check.ok:
-            reason = "the plan is invalid: " + "; ".join(check.problems)
-        return PlanResult(
-            label=self.label,
-            agent=self.definition.name,
-            model=self.model_id,
-            status=status,
-            reason=reason,
-            plan_path=self.paths.host_plan_file if text.strip() else None,
-            plan_text=text,
-            check=check,
-            suggested_commands=list(dict.fromkeys(state.suggested_commands)),
-            turns=state.turns,
-            tool_calls=state.tool_calls,
-            usage=state.usage,
-            wall_seconds=round(time.monotonic() - state.started, 3),
-            transcript=self.paths.transcript,
-        )
-
     def _check_context_budget(self) -> None:
-        tokens = self.model.count_tokens(self._request())
+        tokens = self.model.count_tokens(self.request())
         if tokens > self.limits.context_budget:
             raise PlanrunError(
                 f"the system prompt, tools and requirements take {tokens} tokens, more than the "
@@ -321,7 +288,7 @@ class PlanAgentRun:
 
     def _check_limits(self) -> None:
         state, limits = self.state, self.limits
-        if self._cancel.is_set():
+        if self.cancel.is_set():
             raise LimitReached("interrupted")
         if state.turns >= limits.max_turns:
             raise LimitReached(f"turn limit of {limits.max_turns} reached")
@@ -330,34 +297,46 @@ class PlanAgentRun:
         if time.monotonic() - state.started >= limits.timeout_seconds:
             raise LimitReached(self._time_limit_reason())
 
-    def _request(self) -> ModelRequest:
+    def _time_limit_reason(self) -> str:
+        return f"time limit of {self.limits.timeout_seconds:g} s reached"
+
+    def _retrying(self, call: ModelCall) -> None:
+        detail = (
+            f"model API: {call.problem}; retrying in {call.retry_wait:.1f} s "
+            f"(attempt {call.attempt} of {call.attempts})"
+        )
+        self.log("retry", detail=detail)
+        self.emit("model_retry", detail=detail)
+
+    # ------------------------------------------------------------------ conversation
+
+    def request(self) -> ModelRequest:
+        """The next model call: the conversation so far, the tools offered now."""
         return ModelRequest(
             model=self.model_id,
             system=self.system_prompt,
             messages=self.state.messages,
-            tools=self.tools,
+            tools=self.tools(),
             max_tokens=self.limits.max_output_tokens,
         )
 
-    def _add_note(self, text: str) -> None:
+    def add_note(self, text: str) -> None:
         """A note from planrun, added to the user turn the next call sends."""
-        last = self.state.messages[-1] if self.state.messages else None
-        if last is None or last["role"] != "user" or not isinstance(last["content"], list):
-            self._add_user(text)
-            return
-        last["content"].append({"type": "text", "text": text})
-        self._log("user", text=text)
+        self.add_user(text)
 
-    def _add_user(self, text: str) -> None:
-        self.state.messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
-        self._log("user", text=text)
+    def add_user(self, text: str) -> None:
+        """Text for the model: a new user message, or part of the one not yet sent (the
+        roles must alternate)."""
+        messages = self.state.messages
+        last = messages[-1] if messages else None
+        if last is not None and last["role"] == "user" and isinstance(last["content"], list):
+            last["content"].append({"type": "text", "text": text})
+        else:
+            messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
+        self.log("user", text=text)
 
-    def _add_tool_results(self, results: list[ToolResult]) -> None:
-        self.state.messages.append(
-            {"role": "user", "content": [result.to_block() for result in results]}
-        )
-
-    def _emit(self, kind: str, *, tool: str | None = None, detail: str = "") -> None:
+    def emit(self, kind: str, *, tool: str | None = None, detail: str = "") -> None:
+        """Tell the UI what happened."""
         state = self.state
         self._on_event(
             AgentEvent(
@@ -372,14 +351,39 @@ class PlanAgentRun:
             )
         )
 
-    def _log(self, kind: str, **fields: Any) -> None:
+    def log(self, kind: str, **fields: Any) -> None:
+        """Append one entry to the transcript, flushed at once (a run can resume from it)."""
         entry = {"type": kind, "time": time.time(), **fields}
-        append_line(self.paths.transcript, json.dumps(entry, ensure_ascii=False, default=str))
+        append_line(self.transcript, json.dumps(entry, ensure_ascii=False, default=str))
+
+    def _tool_names(self) -> list[str]:
+        return [tool.name for tool in self.tools()]
 
 
-def _looks_like_plan(text: str) -> bool:
-    """A Markdown document with headings, not a remark such as "Fixed."."""
-    return sum(1 for line in text.splitlines() if line.startswith("#")) >= 2
+def conversation_from_transcript(lines: list[str]) -> list[dict[str, Any]]:
+    """The messages of a conversation, rebuilt from its transcript (to resume a run).
+
+    User-side entries that follow each other (the task, tool results, planrun's notes)
+    form one user message, in order, as the loop sent them.
+    """
+    messages: list[dict[str, Any]] = []
+    for line in lines:
+        entry = json.loads(line)
+        kind = entry.get("type")
+        if kind == "assistant":
+            messages.append({"role": "assistant", "content": entry["content"]})
+            continue
+        if kind == "user":
+            block = {"type": "text", "text": entry["text"]}
+        elif kind == "tool_result":
+            block = ToolResult(entry["call_id"], entry["content"], entry["is_error"]).to_block()
+        else:
+            continue
+        if messages and messages[-1]["role"] == "user":
+            messages[-1]["content"].append(block)
+        else:
+            messages.append({"role": "user", "content": [block]})
+    return messages
 
 
 def _brief(arguments: dict[str, Any]) -> str:

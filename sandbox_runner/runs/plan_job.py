@@ -14,7 +14,7 @@ from typing import Any
 from sandbox_runner import Model, Sandbox, SandboxBase
 from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
 from sandbox_runner.agents.events import EventSink
-from sandbox_runner.agents.loop import PlanAgentRun
+from sandbox_runner.agents.plan_run import PlanAgentRun
 from sandbox_runner.agents.prompt import (
     CRITICAL_FILES_SECTION,
     DEFAULT_SECTIONS,
@@ -133,11 +133,12 @@ def run_plan(
         requirements_context=job.context,
     )
     started = datetime.now(UTC)
+    sandbox = BackgroundStart(sandbox_factory(sandbox_dir))
     run = PlanAgentRun(
         definition,
         model,
         resolved_model,
-        BackgroundStart(sandbox_factory(sandbox_dir)),
+        sandbox,
         workspace=workspace,
         paths=paths,
         system_prompt=prompt,
@@ -148,11 +149,11 @@ def run_plan(
         cancel=cancel,
         allowed_tools=allowed_tools,
     )
-    run.sandbox.start()
+    sandbox.start()
     try:
         result = run.run(job.requirements)
     finally:
-        problem = _stop(run.sandbox)
+        problem = _stop(sandbox)
     if problem:
         # The plan is finished: a container that would not go away must not lose it.
         result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))

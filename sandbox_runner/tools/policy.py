@@ -1,4 +1,6 @@
-"""Permissions as data plus one decision: may this tool call run, and as which sandbox request?"""
+"""Translating a tool call: the tool offered, its input valid, its paths normalised to
+container paths, and the sandbox request it becomes. Whether it may run is decided in
+tools/permissions.py."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ from enum import StrEnum
 from typing import Any
 
 from sandbox_runner.paths import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
-from sandbox_runner.tools.bash_policy import classify
 from sandbox_runner.tools.schemas import ALL_TOOLS, validate_input
 from sandbox_runner.types import ToolCall, ToolRequest
 
@@ -17,90 +18,88 @@ DEFAULT_BASH_TIMEOUT_MS = 120_000
 FILE_TOOLS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path", "LSP": "file_path"}
 DIRECTORY_TOOLS = {"Glob": "path", "Grep": "path", "LS": "path"}
 WRITING_TOOLS = frozenset({"Write", "Edit", "NotebookEdit"})
+PATH_REQUIRED = frozenset({"Read", "Write", "Edit"})
 
 
-class PermissionMode(StrEnum):
-    """The permission modes of a session; Shift+Tab cycles them in this order."""
+class ToolKind(StrEnum):
+    """What a call does, which is what its permission depends on."""
 
-    DEFAULT = "default"
-    ACCEPT_EDITS = "acceptEdits"
-    PLAN = "plan"
-
-    def next(self) -> PermissionMode:
-        """The mode Shift+Tab switches to."""
-        order = list(PermissionMode)
-        return order[(order.index(self) + 1) % len(order)]
+    READ = "read"
+    EDIT = "edit"
+    COMMAND = "command"
 
 
 @dataclass(frozen=True)
-class Allow:
-    """The call may run, as this request to the sandbox."""
+class ToolUse:
+    """A translated call: the request for the sandbox, and what the decision looks at."""
 
+    name: str
+    kind: ToolKind
     request: ToolRequest
+    path: str | None = None
+    """The container path an edit writes."""
+    command: str | None = None
+    """The command line a Bash call runs."""
 
 
 @dataclass(frozen=True)
-class Deny:
-    """The call is refused; the message goes back to the model as an error result."""
+class Refusal:
+    """The call cannot be translated; the message goes back to the model as an error."""
 
     message: str
-    suggested_command: str | None = None
-
-
-Decision = Allow | Deny
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a decision depends on: the tools offered, the mode, and the one writable file."""
+    """What translation depends on: the tools offered, and the workspace's host path."""
 
     offered: frozenset[str]
-    mode: PermissionMode = PermissionMode.PLAN
-    plan_file: str | None = None
-    """Container path of the plan file, the only file a plan agent may write."""
     workspace_host: str | None = None
     """Host path of the workspace; accepted as another name for /workspace."""
     agent: str = "Plan"
 
 
-def decide(call: ToolCall, context: ToolContext) -> Decision:
-    """Decide one tool call. Nothing here raises: every refusal is a Deny for the model."""
+def translate(call: ToolCall, context: ToolContext) -> ToolUse | Refusal:
+    """Translate one tool call. Nothing here raises: every problem is a Refusal."""
     if call.name not in context.offered:
         allowed = ", ".join(sorted(context.offered))
-        return Deny(
+        return Refusal(
             f"Tool {call.name!r} is not available to the {context.agent} agent. "
             f"Allowed tools: {allowed}."
         )
     spec = ALL_TOOLS.get(call.name)
     if spec is None:
-        return Deny(f"Tool {call.name!r} has no implementation in planrun.")
+        return Refusal(f"Tool {call.name!r} has no implementation in planrun.")
     problems = validate_input(spec, call.input)
     if problems:
-        return Deny(f"Invalid input for {call.name}: " + "; ".join(problems))
+        return Refusal(f"Invalid input for {call.name}: " + "; ".join(problems))
     arguments = dict(call.input)
     path_key = FILE_TOOLS.get(call.name) or DIRECTORY_TOOLS.get(call.name)
-    if path_key is not None and (arguments.get(path_key) or path_key in FILE_TOOLS):
+    # Read, Write and Edit always need a path; LSP only for some operations, and a
+    # directory tool defaults to the workspace.
+    if path_key is not None and (arguments.get(path_key) or call.name in PATH_REQUIRED):
         path = container_path(str(arguments.get(path_key, "")), context)
-        if isinstance(path, Deny):
+        if isinstance(path, Refusal):
             return path
         arguments[path_key] = path
     if call.name == "Glob":
         refusal = _refuse_escaping_pattern(str(arguments["pattern"]), context)
         if refusal is not None:
             return refusal
-    if call.name in WRITING_TOOLS or call.name == "Bash":
-        refusal = _refuse_in_plan_mode(call.name, arguments, context)
-        if refusal is not None:
-            return refusal
-    return Allow(_to_request(call.name, arguments))
+    request = _to_request(call.name, arguments)
+    if call.name == "Bash":
+        return ToolUse(call.name, ToolKind.COMMAND, request, command=str(arguments["command"]))
+    if call.name in WRITING_TOOLS:
+        return ToolUse(call.name, ToolKind.EDIT, request, path=str(arguments["file_path"]))
+    return ToolUse(call.name, ToolKind.READ, request)
 
 
-def container_path(path: str, context: ToolContext) -> str | Deny:
+def container_path(path: str, context: ToolContext) -> str | Refusal:
     """Normalise a path the model gave to a container path it may use."""
     if not path.strip():
-        return Deny("A path is required.")
+        return Refusal("A path is required.")
     if "\0" in path:
-        return Deny("Paths cannot contain NUL characters.")
+        return Refusal("Paths cannot contain NUL characters.")
     if context.workspace_host and (
         path == context.workspace_host or path.startswith(context.workspace_host.rstrip("/") + "/")
     ):
@@ -111,7 +110,7 @@ def container_path(path: str, context: ToolContext) -> str | Deny:
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
     if not any(path == root or path.startswith(root + "/") for root in _readable_roots()):
-        return Deny(
+        return Refusal(
             f"{path} is outside the directories you may use: the repository "
             f"({WORKSPACE_MOUNT}), the plan directory ({PLAN_MOUNT}) and the extra read-only "
             f"directories ({EXTRA_MOUNT_ROOT})."
@@ -119,40 +118,20 @@ def container_path(path: str, context: ToolContext) -> str | Deny:
     return path
 
 
-def _refuse_escaping_pattern(pattern: str, context: ToolContext) -> Deny | None:
+def _refuse_escaping_pattern(pattern: str, context: ToolContext) -> Refusal | None:
     """A glob pattern may not climb out of the permitted directories on its own."""
     if ".." in pattern.replace("\\", "/").split("/"):
-        return Deny("Glob patterns cannot contain '..'; give the directory as `path` instead.")
+        return Refusal("Glob patterns cannot contain '..'; give the directory as `path` instead.")
     if pattern.startswith("/"):
         literal = pattern.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0].split("{", 1)[0]
         checked = container_path(literal.rstrip("/") or "/", context)
-        if isinstance(checked, Deny):
+        if isinstance(checked, Refusal):
             return checked
     return None
 
 
 def _readable_roots() -> tuple[str, ...]:
     return (WORKSPACE_MOUNT, PLAN_MOUNT, EXTRA_MOUNT_ROOT)
-
-
-def _refuse_in_plan_mode(name: str, arguments: dict[str, Any], context: ToolContext) -> Deny | None:
-    if context.mode is not PermissionMode.PLAN:
-        return None
-    if name == "Bash":
-        verdict = classify(str(arguments["command"]))
-        if verdict.allowed:
-            return None
-        return Deny(verdict.guidance(), suggested_command=str(arguments["command"]))
-    if name == "NotebookEdit" or context.plan_file is None:
-        return Deny(
-            f"{name} is not allowed in plan mode: it is read-only, and this agent has no plan file."
-        )
-    if arguments["file_path"] != context.plan_file:
-        return Deny(
-            f"{name} is only allowed on the plan file {context.plan_file} in plan mode; "
-            f"{arguments['file_path']} is read-only. Describe the change in the plan instead."
-        )
-    return None
 
 
 def _to_request(name: str, arguments: dict[str, Any]) -> ToolRequest:

@@ -1,0 +1,195 @@
+"""A Plan subagent run: the agent loop in plan mode, its plan file, the review, the result."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from sandbox_runner import Model, Sandbox
+from sandbox_runner.agents.budget import final_turn_note, low_budget_note
+from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.events import EventSink
+from sandbox_runner.agents.loop import AgentLoop, LoopHooks
+from sandbox_runner.agents.run_state import LimitReached, PlanPaths
+from sandbox_runner.errors import PlanrunError
+from sandbox_runner.limits import RunLimits
+from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, replace_file, write_new
+from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.validate import PlanCheck, validate_plan
+from sandbox_runner.tools.permissions import PermissionMode, Rules
+from sandbox_runner.tools.policy import ToolContext
+from sandbox_runner.tools.schemas import tools_for
+from sandbox_runner.types import ToolSpec
+
+
+class PlanHooks(LoopHooks):
+    """What plan mode adds to the loop: a warning as the budget runs low, a final turn
+    without tools, and one round of feedback on an invalid plan."""
+
+    def __init__(self, run: PlanAgentRun) -> None:
+        self.run = run
+
+    def notes_before_call(self, loop: AgentLoop) -> list[str]:
+        budget = loop.budget()
+        if loop.state.warned_low or not (budget.low_on_turns() or budget.low_on_tokens()):
+            return []
+        loop.state.warned_low = True
+        return [low_budget_note(budget, self.run.paths.container_plan_file)]
+
+    def on_stop(self, loop: AgentLoop) -> str | None:
+        """Validate the plan once the model stops; feedback gets it one more round."""
+        text = self.run.plan_text()
+        if loop.state.feedback_sent or not text.strip():
+            return None
+        check = validate_plan(text, sections=self.run.sections, workspace=self.run.workspace)
+        if check.ok:
+            return None
+        loop.state.feedback_sent = True
+        return check.feedback()
+
+    def on_budget_spent(self, loop: AgentLoop, reason: str) -> None:
+        """A last call without tools, whose answer becomes the plan if it is one."""
+        paths = self.run.paths
+        loop.add_note(final_turn_note(reason, paths.container_plan_file))
+        response = loop.turn(replace(loop.request(), tool_choice="none"))
+        text = response.text.strip() + "\n"
+        if not looks_like_plan(text):
+            return
+        if read_sandbox_file(paths.host_plan_file) is None:
+            write_new(paths.host_plan_file, text)
+        else:
+            replace_file(paths.host_plan_file, text)
+        loop.state.final_text = loop.state.host_written_plan = text
+        loop.emit("plan_written", detail="from the final turn")
+
+
+class PlanAgentRun:
+    """One Plan subagent run: prompt, loop, plan file, validation, result."""
+
+    def __init__(
+        self,
+        definition: AgentDefinition,
+        model: Model,
+        model_id: str,
+        sandbox: Sandbox,
+        *,
+        workspace: Path,
+        paths: PlanPaths,
+        system_prompt: str,
+        sections: list[str],
+        limits: RunLimits | None = None,
+        label: str = "plan",
+        on_event: EventSink | None = None,
+        cancel: threading.Event | None = None,
+        allowed_tools: frozenset[str] | None = None,
+    ) -> None:
+        self.definition = definition
+        self.model_id = model_id
+        self.workspace = workspace
+        self.paths = paths
+        self.sections = sections
+        self.label = label
+        self.tools = self._offered_tools(allowed_tools)
+        rules = Rules(plan_file=paths.container_plan_file)
+        self.loop = AgentLoop(
+            model=model,
+            model_id=model_id,
+            sandbox=sandbox,
+            system_prompt=system_prompt,
+            tools=lambda: self.tools,
+            context=ToolContext(
+                offered=frozenset(tool.name for tool in self.tools),
+                workspace_host=str(workspace),
+                agent=definition.name,
+            ),
+            mode=lambda: PermissionMode.PLAN,
+            rules=lambda: rules,
+            transcript=paths.transcript,
+            limits=limits,
+            hooks=PlanHooks(self),
+            label=label,
+            on_event=on_event,
+            cancel=cancel,
+        )
+
+    def _offered_tools(self, allowed: frozenset[str] | None) -> list[ToolSpec]:
+        # A plan agent's definition never lists Write or Edit; it gets them here, scoped by
+        # the policy to its plan file, because writing the plan is its whole job.
+        exploring = [
+            t for t in self.definition.effective_tools() if allowed is None or t in allowed
+        ]
+        names = [*exploring, "Write", "Edit"]
+        return tools_for(dict.fromkeys(names))
+
+    def run(self, requirements: str) -> PlanResult:
+        """Run the loop to the end and return the result; never raises for model or tool trouble."""
+        status, reason = PlanStatus.COMPLETE, ""
+        try:
+            self.loop.run(requirements)
+        except LimitReached as limit:
+            status, reason = PlanStatus.INCOMPLETE, str(limit)
+        except PlanrunError as error:
+            status, reason = PlanStatus.FAILED, str(error)
+        result = self._result(status, reason)
+        self.loop.log("result", **result.to_dict())
+        self.loop.emit(
+            "failed" if result.status is PlanStatus.FAILED else "finished", detail=result.reason
+        )
+        return result
+
+    def plan_text(self) -> str:
+        """The plan file if the model wrote one, else its final text, written for it."""
+        state = self.loop.state
+        text = read_sandbox_file(self.paths.host_plan_file)
+        final = state.final_text.strip() + "\n"
+        corrected = text is not None and text == state.host_written_plan and final != text
+        if corrected and looks_like_plan(final):
+            # The plan came as text, and the answer to the feedback is a corrected plan.
+            replace_file(self.paths.host_plan_file, final)
+            state.host_written_plan = final
+            self.loop.emit("plan_written", detail="from the final answer")
+            return final
+        if text is not None and text.strip():
+            return text
+        if final.strip() and text is None:
+            write_new(self.paths.host_plan_file, final)
+            state.host_written_plan = final
+            self.loop.emit("plan_written", detail="from the final answer")
+        return final if final.strip() else ""
+
+    def _result(self, status: PlanStatus, reason: str) -> PlanResult:
+        state = self.loop.state
+        try:
+            text = self.plan_text()
+        except (UnsafeFileError, OSError) as error:
+            text, status, reason = "", PlanStatus.FAILED, str(error)
+        check: PlanCheck | None = None
+        if text.strip():
+            check = validate_plan(text, sections=self.sections, workspace=self.workspace)
+        elif status is PlanStatus.COMPLETE:
+            status, reason = PlanStatus.FAILED, "the model wrote no plan"
+        if status is PlanStatus.COMPLETE and check is not None and not check.ok:
+            reason = "the plan is invalid: " + "; ".join(check.problems)
+        return PlanResult(
+            label=self.label,
+            agent=self.definition.name,
+            model=self.model_id,
+            status=status,
+            reason=reason,
+            plan_path=self.paths.host_plan_file if text.strip() else None,
+            plan_text=text,
+            check=check,
+            suggested_commands=list(dict.fromkeys(state.suggested_commands)),
+            turns=state.turns,
+            tool_calls=state.tool_calls,
+            usage=state.usage,
+            wall_seconds=round(time.monotonic() - state.started, 3),
+            transcript=self.paths.transcript,
+        )
+
+
+def looks_like_plan(text: str) -> bool:
+    """A Markdown document with headings, not a remark such as "Fixed."."""
+    return sum(1 for line in text.splitlines() if line.startswith("#")) >= 2

@@ -1,0 +1,159 @@
+"""Permissions as data plus one decision: the mode, the session's approvals, and
+`decide(use, mode, rules) -> Allow | Ask | Deny` (SPEC M4, M7).
+
+| call                      | plan                         | default | acceptEdits |
+| ---                       | ---                          | ---     | ---         |
+| read (Read, Glob, ...)    | allow                        | allow   | allow       |
+| read-only command         | allow                        | allow   | allow       |
+| other command             | deny, with guidance          | ask     | ask         |
+| edit of the plan file     | allow                        | ask     | allow       |
+| other edit                | deny, with guidance          | ask     | allow       |
+
+In plan mode nothing is ever offered as an approval: the answer is no, with guidance.
+An "always" answer turns an Ask into an Allow for the rest of the session: for edits,
+or for commands that start with an approved prefix.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from sandbox_runner.tools.bash_policy import classify
+from sandbox_runner.tools.policy import Refusal, ToolContext, ToolKind, ToolUse, translate
+from sandbox_runner.types import ToolCall, ToolRequest
+
+
+class PermissionMode(StrEnum):
+    """The permission modes of a session; Shift+Tab cycles them in this order."""
+
+    DEFAULT = "default"
+    ACCEPT_EDITS = "acceptEdits"
+    PLAN = "plan"
+
+    def next(self) -> PermissionMode:
+        """The mode Shift+Tab switches to."""
+        order = list(PermissionMode)
+        return order[(order.index(self) + 1) % len(order)]
+
+
+@dataclass(frozen=True)
+class Allow:
+    """The call may run, as this request to the sandbox."""
+
+    request: ToolRequest
+
+
+@dataclass(frozen=True)
+class Ask:
+    """The call may run only if the user says so."""
+
+    request: ToolRequest
+    question: str
+    """What the user is asked about: `run \\`npm test\\``, `edit src/app.py`."""
+    kind: ToolKind
+    prefix: str | None = None
+    """For a command, the prefix an "always" answer approves (`npm test`, `git commit`)."""
+
+
+@dataclass(frozen=True)
+class Deny:
+    """The call is refused; the message goes back to the model as an error result."""
+
+    message: str
+    suggested_command: str | None = None
+    """A command refused in plan mode, kept as a suggestion in the plan's metadata."""
+
+
+Decision = Allow | Ask | Deny
+
+
+SHELL_OPERATORS = frozenset(";&|<>$`()\n")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a decision depends on beyond the mode: the plan file and the approvals."""
+
+    plan_file: str | None = None
+    """Container path of the plan file: the one file plan mode may write."""
+    approve_edits: bool = False
+    """The user answered "always" to an edit: edits run without asking."""
+    approved_prefixes: frozenset[str] = field(default_factory=frozenset)
+    """Command prefixes the user answered "always" to."""
+
+    def approves(self, command: str) -> bool:
+        """Whether an "always" answer covers this command line (never one that chains,
+        pipes, redirects or substitutes: that could carry any other command along)."""
+        if any(char in command for char in SHELL_OPERATORS):
+            return False
+        words = _words(command)
+        return any(words[: len(p.split())] == p.split() for p in self.approved_prefixes)
+
+
+def check(call: ToolCall, context: ToolContext, mode: PermissionMode, rules: Rules) -> Decision:
+    """Translate a call and decide on it: what the agent loop asks for every call."""
+    use = translate(call, context)
+    if isinstance(use, Refusal):
+        return Deny(use.message)
+    return decide(use, mode, rules)
+
+
+def decide(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
+    """The decision for one translated call (see the table above); never raises."""
+    if use.kind is ToolKind.READ:
+        return Allow(use.request)
+    if use.kind is ToolKind.COMMAND:
+        return _command(use, mode, rules)
+    return _edit(use, mode, rules)
+
+
+def _command(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
+    command = use.command or ""
+    verdict = classify(command)
+    if verdict.allowed:
+        return Allow(use.request)
+    if mode is PermissionMode.PLAN:
+        return Deny(verdict.guidance(), suggested_command=command)
+    if rules.approves(command):
+        return Allow(use.request)
+    prefix = command_prefix(command)
+    return Ask(use.request, f"run `{command}`", ToolKind.COMMAND, prefix=prefix)
+
+
+def _edit(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
+    path = use.path or ""
+    if mode is PermissionMode.PLAN:
+        if use.name == "NotebookEdit" or rules.plan_file is None:
+            return Deny(
+                f"{use.name} is not allowed in plan mode: it is read-only, and this agent "
+                "has no plan file."
+            )
+        if path != rules.plan_file:
+            return Deny(
+                f"{use.name} is only allowed on the plan file {rules.plan_file} in plan mode; "
+                f"{path} is read-only. Describe the change in the plan instead."
+            )
+        return Allow(use.request)
+    if mode is PermissionMode.ACCEPT_EDITS or rules.approve_edits:
+        return Allow(use.request)
+    return Ask(use.request, f"{use.name.lower()} {path}", ToolKind.EDIT)
+
+
+def command_prefix(command: str) -> str:
+    """What "always" approves for a command: its program, and its subcommand if it has one
+    (`npm test`, `git commit`, `make`), never its arguments."""
+    words = _words(command)
+    if not words:
+        return command.strip()
+    if len(words) > 1 and not words[1].startswith("-") and "/" not in words[1]:
+        return " ".join(words[:2])
+    return words[0]
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()

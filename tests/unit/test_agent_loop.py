@@ -1,0 +1,119 @@
+"""The one agent loop, beyond plan runs: modes and approvals read on every call, the
+Approver seam, run_turn, and a conversation that can be rebuilt from its transcript."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox_runner.agents.loop import (
+    AgentLoop,
+    Approval,
+    Headless,
+    LoopHooks,
+    conversation_from_transcript,
+)
+from sandbox_runner.tools.permissions import Ask, PermissionMode, Rules
+from sandbox_runner.tools.policy import ToolContext
+from sandbox_runner.tools.schemas import tools_for
+from tests.support.local_sandbox import LocalSandbox
+from tests.support.scripted_model import ScriptedModel, reply, say, use
+
+TOOLS = tools_for(dict.fromkeys(["Read", "Bash", "Write", "Edit"]))
+
+
+class Recording:
+    """An approver that answers from a list and remembers what it was asked."""
+
+    def __init__(self, *answers: Approval) -> None:
+        self.answers = list(answers)
+        self.asked: list[Ask] = []
+
+    def approve(self, ask: Ask) -> Approval:
+        self.asked.append(ask)
+        return self.answers.pop(0)
+
+
+def make_loop(
+    tmp_path: Path, model: ScriptedModel, mode: list[PermissionMode], approver: object
+) -> tuple[AgentLoop, LocalSandbox]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "notes.txt").write_text("hello\n")
+    sandbox = LocalSandbox(workspace, tmp_path / "plan")
+    (tmp_path / "plan").mkdir(exist_ok=True)
+    loop = AgentLoop(
+        model=model,
+        model_id="claude-test",
+        sandbox=sandbox,
+        system_prompt="You work.",
+        tools=lambda: TOOLS,
+        context=ToolContext(offered=frozenset(t.name for t in TOOLS)),
+        mode=lambda: mode[0],
+        rules=lambda: Rules(),
+        transcript=tmp_path / "transcript.jsonl",
+        approver=approver,  # type: ignore[arg-type]
+        hooks=LoopHooks(),
+    )
+    return loop, sandbox
+
+
+def test_the_mode_is_read_at_every_call_and_asks_go_to_the_approver(tmp_path: Path) -> None:
+    mode = [PermissionMode.DEFAULT]
+    model = ScriptedModel(
+        [
+            reply(use("Bash", {"command": "touch /plan/x"})),
+            reply(use("Bash", {"command": "touch /plan/y"})),
+            reply(say("done")),
+        ]
+    )
+    approver = Recording(Approval(False, feedback="use the plan instead"))
+    loop, sandbox = make_loop(tmp_path, model, mode, approver)
+    with sandbox:
+        original = loop.hooks.on_approval
+
+        def switch(*args: object) -> None:
+            original(*args)  # type: ignore[arg-type]
+            mode[0] = PermissionMode.PLAN  # Shift+Tab while the agent works
+
+        loop.hooks.on_approval = switch  # type: ignore[method-assign]
+        loop.run("make files")
+    [asked] = approver.asked
+    assert asked.question == "run `touch /plan/x`" and asked.prefix == "touch"
+    results = [m for m in loop.state.messages if m["role"] == "user"][1:3]
+    first, second = (r["content"][0]["content"] for r in results)
+    assert "Not approved" in first and "use the plan instead" in first
+    assert "Plan mode is read-only" in second  # denied, never asked, in plan mode
+    assert not (tmp_path / "plan" / "x").exists() and not (tmp_path / "plan" / "y").exists()
+
+
+def test_a_headless_run_is_told_it_cannot_ask(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [reply(use("Write", {"file_path": "a.txt", "content": "x"})), reply(say("ok"))]
+    )
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.DEFAULT], Headless())
+    with sandbox:
+        loop.run("write")
+    result = loop.state.messages[2]["content"][0]
+    assert result["is_error"] and "cannot ask for approval" in result["content"]
+
+
+def test_run_turn_continues_the_conversation_and_the_transcript_rebuilds_it(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        [
+            reply(use("Read", {"file_path": "notes.txt"})),
+            reply(say("It says hello.")),
+            reply(say("Goodbye.")),
+        ]
+    )
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.ACCEPT_EDITS], Headless())
+    with sandbox:
+        loop.run("read the notes")
+        loop.add_note("(a note from planrun)")
+        loop.run_turn("and now?")
+    roles = [m["role"] for m in loop.state.messages]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert loop.state.messages[4]["content"][0]["text"] == "(a note from planrun)"
+    lines = (tmp_path / "transcript.jsonl").read_text().splitlines()
+    assert conversation_from_transcript(lines) == loop.state.messages
