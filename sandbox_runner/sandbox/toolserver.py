@@ -318,6 +318,7 @@ GIT_SCAN_MAX_ENTRIES = 200_000
 GIT_SCAN_MAX_DEPTH = 256
 GIT_MAX_REPOSITORIES = 256
 GIT_MAX_OVERRIDES = 2048
+GIT_MAX_OVERRIDE_BYTES = 256 * 1024
 GIT_MAX_NAME_BYTES = 1024
 COMMAND_HOME = "/tmp"
 
@@ -455,6 +456,9 @@ class GitConfigScan:
         index holds a submodule at its path, so a repository there is scanned like one
         in the tree."""
         info = self.stat(path)
+        if (info is None or stat.S_ISDIR(info.st_mode)) and leads_through_proc(path):
+            # /proc/self/cwd and the like lead each process somewhere else.
+            raise GitRefusal(f"{printable(path)} is a link through /proc")
         if info is None:
             return
         if name in GIT_WORKTREE_FILES:
@@ -611,7 +615,10 @@ class GitConfigScan:
             raise GitRefusal(f"{printable(path)}, which git could open, is a {kind}")
 
     def require_stable(self, path: str) -> None:
-        """Refuse a file that could change between this look and git's own read of it."""
+        """Refuse a file that could change between this look and git's own read of it, or
+        that git could see as another file."""
+        if leads_through_proc(path):
+            raise GitRefusal(f"{printable(path)}, which git would read, leads through /proc")
         real = os.path.realpath(path)
         if any(is_within(real, root) for root in self.roots):
             return
@@ -662,6 +669,32 @@ class GitConfigScan:
         if size > GIT_CONFIG_MAX_BYTES:
             raise GitRefusal(f"{printable(path)} is over {GIT_CONFIG_MAX_BYTES} bytes")
         return b"".join(chunks)
+
+
+def leads_through_proc(path: str) -> bool:
+    """Whether PATH, resolved link by link as the kernel does, passes through /proc, where
+    links such as /proc/self/cwd lead each process to a different place."""
+    pending = [part for part in reversed(path.split("/")) if part]
+    current, links = "/", 0
+    while pending:
+        part = pending.pop()
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, part) if part != "." else current
+        if candidate == "/proc" or candidate.startswith("/proc/"):
+            return True
+        try:
+            target = os.readlink(candidate)
+        except (OSError, ValueError):
+            current = candidate
+            continue
+        links += 1
+        if links > 40:  # the kernel's limit: git cannot follow it either
+            return False
+        current = "/" if target.startswith("/") else current
+        pending += [part for part in reversed(target.split("/")) if part]
+    return False
 
 
 # (section, has no subsection) of the variables whose `path` git includes: include.path and
@@ -724,8 +757,10 @@ def driver_overrides(
     for name in submodules:
         if usable_name(name):
             entries[f"submodule.{os.fsdecode(name)}.ignore"] = "dirty"
-    if len(entries) > GIT_MAX_OVERRIDES:
-        raise GitRefusal(f"it names over {GIT_MAX_OVERRIDES} drivers and submodules")
+    size = sum(len(key) + len(value) for key, value in entries.items())
+    if len(entries) > GIT_MAX_OVERRIDES or size > GIT_MAX_OVERRIDE_BYTES:
+        # Past that, the environment would leave too little room for commands' arguments.
+        raise GitRefusal("it names too many drivers and submodules to switch off")
     return list(entries.items())
 
 

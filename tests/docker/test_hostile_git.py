@@ -10,6 +10,7 @@ whatever git is asked, as for `planrun sandbox run`.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -243,6 +244,45 @@ def test_planrun_s_own_git_status_check_runs_nothing(
     status = workspace_git_status(repo, None, _git_in_sandbox(factory, tmp_path / "status"))
     assert status is not None
     assert made and all(markers(sandbox.spec.plan_dir) == [] for sandbox in made)
+
+
+def test_drivers_git_would_find_elsewhere_than_the_scan_refuse_git(
+    make_sandbox: SandboxFactory, repo: Path
+) -> None:
+    """/proc/self/cwd is the nested repository for the git process there, not for the scan."""
+    build_layout(repo, LAYOUTS[0])
+    config = repo / "sub" / ".git" / "config"
+    (repo / "sub" / "drivers.inc").write_text(HOSTILE_CONFIG)
+    config.write_text(config.read_text().replace(HOSTILE_CONFIG, ""))
+    with config.open("a") as file:
+        file.write("[include]\n\tpath = /proc/self/cwd/drivers.inc\n")
+    control = make_sandbox()
+    with control:
+        bash(control, f"{BARE_GIT} status")
+    assert "ran-clean" in markers(control.spec.plan_dir)
+    sandbox = make_sandbox()
+    with sandbox:
+        assert_git_refused_quickly(sandbox, "leads through /proc")
+    assert markers(sandbox.spec.plan_dir) == []
+
+
+def test_a_git_directory_in_a_writable_place_refuses_git(
+    make_sandbox: SandboxFactory, repo: Path, tmp_path: Path
+) -> None:
+    """A gitdir file may point into the plan directory, which the sandbox can change."""
+    build_layout(repo, LAYOUTS[0])
+    moved = tmp_path / "sub.git"
+    (repo / "sub" / ".git").rename(moved)
+    relative_gitfile(repo / "sub", "/plan/sub.git")
+    control, sandbox = make_sandbox(), make_sandbox()
+    for each in (control, sandbox):
+        shutil.copytree(moved, each.spec.plan_dir / "sub.git")
+    with control:
+        bash(control, f"{BARE_GIT} status")
+    assert "ran-clean" in markers(control.spec.plan_dir)
+    with sandbox:
+        assert_git_refused_quickly(sandbox, "writable place")
+    assert markers(sandbox.spec.plan_dir) == []
 
 
 # Where a FIFO (or a link to a device) makes git wait for ever, or read without end.
