@@ -356,8 +356,10 @@ class GitGuard:
         scan = GitConfigScan(self.roots)
         try:
             env = git_config_env([*GIT_SAFE_CONFIG, *scan.run()])
-        except GitRefusal as refusal:
-            message = f"planrun: git is disabled in this sandbox: {refusal}"
+        except (GitRefusal, OSError, ValueError, RecursionError) as refusal:
+            # A guard that fails says so and keeps git off; it never lets git run unguarded.
+            reason = refusal if isinstance(refusal, GitRefusal) else f"the scan failed: {refusal!r}"
+            message = f"planrun: git is disabled in this sandbox: {reason}"
             # The invalid key stops every git command with the message; the GIT_DIR that
             # does not exist stops it before it opens the repository's files (a FIFO there
             # would block it) and says the same.
@@ -2560,6 +2562,8 @@ class ToolServer:
             __import__("subprocess")
         finally:
             self.warmed_up.set()
+        # The first scan of a large workspace takes a while: done before a command needs it.
+        self.git.env()
 
     def shutdown(self, *, locked: bool = False) -> NoReturn:
         """Kill every running command (whole process groups and token holders), then exit."""
