@@ -1027,6 +1027,8 @@ def command_env(token: str, git_env: dict[str, str]) -> dict[str, str]:
         # says: a partial clone's lazy fetch would run remote.<name>.uploadpack.
         "GIT_ALLOW_PROTOCOL": "",
         "GIT_CONFIG_GLOBAL": "/dev/null",  # HOME is the shared /tmp
+        # Nor are git's default attributes and ignore files there ($HOME/.config/git/).
+        "XDG_CONFIG_HOME": "/dev/null",
         **git_env,
         "GIT_PAGER": "cat",
         "PAGER": "cat",

@@ -350,6 +350,20 @@ def test_a_fifo_where_git_reads_refuses_git_at_once(
         assert_git_refused_quickly(sandbox, "fifo")
 
 
+def test_git_s_default_files_in_the_writable_home_are_not_read(
+    make_sandbox: SandboxFactory, repo: Path
+) -> None:
+    build_layout(repo, LAYOUTS[0])
+    with make_sandbox() as sandbox:
+        made = bash(
+            sandbox, "mkdir -p /tmp/.config/git && cd /tmp/.config/git && mkfifo ignore attributes"
+        )
+        assert made.exit_code == 0, made.output
+        for command in ("git status", "git check-attr -a README.md"):
+            result = bash(sandbox, command, timeout=30)
+            assert result.exit_code == 0 and not result.timed_out, (command, result)
+
+
 @pytest.mark.parametrize("place", sorted(DEVICE_LINKS))
 def test_a_link_to_a_device_where_git_reads_refuses_git(
     make_sandbox: SandboxFactory, repo: Path, place: str
