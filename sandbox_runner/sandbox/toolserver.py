@@ -411,6 +411,8 @@ class GitConfigScan:
         self.submodules: dict[bytes, None] = {}
         self._paths: dict[bytes, None] = {}  # the values of GIT_PATH_SETTINGS
         self._worktrees: dict[str, None] = {}  # where git may run: bases of those values
+        self._core_worktrees: dict[str, None] = {}  # what core.worktree settings name
+        self._trees: list[str] = []  # the tops of the worktrees walked
         self._depths: dict[str, int] = {}  # the smallest include depth each file was read at
         self._walked: set[str] = set()
         self._repositories = 0
@@ -419,21 +421,20 @@ class GitConfigScan:
 
     def run(self) -> list[tuple[str, str]]:
         self.tree(self.roots[0])
+        self.check_core_worktrees()
         self.check_path_settings()
         return driver_overrides(self.variables, self.submodules)
 
     def tree(self, top: str) -> None:
         """Walk a worktree without following links, for every repository in it and for
-        git's own files (.gitignore, ...) that could block."""
+        git's own files (.gitignore, ...) that could block. Git never takes a directory
+        laid out as a bare repository for one (safe.bareRepository=explicit)."""
         self._worktrees[top] = None
+        self._trees.append(os.path.realpath(top))
         pending = [(top, 0)]
         while pending:
             directory, depth = pending.pop()
-            entries = self.listing(directory, depth)
-            if {"HEAD", "config"} <= {entry.name for entry in entries}:
-                # Laid out as a bare repository: git ignores it, but its drivers cost nothing.
-                self.config_file(os.path.join(directory, "config"), 0, directory)
-            for entry in entries:
+            for entry in self.listing(directory, depth):
                 if entry.name == ".git":
                     self.dot_git(entry.path)
                 elif entry.is_dir(follow_symlinks=False):
@@ -544,8 +545,9 @@ class GitConfigScan:
     def alternates(self, path: str) -> None:
         """Object directories that objects/info/alternates names: git reads objects there."""
         objects = os.path.dirname(os.path.dirname(path))
-        for line in (self.read(path) or b"").splitlines():
-            line = line.strip()
+        for line in (self.read(path) or b"").split(b"\n"):  # as git reads it: no stripping
+            if line.startswith(b'"'):
+                raise GitRefusal(f"{printable(path)} names a directory in C quotes")
             if line and not line.startswith(b"#"):
                 self.git_dir(os.path.join(objects, os.fsdecode(line)))
 
@@ -593,13 +595,16 @@ class GitConfigScan:
             elif (section, key) in GIT_PATH_SETTINGS and subsection is None and value:
                 self._paths[value] = None
             elif (section, subsection, key) == (b"core", None, b"worktree") and value:
-                self.core_worktree(os.path.join(gitdir, os.fsdecode(value)))
+                self._core_worktrees[os.path.join(gitdir, os.fsdecode(value))] = None
 
-    def core_worktree(self, worktree: str) -> None:
-        real = os.path.realpath(worktree)
-        if not is_within(real, self.roots[0]):
-            raise GitRefusal(f"core.worktree {printable(worktree)} is outside the workspace")
-        self._worktrees[real] = None
+    def check_core_worktrees(self) -> None:
+        """A worktree elsewhere holds repositories of its own: it must be one walked."""
+        for worktree in self._core_worktrees:
+            self.require_stable(worktree)
+            real = os.path.realpath(worktree)
+            if not any(is_within(real, top) for top in self._trees):
+                raise GitRefusal(f"core.worktree {printable(worktree)} is outside the workspace")
+            self._worktrees[real] = None
 
     def check_path_settings(self) -> None:
         """The files that path settings name, from wherever git may run."""
