@@ -24,9 +24,9 @@ from sandbox_runner.types import ExecResult, ToolRequest
 
 SandboxFactory = Callable[..., DockerSandbox]
 
-# Read-only git commands (all allowed by the Bash policy, or refused only for their options)
-# that look into nested repositories, run filters, diff drivers or textconv, plus planrun's
-# own before/after `git status`.
+# Git commands that look into nested repositories or run filters, diff drivers or textconv:
+# read-only ones the Bash policy allows, the same with the options it refuses (which
+# `planrun sandbox run` lets through), and planrun's own before/after `git status`.
 READ_ONLY_GIT = (
     "git status",
     "git status --ignore-submodules=none",
