@@ -218,9 +218,11 @@ class WorkspaceState:
 GitStatusRunner = Callable[[str], "str | None"]
 """Runs a git command line in the workspace (inside a sandbox): its output, None on failure."""
 
+# Submodules are compared by their commit only: looking at their files would start git in
+# each of them, under its own config (the tool server neutralises those too).
 GIT_STATUS_COMMAND = (
     "git -c core.fsmonitor=false -c core.untrackedCache=false --no-optional-locks "
-    "status --porcelain=v1 -z --untracked-files=all"
+    "status --porcelain=v1 -z --untracked-files=all --ignore-submodules=dirty"
 )
 
 

@@ -271,9 +271,10 @@ def file_type(mode: int) -> str:
 # git: a repository is read, never obeyed
 
 
-# Git settings for every command, in command-line scope (above the repository's own config):
-# a repository owned by another uid is fine to read, but no program that its config names
-# may run, even inside the sandbox.
+# Git settings for every command, in command-line scope (above the repository's own config).
+# They reach every git process a command starts, submodules' included (git keeps the
+# GIT_CONFIG_* variables for them): a repository owned by another uid is fine to read, but
+# no program that any config names may run, even inside the sandbox.
 GIT_SAFE_CONFIG = (
     ("safe.directory", "*"),
     # Tracked files can lay out a directory as a bare repository, with its own config.
@@ -291,6 +292,14 @@ GIT_SAFE_CONFIG = (
     # `git log --help` would run the repository's man.<viewer>.cmd or browser.<name>.cmd.
     ("help.format", "info"),
     ("core.pager", "cat"),
+    # Looking into a submodule's files means a git process there, under that repository's
+    # config: by default, git compares submodules by their commit only. Options and
+    # submodule.<name>.ignore can still ask for more, so the scan below covers every nested
+    # repository; these settings only keep the default narrow.
+    ("diff.ignoreSubmodules", "dirty"),
+    ("diff.submodule", "short"),
+    ("status.submoduleSummary", "false"),
+    ("submodule.recurse", "false"),
 )
 # Stands in for an external diff the repository names. Git passes `path old-file old-hex
 # old-mode new-file new-hex new-mode` and takes diff(1)'s status 1 for a crash; an empty
@@ -302,12 +311,26 @@ GIT_PLAIN_DIFF = (
 # Empty values switch a filter off (process wins over clean/smudge, and an empty one runs
 # nothing); required=false keeps git from failing the file instead.
 GIT_FILTER_OFF = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+# Files of a worktree that git opens by name, and settings that name a file git opens:
+# a FIFO or a device there would block git or feed it without end.
+GIT_WORKTREE_FILES = frozenset({".gitignore", ".gitattributes", ".gitmodules", ".mailmap"})
+GIT_PATH_SETTINGS = frozenset(
+    {
+        (b"core", b"excludesfile"),
+        (b"core", b"attributesfile"),
+        (b"mailmap", b"file"),
+        (b"diff", b"orderfile"),
+        (b"blame", b"ignorerevsfile"),
+    }
+)
 GIT_CONFIG_MAX_BYTES = 1 << 20
 GIT_CONFIG_MAX_FILES = 1024
 GIT_INCLUDE_MAX_DEPTH = 10  # git's own limit: deeper, it stops with an error
-GIT_SUBMODULE_MAX_DEPTH = 8
-GIT_MODULES_MAX_DIRS = 4096
+GIT_SCAN_MAX_ENTRIES = 200_000
+GIT_SCAN_MAX_DEPTH = 256
+GIT_MAX_REPOSITORIES = 256
 GIT_MAX_OVERRIDES = 2048
+GIT_MAX_OVERRIDE_BYTES = 256 * 1024
 GIT_MAX_NAME_BYTES = 1024
 COMMAND_HOME = "/tmp"
 
@@ -315,15 +338,16 @@ Stamp = tuple[int, int, int, int, int, int]
 
 
 class GitRefusal(Exception):
-    """A config file git may read cannot be checked, so git must not run; says why."""
+    """Something git may read cannot be checked, so git must not run; says why."""
 
 
 class GitGuard:
     """The git variables for commands' environment: GIT_SAFE_CONFIG, plus entries that
-    switch off every filter, diff and merge driver the repositories under ROOTS define.
+    switch off every filter, diff and merge driver that any repository in the workspace
+    defines, at any depth.
 
-    ROOTS (the workspace and extra directories) are read-only mounts. The result is kept
-    until a file or directory the scan looked at changes.
+    ROOTS are read-only mounts: the workspace, which is walked, then the extra directories.
+    The result is kept until a directory or file the scan looked at changes.
     """
 
     def __init__(self, roots: list[str]) -> None:
@@ -344,8 +368,10 @@ class GitGuard:
         scan = GitConfigScan(self.roots)
         try:
             env = git_config_env([*GIT_SAFE_CONFIG, *scan.run()])
-        except GitRefusal as refusal:
-            message = f"planrun: git is disabled in this sandbox: {refusal}"
+        except (GitRefusal, OSError, ValueError, RecursionError) as refusal:
+            # A guard that fails says so and keeps git off; it never lets git run unguarded.
+            reason = refusal if isinstance(refusal, GitRefusal) else f"the scan failed: {refusal!r}"
+            message = f"planrun: git is disabled in this sandbox: {reason}"
             # The invalid key stops every git command with the message; the GIT_DIR that
             # does not exist stops it before it opens the repository's files (a FIFO there
             # would block it) and says the same.
@@ -373,84 +399,193 @@ def stamp_from(info: os.stat_result) -> Stamp:
     )
 
 
+def blocking_kind(path: str, info: os.stat_result) -> str | None:
+    """What a file is if opening or reading it could block or never end (a FIFO, a device
+    other than /dev/null); None for anything git reads at once or does not read."""
+    mode = info.st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISBLK(mode):
+        return file_type(mode).replace("_", " ")
+    if stat.S_ISCHR(mode) and os.path.realpath(path) != os.devnull:
+        return "char device"
+    return None
+
+
 class GitConfigScan:
-    """One look at every config file git may read for the repositories under the roots:
-    each root's repository, its submodules, and every file their config includes."""
+    """One look at everything git may read in the workspace: it walks the whole tree for
+    repositories (nested, submodules or not, or reached by a link), and each repository's
+    git directory for its config files (its own, its worktrees', its submodules'), what
+    they include, the common directory and alternates they name, and files that block."""
 
     def __init__(self, roots: list[str]) -> None:
         self.roots = [os.path.realpath(root) for root in roots]
         self.stamps: dict[str, Stamp | None] = {}
         self.variables: dict[tuple[bytes, bytes | None, bytes], None] = {}
+        self.submodules: dict[bytes, None] = {}
+        self._paths: dict[bytes, None] = {}  # the values of GIT_PATH_SETTINGS
+        self._worktrees: dict[str, None] = {}  # where git may run: bases of those values
+        self._core_worktrees: dict[str, None] = {}  # what core.worktree settings name
+        self._trees: list[str] = []  # the tops of the worktrees walked
         self._depths: dict[str, int] = {}  # the smallest include depth each file was read at
+        self._walked: set[str] = set()
+        self._repositories = 0
         self._files = 0
-        self._module_dirs = 0
+        self._entries = 0
 
     def run(self) -> list[tuple[str, str]]:
-        for root in self.roots:
-            self.worktree(root, 0)
-        return driver_overrides(self.variables)
+        self.tree(self.roots[0])
+        self.check_core_worktrees()
+        self.check_path_settings()
+        return driver_overrides(self.variables, self.submodules)
 
-    def worktree(self, worktree: str, depth: int) -> None:
-        """The repository of WORKTREE and, through its .gitmodules, its submodules'."""
-        gitdir = self.gitdir_of(os.path.join(worktree, ".git"))
-        if gitdir is not None:
-            self.repository(gitdir)
-        data = self.read(os.path.join(worktree, ".gitmodules"))
-        for name, value in git_config_variables(data or b""):
-            section, _, key = split_variable(name)
-            if section == b"submodule" and key == b"path" and value:
-                if depth >= GIT_SUBMODULE_MAX_DEPTH:
-                    raise GitRefusal(f"submodules nest over {GIT_SUBMODULE_MAX_DEPTH} deep")
-                self.worktree(os.path.join(worktree, os.fsdecode(value)), depth + 1)
-
-    def gitdir_of(self, dotgit: str) -> str | None:
-        """The git directory a .git directory or `gitdir: PATH` file stands for."""
-        self.require_stable(dotgit)
-        info = self.stat(dotgit)
-        if info is not None and stat.S_ISDIR(info.st_mode):
-            return dotgit
-        if info is None or not stat.S_ISREG(info.st_mode):
-            return None  # git does not read a .git that is neither
-        data = self.read(dotgit)
-        if data is None or not data.startswith(b"gitdir: "):
-            return None
-        return os.path.join(os.path.dirname(dotgit), os.fsdecode(data[8:].rstrip(b"\r\n")))
-
-    def repository(self, gitdir: str) -> None:
-        common = gitdir
-        shared = self.read(os.path.join(gitdir, "commondir"))  # a linked worktree's gitdir
-        if shared:
-            common = os.path.join(gitdir, os.fsdecode(shared.rstrip(b"\r\n")))
-        for name in ("config", "config.worktree"):
-            self.config_file(os.path.join(common, name), 0)
-            self.config_file(os.path.join(gitdir, name), 0)
-        self.modules(os.path.join(common, "modules"))
-
-    def modules(self, top: str) -> None:
-        """Every submodule's git directory under .git/modules (names may hold slashes)."""
-        pending = [top]
+    def tree(self, top: str) -> None:
+        """Walk a worktree without following links, for every repository in it and for
+        git's own files (.gitignore, ...) that could block. Git never takes a directory
+        laid out as a bare repository for one (safe.bareRepository=explicit)."""
+        self._worktrees[top] = None
+        self._trees.append(os.path.realpath(top))
+        pending = [(top, 0)]
         while pending:
-            directory = pending.pop()
-            self._module_dirs += 1
-            if self._module_dirs > GIT_MODULES_MAX_DIRS:
-                raise GitRefusal(f"more than {GIT_MODULES_MAX_DIRS} submodule directories")
-            self.require_stable(directory)
-            if self.stat(directory) is None:
-                continue
-            try:
-                with os.scandir(directory) as scan:
-                    subdirs = {entry.name for entry in scan if entry.is_dir(follow_symlinks=False)}
-            except OSError:
-                continue
-            if os.path.lexists(os.path.join(directory, "HEAD")):
-                # A git directory: nested submodules live only in its modules/.
-                self.config_file(os.path.join(directory, "config"), 0)
-                self.config_file(os.path.join(directory, "config.worktree"), 0)
-                subdirs &= {"modules"}
-            pending += [os.path.join(directory, name) for name in sorted(subdirs)]
+            directory, depth = pending.pop()
+            for entry in self.listing(directory, depth):
+                if entry.name == ".git":
+                    self.dot_git(entry.path)
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, depth + 1))
+                elif entry.is_symlink():
+                    self.link_in_tree(entry.path, entry.name)
+                elif entry.name in GIT_WORKTREE_FILES:
+                    self.worktree_file(entry.path, entry.name)
 
-    def config_file(self, path: str, depth: int) -> None:
-        """Note the variables of one config file and, recursively, the files it includes."""
+    def worktree_file(self, path: str, name: str) -> None:
+        info = self.stat(path)
+        if info is not None:
+            self.require_unblocking(path, info)
+            if name == ".gitmodules" and stat.S_ISREG(info.st_mode):
+                for variable, _ in git_config_variables(self.read(path) or b""):
+                    section, subsection, _ = split_variable(variable)
+                    if section == b"submodule" and subsection is not None:
+                        self.submodules[subsection] = None
+
+    def link_in_tree(self, path: str, name: str) -> None:
+        """A symbolic link in a worktree: git enters the directory it leads to when the
+        index holds a submodule at its path, so a repository there is scanned like one
+        in the tree."""
+        info = self.stat(path)
+        if (info is None or stat.S_ISDIR(info.st_mode)) and leads_through_proc(path):
+            # /proc/self/cwd and the like lead each process somewhere else.
+            raise GitRefusal(f"{printable(path)} is a link through /proc")
+        if info is None:
+            return
+        if name in GIT_WORKTREE_FILES:
+            self.require_unblocking(path, info)
+        real = os.path.realpath(path)
+        if not stat.S_ISDIR(info.st_mode) or is_within(real, self.roots[0]):
+            return  # the walk reads that directory where it is
+        if os.path.lexists(os.path.join(real, ".git")) and real not in self._walked:
+            self.require_stable(real)
+            self._walked.add(real)
+            self.tree(real)
+
+    def dot_git(self, dotgit: str) -> None:
+        """A `.git` entry: a git directory, or a file naming one (`gitdir: PATH`)."""
+        self.require_stable(dotgit)
+        self._worktrees[os.path.dirname(dotgit)] = None
+        info = self.stat(dotgit)
+        if info is None:
+            return
+        if stat.S_ISDIR(info.st_mode):
+            self.git_dir(dotgit)
+            return
+        self.require_unblocking(dotgit, info)
+        data = self.read(dotgit)
+        if data is not None and data.startswith(b"gitdir: "):
+            target = os.fsdecode(data[8:].rstrip(b"\r\n"))
+            self.git_dir(os.path.join(os.path.dirname(dotgit), target))
+
+    def git_dir(self, gitdir: str) -> None:
+        """Every file of a git directory, including links it holds to directories: config
+        files where a repository is (a HEAD), and no file that could block."""
+        real = os.path.realpath(gitdir)
+        if real in self._walked:
+            return
+        self._walked.add(real)
+        self._repositories += 1
+        if self._repositories > GIT_MAX_REPOSITORIES:
+            raise GitRefusal(f"over {GIT_MAX_REPOSITORIES} repositories to check")
+        self.require_stable(gitdir)
+        pending = [(gitdir, 0)]
+        while pending:
+            directory, depth = pending.pop()
+            entries = self.listing(directory, depth)
+            names = {entry.name for entry in entries}
+            if directory == gitdir or "HEAD" in names:
+                self.repository(directory, names)
+            for entry in entries:
+                if entry.name == ".git":
+                    self.dot_git(entry.path)
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, depth + 1))
+                elif entry.name == "alternates" and os.path.basename(directory) == "info":
+                    self.alternates(entry.path)
+                elif not entry.is_file(follow_symlinks=False):
+                    self.git_file(entry, depth, pending)
+
+    def repository(self, gitdir: str, names: set[str]) -> None:
+        """The config files of the repository (or linked worktree) whose git directory
+        this is, and its common directory."""
+        for name in ("config", "config.worktree"):
+            if name in names:
+                self.config_file(os.path.join(gitdir, name), 0, gitdir)
+        if "commondir" in names:
+            common = self.read(os.path.join(gitdir, "commondir"))
+            if common:
+                self.git_dir(os.path.join(gitdir, os.fsdecode(common.rstrip(b"\r\n"))))
+
+    def git_file(self, entry: os.DirEntry[str], depth: int, pending: list[tuple[str, int]]) -> None:
+        """An entry of a git directory that is neither a directory nor a regular file."""
+        info = self.stat(entry.path) if entry.is_symlink() else entry.stat(follow_symlinks=False)
+        if info is None:
+            return
+        self.require_unblocking(entry.path, info)
+        real = os.path.realpath(entry.path)
+        if stat.S_ISDIR(info.st_mode) and real not in self._walked:
+            # A link to a directory (git-new-workdir links objects, refs, ...): walked too.
+            self.require_stable(real)
+            self._walked.add(real)
+            pending.append((entry.path, depth + 1))
+
+    def alternates(self, path: str) -> None:
+        """Object directories that objects/info/alternates names: git reads objects there."""
+        objects = os.path.dirname(os.path.dirname(path))
+        for line in (self.read(path) or b"").split(b"\n"):  # as git reads it: no stripping
+            if line.startswith(b'"'):
+                raise GitRefusal(f"{printable(path)} names a directory in C quotes")
+            if line and not line.startswith(b"#"):
+                self.git_dir(os.path.join(objects, os.fsdecode(line)))
+
+    def listing(self, directory: str, depth: int) -> list[os.DirEntry[str]]:
+        if depth > GIT_SCAN_MAX_DEPTH:
+            raise GitRefusal(f"{printable(directory)} is over {GIT_SCAN_MAX_DEPTH} deep")
+        if self.stat(directory) is None:
+            return []
+        try:
+            with os.scandir(directory) as scan:
+                entries = list(scan)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            if isinstance(exc, PermissionError) and not os.access(directory, os.X_OK):
+                return []  # git cannot look inside either
+            message = describe_os_error(exc, directory)
+            raise GitRefusal(f"{message}, and git could look inside") from None
+        self._entries += len(entries)
+        if self._entries > GIT_SCAN_MAX_ENTRIES:
+            raise GitRefusal(f"the repository has over {GIT_SCAN_MAX_ENTRIES} entries to check")
+        return entries
+
+    def config_file(self, path: str, depth: int, gitdir: str) -> None:
+        """Note the variables of one config file and, recursively, the files it includes.
+        GITDIR is the repository's git directory, which relative settings start from."""
         real = os.path.realpath(path)
         if self._depths.get(real, GIT_INCLUDE_MAX_DEPTH + 1) <= depth:
             return
@@ -464,12 +599,45 @@ class GitConfigScan:
             if key == b"path" and (section, subsection is None) in INCLUDE_SECTIONS:
                 target = include_target(value, path)
                 if target is not None and depth < GIT_INCLUDE_MAX_DEPTH:
-                    self.config_file(target, depth + 1)
-            else:
-                self.variables[(section, subsection, key)] = None
+                    self.config_file(target, depth + 1, gitdir)
+                continue
+            self.variables[(section, subsection, key)] = None
+            if section == b"submodule" and subsection is not None:
+                self.submodules[subsection] = None
+            elif (section, key) in GIT_PATH_SETTINGS and subsection is None and value:
+                self._paths[value] = None
+            elif (section, subsection, key) == (b"core", None, b"worktree") and value:
+                self._core_worktrees[os.path.join(gitdir, os.fsdecode(value))] = None
+
+    def check_core_worktrees(self) -> None:
+        """A worktree elsewhere holds repositories of its own: it must be one walked."""
+        for worktree in self._core_worktrees:
+            self.require_stable(worktree)
+            real = os.path.realpath(worktree)
+            if not any(is_within(real, top) for top in self._trees):
+                raise GitRefusal(f"core.worktree {printable(worktree)} is outside the workspace")
+            self._worktrees[real] = None
+
+    def check_path_settings(self) -> None:
+        """The files that path settings name, from wherever git may run."""
+        for value in self._paths:
+            for base in self._worktrees:
+                path = expand_git_path(value, base)
+                self.require_stable(path)
+                info = self.stat(path)
+                if info is not None:
+                    self.require_unblocking(path, info)
+
+    def require_unblocking(self, path: str, info: os.stat_result) -> None:
+        kind = blocking_kind(path, info)
+        if kind is not None:
+            raise GitRefusal(f"{printable(path)}, which git could open, is a {kind}")
 
     def require_stable(self, path: str) -> None:
-        """Refuse a file that could change between this look and git's own read of it."""
+        """Refuse a file that could change between this look and git's own read of it, or
+        that git could see as another file."""
+        if leads_through_proc(path):
+            raise GitRefusal(f"{printable(path)}, which git would read, leads through /proc")
         real = os.path.realpath(path)
         if any(is_within(real, root) for root in self.roots):
             return
@@ -522,15 +690,46 @@ class GitConfigScan:
         return b"".join(chunks)
 
 
+def leads_through_proc(path: str) -> bool:
+    """Whether PATH, resolved link by link as the kernel does, passes through /proc, where
+    links such as /proc/self/cwd lead each process to a different place."""
+    pending = [part for part in reversed(path.split("/")) if part]
+    current, links = "/", 0
+    while pending:
+        part = pending.pop()
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, part) if part != "." else current
+        if candidate == "/proc" or candidate.startswith("/proc/"):
+            return True
+        try:
+            target = os.readlink(candidate)
+        except (OSError, ValueError):
+            current = candidate
+            continue
+        links += 1
+        if links > 40:  # the kernel's limit: git cannot follow it either
+            return False
+        current = "/" if target.startswith("/") else current
+        pending += [part for part in reversed(target.split("/")) if part]
+    return False
+
+
 # (section, has no subsection) of the variables whose `path` git includes: include.path and
 # includeIf.<condition>.path (whatever the condition: reading too much is harmless).
 INCLUDE_SECTIONS = frozenset({(b"include", True), (b"includeif", False)})
 
 
 def include_target(value: bytes | None, including: str) -> str | None:
-    """The file an include names, expanded as git does (HOME is the commands' HOME)."""
+    """The file an include names: relative to the including file's directory."""
     if not value:
         return None
+    return expand_git_path(value, os.path.dirname(including))
+
+
+def expand_git_path(value: bytes, base: str) -> str:
+    """A path from a config value, expanded as git does (HOME is the commands' HOME)."""
     path = os.fsdecode(value)
     if path == "~" or path.startswith("~/"):
         path = COMMAND_HOME + path[1:]
@@ -538,9 +737,8 @@ def include_target(value: bytes | None, including: str) -> str | None:
         path = os.path.expanduser(path)
     elif path.startswith("%(prefix)/"):
         path = "/usr/" + path[len("%(prefix)/") :]
-    # Relative to the including file's directory, without normalising: `..` after a
-    # symlink must go where the kernel (and git) goes.
-    return os.path.join(os.path.dirname(including), path)
+    # Without normalising: `..` after a symlink must go where the kernel (and git) goes.
+    return os.path.join(base, path)
 
 
 def split_variable(name: bytes) -> tuple[bytes, bytes | None, bytes]:
@@ -554,19 +752,17 @@ DRIVER_SECTIONS = frozenset({b"filter", b"diff", b"merge"})
 
 
 def driver_overrides(
-    variables: dict[tuple[bytes, bytes | None, bytes], None],
+    variables: dict[tuple[bytes, bytes | None, bytes], None], submodules: dict[bytes, None]
 ) -> list[tuple[str, str]]:
-    """Entries that switch off what the config defines that runs a program."""
+    """Entries that switch off what the config defines that runs a program, and keep each
+    submodule named anywhere compared by its commit only."""
     entries: dict[str, str] = {}
     for section, name, key in variables:
         if (section, name, key) == (b"diff", None, b"external"):
             entries["diff.external"] = GIT_PLAIN_DIFF
-        # git reads a name holding a NUL only up to it: no driver has such a name.
-        if section not in DRIVER_SECTIONS or name is None or b"\0" in name:
+        if section not in DRIVER_SECTIONS or not usable_name(name):
             continue
-        if len(name) > GIT_MAX_NAME_BYTES:
-            raise GitRefusal(f"it names a driver with over {GIT_MAX_NAME_BYTES} bytes")
-        prefix = f"{section.decode()}.{os.fsdecode(name)}."
+        prefix = f"{section.decode()}.{os.fsdecode(name or b'')}."
         if section == b"filter":
             entries.update((prefix + setting, value) for setting, value in GIT_FILTER_OFF)
         elif section == b"merge":
@@ -577,7 +773,24 @@ def driver_overrides(
             entries[prefix + "command"] = GIT_PLAIN_DIFF
         if len(entries) > GIT_MAX_OVERRIDES:
             raise GitRefusal(f"it defines over {GIT_MAX_OVERRIDES // 4} drivers")
+    for name in submodules:
+        if usable_name(name):
+            entries[f"submodule.{os.fsdecode(name)}.ignore"] = "dirty"
+    size = sum(len(key) + len(value) for key, value in entries.items())
+    if len(entries) > GIT_MAX_OVERRIDES or size > GIT_MAX_OVERRIDE_BYTES:
+        # Past that, the environment would leave too little room for commands' arguments.
+        raise GitRefusal("it names too many drivers and submodules to switch off")
     return list(entries.items())
+
+
+def usable_name(name: bytes | None) -> bool:
+    """Whether git can read a subsection name back (it reads one holding a NUL only up to
+    the NUL, so no driver has such a name); one too long to check refuses git."""
+    if name is None or b"\0" in name:
+        return False
+    if len(name) > GIT_MAX_NAME_BYTES:
+        raise GitRefusal(f"it names a driver or submodule with over {GIT_MAX_NAME_BYTES} bytes")
+    return True
 
 
 # A port of git's config file parser (config.c, git 2.39): git_parse_source, get_base_var,
@@ -831,6 +1044,8 @@ def command_env(token: str, git_env: dict[str, str]) -> dict[str, str]:
         # says: a partial clone's lazy fetch would run remote.<name>.uploadpack.
         "GIT_ALLOW_PROTOCOL": "",
         "GIT_CONFIG_GLOBAL": "/dev/null",  # HOME is the shared /tmp
+        # Nor are git's default attributes and ignore files there ($HOME/.config/git/).
+        "XDG_CONFIG_HOME": "/dev/null",
         **git_env,
         "GIT_PAGER": "cat",
         "PAGER": "cat",
@@ -2695,6 +2910,8 @@ class ToolServer:
             __import__("subprocess")
         finally:
             self.warmed_up.set()
+        # The first scan of a large workspace takes a while: done before a command needs it.
+        self.git.env()
 
     def shutdown(self, *, locked: bool = False) -> NoReturn:
         """Kill every running command (whole process groups and token holders), then exit."""

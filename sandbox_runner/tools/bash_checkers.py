@@ -386,6 +386,31 @@ def check_git(args: list[str]) -> str | None:
     flag = forbidden_flag(rest, "O" if subcommand == "grep" else "", _GIT_FORBIDDEN)
     if flag is not None:
         return f"`git {subcommand} {flag}` writes files or runs other programs"
+    flag = _git_into_submodules(rest)
+    if flag is not None:
+        return f"`git {subcommand} {flag}` looks into submodules, which plan mode keeps out of"
+    return None
+
+
+# Options that make git read submodules' files or start git in them, and the values that
+# keep to their commits (`--ignore-submodules` alone means all, `--submodule` alone log).
+_GIT_SUBMODULE_OPTIONS = {
+    "--recurse-submodules": (),
+    "--ignore-submodules": ("all", "dirty"),
+    "--submodule": ("short", "log"),
+}
+
+
+def _git_into_submodules(rest: list[str]) -> str | None:
+    """The first option that would undo the sandbox's `diff.ignoreSubmodules=dirty`
+    (abbreviations count, as in forbidden_flag)."""
+    for arg in rest:
+        name, equals, value = arg.partition("=")
+        if not arg.startswith("--") or len(name) <= 2:
+            continue
+        for option, narrow in _GIT_SUBMODULE_OPTIONS.items():
+            if option.startswith(name) and (not narrow or (equals and value not in narrow)):
+                return arg
     return None
 
 

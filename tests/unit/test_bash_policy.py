@@ -538,3 +538,37 @@ def test_git_after_cd_is_refused(command: str) -> None:
 @pytest.mark.parametrize("command", ["git log && cd src && ls", "cd src && ls", "git log"])
 def test_git_before_cd_or_cd_alone_is_fine(command: str) -> None:
     assert classify(command).allowed
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status --ignore-submodules=none",
+        "git diff --ignore-sub=untracked",
+        "git diff --submodule=diff",
+        "git log -p --submod=diff",
+        "git grep --recurse-submodules needle",
+        "git ls-files --recurse",
+        "git describe --dirty -- --ignore-submodules=none",
+    ],
+)
+def test_git_options_that_look_into_submodules_are_refused(command: str) -> None:
+    verdict = classify(command)
+    assert not verdict.allowed
+    assert "submodules" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status --ignore-submodules",
+        "git diff --ignore-submodules=dirty",
+        "git diff --ignore-submodules=all --stat",
+        "git log -p --submodule",
+        "git diff --submodule=log",
+        "git submodule status --recursive",
+        "git log --no-recurse-submodules",
+    ],
+)
+def test_git_options_that_keep_to_submodule_commits_are_allowed(command: str) -> None:
+    assert classify(command).allowed
