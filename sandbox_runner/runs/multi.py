@@ -121,12 +121,12 @@ def execute(
         workspace_git_status,
         spec.workspace,
         exclude,
-        _git_in_sandbox(sandbox_factory),
+        git_in_sandbox(sandbox_factory),
     )
     interrupted = False
     try:
         results = runner.run(jobs)
-        after = snapshot(spec.workspace, exclude, _git_in_sandbox(sandbox_factory))
+        after = snapshot(spec.workspace, exclude, git_in_sandbox(sandbox_factory))
     except (KeyboardInterrupt, SystemExit):
         # Ctrl-C or SIGTERM at any point of the run: keep what finished, compare the tree
         # only (if that is quick), and still write the report.
@@ -206,7 +206,7 @@ def _settled(future: Future[str | None], timeout: float) -> str | None:
         return None
 
 
-def _git_in_sandbox(sandbox_factory: SandboxFactory) -> GitStatusRunner:
+def git_in_sandbox(sandbox_factory: SandboxFactory) -> GitStatusRunner:
     """Runs git in a throwaway sandbox: a repository's config can name programs for git
     to run (filters, diff drivers, fsmonitor), so git never runs on the host. The sandbox
     has no plan directory: nothing it writes reaches the host."""

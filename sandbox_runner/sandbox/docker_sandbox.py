@@ -15,7 +15,7 @@ from sandbox_runner.errors import PlanrunError, SandboxDiedError, SandboxError, 
 from sandbox_runner.paths import PLAN_MOUNT
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.image import require_image
-from sandbox_runner.sandbox.plan_copy import copy_all, copy_file, safe_relative
+from sandbox_runner.sandbox.plan_copy import copy_all, copy_file, safe_relative, seed
 from sandbox_runner.sandbox.spec import (
     MANAGED_LABEL,
     SandboxSpec,
@@ -81,6 +81,10 @@ class DockerSandbox(SandboxBase):
             self._client = ToolServerClient(raw, explain_death=self._explain_death)
             self._container.start()
             self.ready_info = self._client.wait_ready(READY_TIMEOUT_SECONDS)
+            if self.spec.plan_dir is not None:
+                # What the plan directory already holds (a plan from earlier) goes in first.
+                deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+                self.left_out = seed(self._client.request, self.spec.plan_dir, deadline)
         except PlanrunError:
             self._stop_quietly()
             raise

@@ -102,3 +102,47 @@ def write_atomically(path: Path, data: bytes) -> None:
     with os.fdopen(descriptor, "wb") as handle:
         handle.write(data)
     os.replace(temporary, path)
+
+
+def seed(call: Call, plan_dir: Path, deadline: float) -> list[str]:
+    """Write the text files already in plan_dir into /plan (a plan file from an earlier
+    session, say); return what was left out. Bounded like a copy out."""
+    left_out: list[str] = []
+    total = 0
+    for relative, path in _host_files(plan_dir):
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES or total + size > MAX_TOTAL_BYTES:
+            left_out.append(f"{relative} ({size} bytes: over the copy limits)")
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            left_out.append(f"{relative} (not UTF-8 text)")
+            continue
+        total += size
+        remaining = max(0.1, deadline - time.monotonic())
+        request = ToolRequest("write", {"file_path": f"/plan/{relative}", "content": text})
+        result = call(ToolRequest(request.op, request.args, remaining))
+        if not result.ok:
+            left_out.append(f"{relative} ({result.error})")
+    return left_out
+
+
+def _host_files(plan_dir: Path) -> list[tuple[str, Path]]:
+    """Regular files under plan_dir (no links followed), at most MAX_FILES."""
+    found: list[tuple[str, Path]] = []
+    stack = [plan_dir]
+    while stack and len(found) < MAX_FILES:
+        directory = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                relative = safe_relative(os.path.relpath(entry.path, plan_dir))
+                if relative is not None:
+                    found.append((relative, Path(entry.path)))
+    return found[:MAX_FILES]

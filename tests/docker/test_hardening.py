@@ -303,3 +303,16 @@ def test_tool_output_is_not_logged_by_docker(
         assert container.attrs["HostConfig"]["LogConfig"]["Type"] == "none"
         assert container.attrs["HostConfig"]["IpcMode"] == "none"
         assert container.attrs["Config"]["StdinOnce"] is True
+
+
+def test_a_plan_already_in_the_plan_directory_is_there_inside(
+    make_sandbox: SandboxFactory,
+) -> None:
+    """A plan file from earlier (a session coming back) is seeded into /plan."""
+    sandbox = make_sandbox()
+    assert sandbox.spec.plan_dir is not None
+    (sandbox.spec.plan_dir / "plan.md").write_text("# Plan\n\nold step\n")
+    with sandbox:
+        edit = {"file_path": "/plan/plan.md", "old_string": "old", "new_string": "new"}
+        assert sandbox.call(ToolRequest("edit", edit)).ok
+    assert (sandbox.spec.plan_dir / "plan.md").read_text() == "# Plan\n\nnew step\n"

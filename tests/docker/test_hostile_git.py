@@ -10,15 +10,14 @@ whatever git is asked, as for `planrun sandbox run`.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from sandbox_runner.plans.multi import _git_in_sandbox
 from sandbox_runner.plans.workspace import GIT_STATUS_COMMAND, workspace_git_status
+from sandbox_runner.runs.multi import git_in_sandbox
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.types import ExecResult, ToolRequest
 
@@ -91,9 +90,17 @@ def host_git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
-def markers(plan_dir: Path) -> list[str]:
-    """The markers the repository's programs left in a sandbox's plan directory."""
+def markers(plan_dir: Path | None) -> list[str]:
+    """The markers the repository's programs left in a sandbox's plan directory, as copied
+    out to the host when the sandbox stopped."""
+    assert plan_dir is not None
     return sorted(path.name for path in plan_dir.iterdir() if path.name.startswith("ran-"))
+
+
+def live_markers(sandbox: DockerSandbox) -> list[str]:
+    """The markers in a running sandbox's /plan (a tmpfs, copied out only when it stops)."""
+    listing = bash(sandbox, "ls /plan").output.split()
+    return sorted(name for name in listing if name.startswith("ran-"))
 
 
 def mark(what: str) -> str:
@@ -228,7 +235,7 @@ def test_no_program_a_nested_repository_names_runs(
             result = bash(sandbox, command)
             assert result.ok and not result.timed_out, (command, result)
             assert DISABLED not in result.output, (command, result.output)
-            assert markers(sandbox.spec.plan_dir) == [], (command, result.output)
+            assert live_markers(sandbox) == [], (command, result.output)
 
 
 def test_planrun_s_own_git_status_check_runs_nothing(
@@ -237,11 +244,12 @@ def test_planrun_s_own_git_status_check_runs_nothing(
     build_layout(repo, LAYOUTS[0])
     made: list[DockerSandbox] = []
 
-    def factory(plan_dir: Path) -> DockerSandbox:
+    def factory(plan_dir: Path | None) -> DockerSandbox:
+        # A plan sandbox rather than a probe, so that a marker would reach the host.
         made.append(make_sandbox())
         return made[-1]
 
-    status = workspace_git_status(repo, None, _git_in_sandbox(factory, tmp_path / "status"))
+    status = workspace_git_status(repo, None, git_in_sandbox(factory))
     assert status is not None
     assert made and all(markers(sandbox.spec.plan_dir) == [] for sandbox in made)
 
@@ -271,17 +279,19 @@ def test_a_git_directory_in_a_writable_place_refuses_git(
 ) -> None:
     """A gitdir file may point into the plan directory, which the sandbox can change."""
     build_layout(repo, LAYOUTS[0])
-    moved = tmp_path / "sub.git"
-    (repo / "sub" / ".git").rename(moved)
+    # The git directory travels in the workspace; a command copies it into /plan, as an
+    # attacker inside would.
+    (repo / "sub" / ".git").rename(repo / "stash.git")
     relative_gitfile(repo / "sub", "/plan/sub.git")
     control, sandbox = make_sandbox(), make_sandbox()
-    for each in (control, sandbox):
-        shutil.copytree(moved, each.spec.plan_dir / "sub.git")
     with control:
+        bash(control, "cp -r /workspace/stash.git /plan/sub.git")
         bash(control, f"{BARE_GIT} status")
     assert "ran-clean" in markers(control.spec.plan_dir)
     with sandbox:
+        bash(sandbox, "cp -r /workspace/stash.git /plan/sub.git")
         assert_git_refused_quickly(sandbox, "writable place")
+        assert live_markers(sandbox) == []
     assert markers(sandbox.spec.plan_dir) == []
 
 
