@@ -25,8 +25,6 @@ EXIT_INTERRUPTED = 130
 APPROACH_CHARS = 300
 RISK_CHARS = 240
 MAX_RISKS = 5
-APPROACH_TITLES = ("Approach", "Implementation Strategy", "Strategy")
-RISK_TITLES = ("Risks", "Risk")
 
 _LEADING_TITLE = re.compile(r"\s*# [^\n]*\n")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -203,9 +201,10 @@ def _disagreements(plans: list[dict[str, Any]], bodies: dict[str, str]) -> dict[
     approach: dict[str, str] = {}
     risks: dict[str, list[str]] = {}
     for label, body in bodies.items():
-        if text := _first_section(body, APPROACH_TITLES):
+        # extract_section accepts every name of a section ("Implementation strategy").
+        if text := extract_section(body, "Approach"):
             approach[label] = shorten(text, APPROACH_CHARS)
-        if text := _first_section(body, RISK_TITLES):
+        if text := extract_section(body, "Risks"):
             risks[label] = [shorten(item, RISK_CHARS) for item in _items(text)[:MAX_RISKS]]
     counts: dict[str, int] = {}
     for plan in plans:
@@ -264,13 +263,6 @@ def _plan_body(plan_text: str) -> str:
     """
     body = strip_front_matter(plan_text)
     return body[title.end() :] if (title := _LEADING_TITLE.match(body)) else body
-
-
-def _first_section(body: str, titles: tuple[str, ...]) -> str:
-    for title in titles:
-        if text := extract_section(body, title):
-            return text
-    return ""
 
 
 def _items(section: str) -> list[str]:

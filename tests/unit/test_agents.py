@@ -25,8 +25,8 @@ from sandbox_runner.agents.prompt import (
     render_plan_prompt,
 )
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.plans.sections import SECTION_NAMES
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.sections import SECTION_NAMES
 
 WORKSPACE = Path("/repo")
 HOME = Path("/home/dev/.planrun")

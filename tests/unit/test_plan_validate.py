@@ -462,7 +462,7 @@ def test_a_section_that_is_really_absent_is_still_missing(workspace: Path, secti
 def test_another_sections_heading_does_not_stand_in(
     workspace: Path, section: str, other_heading: str
 ) -> None:
-    """"Next steps" is Next Actions, not Detailed Steps; that the word is shared is not enough."""
+    """A shared word is not enough: "Next steps" is Next Actions, not Detailed Steps."""
     text = default_plan({section: ""}) + f"\n## {other_heading}\nMore.\n"
     assert check_default(text, workspace).missing_sections == [section]
 
