@@ -1,4 +1,4 @@
-"""The aggregate report of a run: one JSON summary and one Markdown page over all its plans (P4)."""
+"""The aggregate report of a run: a JSON summary, a Markdown page and an HTML page (P4)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,20 @@ from typing import Any
 from sandbox_runner.agents.results import PlanResult, PlanStatus
 from sandbox_runner.plans.document import strip_front_matter
 from sandbox_runner.plans.pricing import estimate_cost
+from sandbox_runner.plans.report_html import render_html
 from sandbox_runner.plans.report_markdown import REPORT_SCHEMA_DOC, render_markdown
 from sandbox_runner.plans.text import shorten
 from sandbox_runner.plans.validate import extract_section
 
-__all__ = ["REPORT_SCHEMA_DOC", "RunRecord", "build_report", "render_markdown", "write_report"]
+__all__ = [
+    "REPORT_SCHEMA_DOC",
+    "RunRecord",
+    "build_report",
+    "plan_bodies",
+    "render_html",
+    "render_markdown",
+    "write_report",
+]
 
 SCHEMA_VERSION = 1
 EXIT_INTERRUPTED = 130
@@ -79,9 +88,7 @@ def build_report(record: RunRecord) -> dict[str, Any]:
             record.results, record.perspectives, labels, strict=True
         )
     ]
-    bodies = {
-        label: _plan_body(r.plan_text) for label, r in zip(labels, record.results, strict=True)
-    }
+    bodies = plan_bodies(record)
     return {
         "schema_version": SCHEMA_VERSION,
         "run": record.name,
@@ -107,18 +114,30 @@ def build_report(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def write_report(record: RunRecord) -> tuple[Path, Path]:
-    """Write report.json and report.md into record.out_dir, each replaced atomically.
+def write_report(record: RunRecord) -> tuple[Path, Path, Path]:
+    """Write report.json, report.md and report.html into record.out_dir, each replaced
+    atomically.
 
     Returns:
-        The paths of report.json and report.md.
+        The paths of report.json, report.md and report.html.
     """
     report = build_report(record)
     json_path = record.out_dir / "report.json"
     markdown_path = record.out_dir / "report.md"
+    html_path = record.out_dir / "report.html"
     _write_atomically(json_path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     _write_atomically(markdown_path, render_markdown(report))
-    return json_path, markdown_path
+    _write_atomically(html_path, render_html(report, plan_bodies(record)))
+    return json_path, markdown_path, html_path
+
+
+def plan_bodies(record: RunRecord) -> dict[str, str]:
+    """Each plan's Markdown without front matter or `# Title`, by its label in the report."""
+    labels = _unique_labels(record.results)
+    return {
+        label: _plan_body(result.plan_text)
+        for label, result in zip(labels, record.results, strict=True)
+    }
 
 
 def _run_status(record: RunRecord) -> str:

@@ -457,14 +457,16 @@ def test_links_are_relative_and_url_quoted(workspace: Path, out_dir: Path) -> No
 
 
 def test_write_report_writes_json_and_markdown(three: RunRecord) -> None:
-    json_path, markdown_path = write_report(three)
+    json_path, markdown_path, html_path = write_report(three)
     assert json_path == three.out_dir / "report.json"
     assert json.loads(json_path.read_text(encoding="utf-8")) == build_report(three)
     assert markdown_path.read_text(encoding="utf-8") == render_markdown(build_report(three))
     three.exit_code = 0
     write_report(three)  # replacing an earlier report leaves no temporary files behind
     assert json.loads(json_path.read_text(encoding="utf-8"))["exit_code"] == 0
-    assert sorted(path.name for path in three.out_dir.iterdir()) == ["report.json", "report.md"]
+    assert html_path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    names = sorted(path.name for path in three.out_dir.iterdir())
+    assert names == ["report.html", "report.json", "report.md"]
 
 
 def test_record_rejects_perspectives_that_do_not_match_results(out_dir: Path) -> None:
