@@ -33,7 +33,7 @@ from sandbox_runner.plans.workspace import git_metadata_problem
 from sandbox_runner.safe_text import one_line
 from sandbox_runner.sandbox.spec import resolve_workspace
 
-PLAN_FILES = ("report.json", "report.md")
+PLAN_FILES = ("report.json", "report.md", "report.html")
 
 
 @cli.command("plan", short_help="Plan a change from one or more perspectives.")
@@ -275,3 +275,4 @@ def _summarise(report: dict[str, Any]) -> None:
     if not report["workspace_unchanged"]:
         click.echo(one_line(f"  WORKSPACE CHANGED: {report['workspace_problem']}"))
     click.echo(one_line(f"Report: {Path(report['out_dir']) / 'report.md'}"))
+    click.echo(one_line(f"HTML report: {Path(report['out_dir']) / 'report.html'}"))
