@@ -27,7 +27,8 @@ section { background: var(--paper); border: 1px solid var(--line); border-radius
 .headline.ok { border-left-color: var(--ok); }
 .headline.warn { border-left-color: var(--warn); }
 .headline.bad { border-left-color: var(--bad); }
-.facts { margin: 8px 0 0; color: var(--muted); }
+.facts { margin: 8px 0 0; color: var(--muted); display: grid; gap: 0 28px;
+  grid-template-columns: repeat(auto-fit, minmax(min(100%, 460px), 1fr)); }
 .facts div { margin: 2px 0; }
 .facts b { color: var(--ink); font-weight: 600; }
 .badge { display: inline-block; padding: 1px 10px; border-radius: 999px; font-size: 0.82rem;
@@ -95,6 +96,7 @@ footer { color: var(--muted); font-size: 0.85rem; text-align: center; margin-top
   section { border: none; padding: 0; margin: 0 0 14pt; }
   .headline { border-left-width: 6px; padding-left: 10pt; }
   nav.toc { display: none; }
+  .facts { display: block; }
   .requirements { max-height: none; overflow: visible; }
   .columns, .cards { display: block; }
   .plan { border: none; break-before: page; }
