@@ -12,6 +12,7 @@ from sandbox_runner.agents.results import PlanStatus
 from sandbox_runner.plans.report import RunRecord, build_report, plan_bodies, render_html
 from sandbox_runner.safe_text import markdown_html
 from sandbox_runner.types import Usage
+from tests.support import browser
 from tests.unit.test_report import REPO_FILES, make_record, make_result, plan_text
 
 HOSTILE_APPROACH = (
@@ -160,3 +161,12 @@ def test_the_page_reads_on_a_narrow_screen_and_prints(record: RunRecord) -> None
 )
 def test_markdown_html(markdown: str, expected: str) -> None:
     assert expected in markdown_html(markdown, heading_offset=1)
+
+
+def test_without_chromium_and_without_root_the_browser_tests_say_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(browser, "find_chromium", lambda: None)
+    monkeypatch.setattr(browser.os, "geteuid", lambda: 1000)
+    with pytest.raises(browser.BrowserMissing, match="apt-get install chromium"):
+        browser.ensure_chromium()
