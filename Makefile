@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install engine image test test-unit test-docker bench lint demo clean
+.PHONY: all install engine image browser test test-unit test-docker bench lint demo clean
 
 all: test
 
@@ -24,13 +24,17 @@ engine: install
 image: engine
 	$(BIN)/planrun image build
 
-test: image
+## Headless Chromium, which renders report.html in the tests (root on Debian: apt-get install chromium).
+browser: install
+	$(BIN)/python -m tests.support.browser
+
+test: image browser
 	$(BIN)/python -m pytest
 
 test-unit: install
 	$(BIN)/python -m pytest -m "not docker and not e2e"
 
-test-docker: image
+test-docker: image browser
 	$(BIN)/python -m pytest -m "docker"
 
 ## Two perspectives on examples/demo-repo, played from a recorded conversation: no API key needed.

@@ -1,14 +1,20 @@
-"""Text someone else wrote (a model, a repository, a report file) made inert for a terminal or
-for Markdown: the one sanitiser for everything planrun echoes or writes."""
+"""Text someone else wrote (a model, a repository, a report file) made inert for a terminal,
+for Markdown or for HTML: the one sanitiser for everything planrun echoes or writes."""
 
 from __future__ import annotations
 
 import html
 import re
 import unicodedata
+from functools import cache
+from typing import Any
+
+from markdown_it import MarkdownIt
 
 __all__ = [
     "MAX_NAME_CHARS",
+    "html_text",
+    "markdown_html",
     "markdown_text",
     "name_problem",
     "one_line",
@@ -92,6 +98,51 @@ def _reference_definition(match: re.Match[str]) -> str:
     if _WEB_LINK.match(match.group(3)):
         return match.group(0)
     return f"{match.group(1)}\\" + match.group(0)[len(match.group(1)) :]
+
+
+def html_text(text: object) -> str:
+    """Text as inert HTML: no control characters, and every <, >, & and quote escaped."""
+    return html.escape(terminal_text(text), quote=True)
+
+
+def markdown_html(text: object, *, heading_offset: int = 0, inline: bool = False) -> str:
+    """Markdown written by a model as inert HTML (headings, lists, tables, code, emphasis).
+
+    Raw HTML shows as the text it is; links work only to http(s) addresses (others stay
+    the text written) and send no referrer; no image is loaded (`![x](url)` is a link).
+    Headings go `heading_offset` levels deeper (at most h6), so that a plan's `# Title`
+    can sit below the page's own headings. With inline, the text is one paragraph's
+    content (emphasis, code, links), without the paragraph.
+    """
+    render = _markdown().renderInline if inline else _markdown().render
+    return str(render(terminal_text(text), {"heading_offset": heading_offset}))
+
+
+@cache
+def _markdown() -> MarkdownIt:
+    markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    markdown.enable(["table", "strikethrough"]).disable("image")
+    markdown.validateLink = _is_web_link  # type: ignore[method-assign]
+    markdown.add_render_rule("link_open", _link_open)
+    markdown.add_render_rule("heading_open", _heading)
+    markdown.add_render_rule("heading_close", _heading)
+    return markdown
+
+
+def _is_web_link(url: str) -> bool:
+    return _WEB_LINK.match(url) is not None
+
+
+def _link_open(renderer: Any, tokens: Any, index: int, options: Any, env: Any) -> str:
+    tokens[index].attrSet("rel", "nofollow noopener noreferrer")
+    return str(renderer.renderToken(tokens, index, options, env))
+
+
+def _heading(renderer: Any, tokens: Any, index: int, options: Any, env: Any) -> str:
+    token = tokens[index]
+    level = min(6, int(token.tag[1:]) + int(env.get("heading_offset", 0)))
+    token.tag = f"h{level}"
+    return str(renderer.renderToken(tokens, index, options, env))
 
 
 def name_problem(name: str) -> str:

@@ -5,28 +5,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.plans.sections import CRITICAL_FILES_TITLE, DEFAULT_SECTIONS, accepted_names
 
-CRITICAL_FILES_SECTION = "Critical Files for Implementation"
+__all__ = [
+    "CRITICAL_FILES_HEADING",
+    "CRITICAL_FILES_SECTION",
+    "DEFAULT_SECTIONS",
+    "MAX_CRITICAL_FILES",
+    "MIN_CRITICAL_FILES",
+    "PERSPECTIVES",
+    "SECTION_GUIDANCE",
+    "output_format",
+    "perspective_paragraph",
+    "plan_file_info",
+    "render_plan_prompt",
+]
+
+CRITICAL_FILES_SECTION = CRITICAL_FILES_TITLE
 CRITICAL_FILES_HEADING = f"### {CRITICAL_FILES_SECTION}"
 MIN_CRITICAL_FILES = 3
 MAX_CRITICAL_FILES = 5
 
-DEFAULT_SECTIONS: tuple[str, ...] = (
-    "Understanding",
-    "Constraints",
-    "Assumptions",
-    "Approach",
-    "Detailed Steps",
-    "Test Plan",
-    "Risks",
-    "Alternatives Considered",
-    "Rollback and Mitigations",
-    "Success Criteria",
-    "Next Actions",
-    CRITICAL_FILES_SECTION,
-)
-"""A plan's sections after its `# Title`, in order: each a `## ` heading, except the last,
-which is always CRITICAL_FILES_HEADING. A project template replaces all but the last."""
+# DEFAULT_SECTIONS (from plans.sections): a plan's sections after its `# Title`, in order;
+# each a `## ` heading except the last, always CRITICAL_FILES_HEADING. A project template
+# replaces all but the last.
 
 SECTION_GUIDANCE: dict[str, str] = {
     "Understanding": "The objectives in your own words: what must be true when the work is done.",
@@ -137,7 +139,23 @@ def output_format(sections: Sequence[str] | None = None) -> str:
         "- path/to/file2.py - Interface the change must follow",
         "- path/to/test_file.py - Tests to extend",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + _accepted_names([*names, CRITICAL_FILES_SECTION]))
+
+
+def _accepted_names(sections: list[str]) -> list[str]:
+    """The other heading names validation accepts for each section (plans.sections)."""
+    lines = [f"- {name}: {', '.join(others)}" for name in sections if (others := _others(name))]
+    if not lines:
+        return []
+    lead = (
+        "Headings are matched by their key words, in any case, order, numbering or "
+        "punctuation; these other names are accepted too:"
+    )
+    return ["", lead, *lines]
+
+
+def _others(name: str) -> list[str]:
+    return [other for other in accepted_names(name) if other.casefold() != name.casefold()]
 
 
 def render_plan_prompt(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,25 @@ def _connect_docker() -> Any:
     return connect()
 
 
+def _open_in_browser(url: str) -> bool:
+    """Open url in the user's graphical browser; False when there is none (headless, CI).
+
+    On Linux without a display, webbrowser would start a text browser (lynx, w3m) in the
+    terminal, or nothing; the path is more use there, unless $BROWSER names a browser.
+    """
+    import webbrowser
+
+    graphical = sys.platform in ("darwin", "win32") or any(
+        os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")
+    )
+    if not graphical:
+        return False
+    try:
+        return webbrowser.open(url)
+    except webbrowser.Error:
+        return False
+
+
 @dataclass
 class Services:
     """What commands need from the outside world; tests pass their own through `obj`."""
@@ -44,6 +65,10 @@ class Services:
     progress: Callable[[str], None] = field(
         default=lambda message: click.echo(f"planrun: {message}", err=True)
     )
+    open_in_browser: Callable[[str], bool] = _open_in_browser
+    """Opens a URL in the user's browser; False when there is no browser to open it in."""
+    stdout_is_terminal: Callable[[], bool] = field(default=lambda: sys.stdout.isatty())
+    """Whether output goes to a terminal (rich rendering) or elsewhere (plain text)."""
 
     def sandbox_factory(
         self, workspace: Path, loaded: LoadedSettings

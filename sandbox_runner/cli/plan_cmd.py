@@ -25,7 +25,7 @@ from sandbox_runner.runs.multi import execute
 from sandbox_runner.runs.prepare import PlanRequest, prepare
 from sandbox_runner.safe_text import one_line
 
-PLAN_FILES = ("report.json", "report.md")
+PLAN_FILES = ("report.json", "report.md", "report.html")
 
 
 @cli.command("plan", short_help="Plan a change from one or more perspectives.")
@@ -185,3 +185,4 @@ def _summarise(report: Report) -> None:
     if not report.workspace_unchanged:
         click.echo(one_line(f"  WORKSPACE CHANGED: {report.workspace_problem}"))
     click.echo(one_line(f"Report: {report.markdown_path}"))
+    click.echo(one_line(f"HTML report: {report.html_path}"))

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
+import yaml
 
-from sandbox_runner.cli.app import cli, reports_errors
+from sandbox_runner.cli.app import cli, reports_errors, services
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
 from sandbox_runner.plans.history import find_run, index_path, list_runs, runs_dir
 from sandbox_runner.safe_text import one_line, terminal_text
 
 
-@cli.group(short_help="List earlier runs; show a report or a plan.")
+@cli.group(short_help="List earlier runs; show or open a report, show a plan.")
 def plans() -> None:
-    """Earlier plan runs: list them, show a report or a plan."""
+    """Earlier plan runs: list them, show a report or a plan, open report.html."""
 
 
 @plans.command("list")
@@ -59,23 +62,69 @@ def plans_list(as_json: bool) -> None:
 @plans.command("show")
 @click.argument("name")
 @click.argument("perspective", required=False)
+@click.pass_context
 @reports_errors
-def plans_show(name: str, perspective: str | None) -> None:
-    """Print a run's report, or with PERSPECTIVE, that plan. NAME may be a run's path."""
-    directory = find_run(name)
-    if directory is None:
-        known = ", ".join(run.name for run in list_runs()[:10]) or "none yet"
-        raise ConfigError(f"no run called {name!r} in {runs_dir()} (recent: {known})")
+def plans_show(ctx: click.Context, name: str, perspective: str | None) -> None:
+    """Print a run's report, or with PERSPECTIVE, that plan. NAME may be a run's path.
+
+    On a terminal the Markdown is rendered (headings, tables, code); elsewhere it is
+    printed as it is.
+    """
+    directory = _run_directory(name)
     if perspective is not None and ("/" in perspective or perspective.startswith(".")):
         raise ConfigError(f"{perspective!r} is not a perspective of this run")
     target = directory / (f"{perspective}.md" if perspective else "report.md")
-    try:
-        text = read_sandbox_file(target)
-    except UnsafeFileError as error:
-        raise ConfigError(str(error)) from None
+    text = _read(target)
     if text is None:
         plans_here = ", ".join(
             p.stem for p in sorted(directory.glob("*.md")) if p.name != "report.md"
         )
         raise ConfigError(f"{target} does not exist (plans in this run: {plans_here or 'none'})")
-    click.echo(terminal_text(text), nl=False)
+    if services(ctx).stdout_is_terminal():
+        _render(text)
+    else:
+        click.echo(terminal_text(text), nl=False)
+
+
+@plans.command("open")
+@click.argument("name")
+@click.pass_context
+@reports_errors
+def plans_open(ctx: click.Context, name: str) -> None:
+    """Open a run's report.html in the browser (without one, print its path). NAME may be
+    a run's path."""
+    page = _run_directory(name) / "report.html"
+    if not page.is_file():
+        raise ConfigError(f"{page} does not exist: the run was written before report.html was")
+    if services(ctx).open_in_browser(page.as_uri()):
+        click.echo(one_line(f"opened {page}"))
+    else:
+        click.echo(one_line(f"no browser to open it in; the report is {page}"))
+
+
+def _run_directory(name: str) -> Path:
+    directory = find_run(name)
+    if directory is None:
+        known = ", ".join(run.name for run in list_runs()[:10]) or "none yet"
+        raise ConfigError(f"no run called {name!r} in {runs_dir()} (recent: {known})")
+    return directory
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return read_sandbox_file(path)
+    except UnsafeFileError as error:
+        raise ConfigError(str(error)) from None
+
+
+def _render(text: str) -> None:
+    """Markdown on a terminal with rich: no hyperlinks (a model chose them), front matter
+    as a YAML block."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    metadata, body = split_document(terminal_text(text))
+    if metadata:
+        front = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True, width=100)
+        body = f"```yaml\n{front}```\n\n{body}"
+    Console(highlight=False).print(Markdown(body, hyperlinks=False))

@@ -1,4 +1,4 @@
-"""The aggregate report of a run: one JSON summary and one Markdown page over all its plans (P4)."""
+"""The aggregate report of a run: a JSON summary, a Markdown page and an HTML page (P4)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from sandbox_runner.plans.document import strip_front_matter
 from sandbox_runner.plans.pricing import estimate_cost
+from sandbox_runner.plans.report_html import render_html
 from sandbox_runner.plans.report_markdown import REPORT_SCHEMA_DOC, render_markdown
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.text import shorten
@@ -24,6 +25,8 @@ __all__ = [
     "Report",
     "RunRecord",
     "build_report",
+    "plan_bodies",
+    "render_html",
     "render_markdown",
     "write_report",
 ]
@@ -33,8 +36,6 @@ EXIT_INTERRUPTED = 130
 APPROACH_CHARS = 300
 RISK_CHARS = 240
 MAX_RISKS = 5
-APPROACH_TITLES = ("Approach", "Implementation Strategy", "Strategy")
-RISK_TITLES = ("Risks", "Risk")
 
 _LEADING_TITLE = re.compile(r"\s*# [^\n]*\n")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -89,9 +90,7 @@ def build_report(record: RunRecord) -> dict[str, Any]:
             record.results, record.perspectives, labels, strict=True
         )
     ]
-    bodies = {
-        label: _plan_body(r.plan_text) for label, r in zip(labels, record.results, strict=True)
-    }
+    bodies = plan_bodies(record)
     return {
         "schema_version": SCHEMA_VERSION,
         "run": record.name,
@@ -137,6 +136,7 @@ class Report:
     """Exactly what report.json holds (see REPORT_SCHEMA_DOC)."""
     json_path: Path
     markdown_path: Path
+    html_path: Path
     status: str
     exit_code: int
     plans: tuple[PlanLine, ...]
@@ -145,7 +145,7 @@ class Report:
     workspace_problem: str
 
     @classmethod
-    def of(cls, document: dict[str, Any], json_path: Path, markdown_path: Path) -> Report:
+    def of(cls, document: dict[str, Any], paths: tuple[Path, Path, Path]) -> Report:
         """The typed view of a report document."""
         plans = tuple(
             PlanLine(
@@ -160,8 +160,9 @@ class Report:
         )
         return cls(
             document=document,
-            json_path=json_path,
-            markdown_path=markdown_path,
+            json_path=paths[0],
+            markdown_path=paths[1],
+            html_path=paths[2],
             status=document["status"],
             exit_code=document["exit_code"],
             plans=plans,
@@ -172,13 +173,25 @@ class Report:
 
 
 def write_report(record: RunRecord) -> Report:
-    """Write report.json and report.md into record.out_dir, each replaced atomically."""
+    """Write report.json, report.md and report.html into record.out_dir, each replaced
+    atomically."""
     document = build_report(record)
     json_path = record.out_dir / "report.json"
     markdown_path = record.out_dir / "report.md"
+    html_path = record.out_dir / "report.html"
     _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     _write_atomically(markdown_path, render_markdown(document))
-    return Report.of(document, json_path, markdown_path)
+    _write_atomically(html_path, render_html(document, plan_bodies(record)))
+    return Report.of(document, (json_path, markdown_path, html_path))
+
+
+def plan_bodies(record: RunRecord) -> dict[str, str]:
+    """Each plan's Markdown without front matter or `# Title`, by its label in the report."""
+    labels = _unique_labels(record.results)
+    return {
+        label: _plan_body(result.plan_text)
+        for label, result in zip(labels, record.results, strict=True)
+    }
 
 
 def _run_status(record: RunRecord) -> str:
@@ -261,9 +274,10 @@ def _disagreements(plans: list[dict[str, Any]], bodies: dict[str, str]) -> dict[
     approach: dict[str, str] = {}
     risks: dict[str, list[str]] = {}
     for label, body in bodies.items():
-        if text := _first_section(body, APPROACH_TITLES):
+        # extract_section accepts every name of a section ("Implementation strategy").
+        if text := extract_section(body, "Approach"):
             approach[label] = shorten(text, APPROACH_CHARS)
-        if text := _first_section(body, RISK_TITLES):
+        if text := extract_section(body, "Risks"):
             risks[label] = [shorten(item, RISK_CHARS) for item in _items(text)[:MAX_RISKS]]
     counts: dict[str, int] = {}
     for plan in plans:
@@ -322,13 +336,6 @@ def _plan_body(plan_text: str) -> str:
     """
     body = strip_front_matter(plan_text)
     return body[title.end() :] if (title := _LEADING_TITLE.match(body)) else body
-
-
-def _first_section(body: str, titles: tuple[str, ...]) -> str:
-    for title in titles:
-        if text := extract_section(body, title):
-            return text
-    return ""
 
 
 def _items(section: str) -> list[str]:

@@ -111,9 +111,9 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 def _header(report: dict[str, Any]) -> str:
     status = RUN_STATUS_WORDS.get(report["status"], report["status"])
-    status += (": " if ":" not in status else "; ") + _plan_counts(report["plans"])
+    status += (": " if ":" not in status else "; ") + plan_counts(report["plans"])
     head = f"`{report['git_head'][:12]}`" if report["git_head"] else "no git HEAD"
-    workspace = _workspace(report)
+    workspace = workspace_words(report)
     plans = " · ".join(f"{_mark(plan)} {_name(plan)}: {_state(plan)}" for plan in report["plans"])
     return "\n".join(
         [
@@ -124,7 +124,7 @@ def _header(report: dict[str, Any]) -> str:
             f"**Repository:** {_code(report['repository'])} at {head}; {workspace}  ",
             *_agent_line(report),
             f"**Time:** {report['started_at']} to {report['finished_at']} "
-            f"({_duration(report['wall_seconds'])})",
+            f"({duration(report['wall_seconds'])})",
         ]
     )
 
@@ -134,7 +134,7 @@ def _agent_line(report: dict[str, Any]) -> list[str]:
     return [f"**Agent:** ⚠️ {_safe(one_line(override))}  "] if override else []
 
 
-def _plan_counts(plans: list[dict[str, Any]]) -> str:
+def plan_counts(plans: list[dict[str, Any]]) -> str:
     """What happened to the plans, e.g. "1 of 3 plans failed, 1 incomplete, 1 valid"."""
     if not plans:
         return "no plan ran"
@@ -151,7 +151,7 @@ def _plan_counts(plans: list[dict[str, Any]]) -> str:
     return ", ".join(parts)
 
 
-def _workspace(report: dict[str, Any]) -> str:
+def workspace_words(report: dict[str, Any]) -> str:
     """The workspace check in words; "unchanged" only when everything was compared."""
     if not report["workspace_unchanged"]:
         return f"workspace CHANGED: {report['workspace_problem']}"
@@ -184,8 +184,8 @@ def _plans_table(plans: list[dict[str, Any]]) -> str:
         ("Turns", [str(p["turns"]) for p in plans]),
         ("Tool calls", [str(p["tool_calls"]) for p in plans]),
         ("Tokens", [f"{p['tokens']['total']:,}" for p in plans]),
-        ("Cost", [_cost(p["cost_usd"]) for p in plans]),
-        ("Time", [_duration(p["wall_seconds"]) for p in plans]),
+        ("Cost", [cost_text(p["cost_usd"]) for p in plans]),
+        ("Time", [duration(p["wall_seconds"]) for p in plans]),
         ("Plan", [_link(p["plan_file"]) for p in plans]),
         ("Transcript", [_link(p["transcript"]) for p in plans]),
     ]
@@ -285,16 +285,16 @@ def _failures(report: dict[str, Any]) -> str:
 def _totals(report: dict[str, Any]) -> str:
     totals = report["totals"]
     tokens = totals["tokens"]
-    cost = _cost(totals["cost_usd"])
+    cost = cost_text(totals["cost_usd"])
     unpriced = sum(plan["cost_usd"] is None for plan in report["plans"])
     if totals["cost_usd"] is not None and unpriced:
-        cost += f" (unknown for {_plural(unpriced, 'plan')})"
+        cost += f" (unknown for {plural(unpriced, 'plan')})"
     return (
-        f"**Totals:** {_plural(totals['plans'], 'plan')}, {totals['complete']} complete, "
+        f"**Totals:** {plural(totals['plans'], 'plan')}, {totals['complete']} complete, "
         f"{totals['valid']} valid · {tokens['total']:,} tokens (input {tokens['input']:,}, "
         f"output {tokens['output']:,}, cache write {tokens['cache_creation']:,}, "
         f"cache read {tokens['cache_read']:,}) · cost {cost} · "
-        f"run time {_duration(report['wall_seconds'])}"
+        f"run time {duration(report['wall_seconds'])}"
     )
 
 
@@ -362,17 +362,17 @@ def _link(path: str | None) -> str:
     return f"[{path.rsplit('/', 1)[-1]}]({quote(path)})" if path else "—"
 
 
-def _plural(count: int, noun: str) -> str:
+def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _cost(cost: float | None) -> str:
+def cost_text(cost: float | None) -> str:
     if cost is None:
         return "unknown"
     return f"≈ ${cost:.2f}" if cost >= 1 else f"≈ ${cost:.4f}"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(round(seconds), 60)

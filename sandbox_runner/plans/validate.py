@@ -17,6 +17,7 @@ from sandbox_runner.plans.critical_files import (
     CriticalFile,
     check_critical_files,
 )
+from sandbox_runner.plans.sections import accepted_names, key_words
 from sandbox_runner.plans.text import shorten
 
 __all__ = [
@@ -41,8 +42,6 @@ ENTRY_FORMAT = "- path/relative/to/repo - reason"
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]|$)")
 _LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+")
-_LEADING_JUNK = re.compile(r"^[\W_]+")
-_NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)]?|[ivxlcdm]+[.)]|[a-z][.)])\s+", re.IGNORECASE)
 _NON_WORD = re.compile(r"[\W_]+")
 
 
@@ -78,7 +77,8 @@ class _Heading:
     level: int
     text: str
     index: int
-    key: str | None
+    words: frozenset[str]
+    """Its key words (empty for a heading deeper than level 4, which is never a section)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,8 @@ def validate_plan(
 
     Args:
         text: the plan, Markdown.
-        sections: the required section titles, matched leniently against headings.
+        sections: the required section titles; a heading satisfies one when it carries
+            the key words of one of its accepted names (see plans.sections).
         workspace: the repository on the host; critical files must exist inside it.
         min_files, max_files: how many critical files are required.
 
@@ -173,8 +174,8 @@ def _parse(text: str) -> _Document:
         elif len(headings) < MAX_HEADINGS and (heading := _HEADING.match(line)):
             level = len(heading.group(1))
             content = _heading_text(line[heading.end() :])
-            key = _title_key(content) if level <= 4 and content else None
-            headings.append(_Heading(level, content, index, key or None))
+            words = frozenset(key_words(content)) if level <= 4 else frozenset()
+            headings.append(_Heading(level, content, index, words))
     return _Document(lines, fenced, headings)
 
 
@@ -187,46 +188,43 @@ def _heading_text(rest: str) -> str:
     return text
 
 
-def _title_key(text: str) -> str:
-    """A heading reduced to lower-case words: no markup, numbering or punctuation."""
-    text = _LEADING_JUNK.sub("", text[:500].replace("**", "").replace("__", ""))
-    text = _NUMBERING.sub("", text, count=1)
-    return _NON_WORD.sub(" ", text).strip().lower()
-
-
-def _title_keys(title: str) -> set[str]:
-    """The keys a heading may start with to match a required title.
-
-    "Approach (implementation strategy)" is also satisfied by "Approach", and
-    "Rollback/Mitigations" by either half.
-    """
-    variants = [title, title.split("(")[0], *title.split("/")]
-    return {key for key in map(_title_key, variants) if key}
-
-
 def _locate(
     document: _Document, titles: Sequence[str], title_position: int | None = None
 ) -> dict[str, int]:
-    """Map each title to the position (in document.headings) of its first matching heading.
+    """Map each title to the position (in document.headings) of the heading that satisfies it.
 
-    The heading at `title_position` matches only exactly, so that a plan titled
-    "# Approach to caching" keeps its title rather than losing it to "Approach".
+    That is the first heading whose key words are exactly one of the title's accepted
+    names, else the first that carries all the words of one. A name counts only when no
+    other title's name that the heading carries contains it: "Next steps" is Next Actions,
+    not Detailed Steps. The heading at `title_position` matches only exactly, so that a
+    plan titled "# Approach to caching" keeps its title rather than losing it to "Approach".
     """
-    by_first_word: dict[str, list[tuple[str, str]]] = {}
-    for title in titles:
-        for key in _title_keys(title):
-            by_first_word.setdefault(key.split(" ", 1)[0], []).append((title, key))
-    found: dict[str, int] = {}
+    by_word: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for title in dict.fromkeys(titles):
+        for name in accepted_names(title):
+            if words := frozenset(key_words(name)):
+                # Indexed by one of its words, so each heading looks only at names it may carry.
+                by_word.setdefault(min(words), []).append((title, words))
+    exact: dict[str, int] = {}
+    loose: dict[str, int] = {}
     for position, heading in enumerate(document.headings):
-        if heading.key is None:
+        if not heading.words:
             continue
-        # Indexing by first word keeps this linear in the number of headings.
-        for title, key in by_first_word.get(heading.key.split(" ", 1)[0], []):
-            prefix = position != title_position and heading.key.startswith(key + " ")
-            matches = heading.key == key or prefix
-            if matches and title not in found:
-                found[title] = position
-    return found
+        carried = [
+            (title, words)
+            for word in heading.words
+            for title, words in by_word.get(word, ())
+            if words <= heading.words and (position != title_position or words == heading.words)
+        ]
+        for title, words in carried:
+            if any(other != title and words < longer for other, longer in carried):
+                continue
+            (exact if words == heading.words else loose).setdefault(title, position)
+    return {
+        title: exact[title] if title in exact else loose[title]
+        for title in titles
+        if title in exact or title in loose
+    }
 
 
 def _find_title(document: _Document, section_positions: set[int]) -> str | None:

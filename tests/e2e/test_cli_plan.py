@@ -408,6 +408,10 @@ def test_make_demo_runs(tmp_path: Path) -> None:
     )
     assert [p["perspective"] for p in report["plans"]] == ["simplicity", "performance"]
     assert all(p["valid"] for p in report["plans"])
+    html_line = next(
+        line for line in result.stdout.splitlines() if line.startswith("HTML report: ")
+    )
+    assert Path(html_line.removeprefix("HTML report: ")).is_file()
 
 
 def test_git_never_runs_repository_programs_on_the_host(

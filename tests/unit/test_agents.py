@@ -26,6 +26,7 @@ from sandbox_runner.agents.prompt import (
 )
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.sections import SECTION_NAMES
 
 WORKSPACE = Path("/repo")
 HOME = Path("/home/dev/.planrun")
@@ -453,3 +454,11 @@ def test_claude_code_tools_planrun_lacks_are_left_out_with_a_warning(fs: FakeFil
     assert registry.get("researcher").tools == ("Read",)
     [warning] = registry.warnings
     assert "WebFetch" in warning.message and "mcp__github__search" in warning.message
+
+
+def test_the_format_lists_the_accepted_heading_names() -> None:
+    """Issue 14: the names validation accepts are the ones the prompt tells the model."""
+    format_part = plan_prompt().split("## Required Output Format", 1)[1]
+    for section, names in SECTION_NAMES.items():
+        line = next(line for line in format_part.splitlines() if line.startswith(f"- {section}:"))
+        assert all(name in line for name in names[1:]), line

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.cli import cli
+from sandbox_runner.cli.app import Services
 from sandbox_runner.cli.progress import Progress, wants_live_display
 
 
@@ -233,3 +234,67 @@ def test_progress_says_stopping_after_a_signal() -> None:
     rendered = io.StringIO()
     Console(file=rendered, width=200).print(progress._table())
     assert rendered.getvalue().count("stopping…") == 1
+
+
+def test_plans_open_opens_report_html_in_the_browser(planrun_home: Path) -> None:
+    run = make_run(planrun_home, "old-oak", "2026-11-01T10:00:00+00:00")
+    (run / "report.html").write_text("<!DOCTYPE html>")
+    opened: list[str] = []
+
+    def browser(url: str) -> bool:
+        opened.append(url)
+        return True
+
+    result = CliRunner().invoke(
+        cli, ["plans", "open", "old-oak"], obj=Services(open_in_browser=browser)
+    )
+    assert result.exit_code == 0, result.output
+    assert opened == [(run / "report.html").as_uri()]
+    assert result.output == f"opened {run / 'report.html'}\n"
+
+
+def test_plans_open_without_a_browser_prints_the_path(planrun_home: Path) -> None:
+    run = make_run(planrun_home, "old-oak", "2026-11-01T10:00:00+00:00")
+    (run / "report.html").write_text("<!DOCTYPE html>")
+    services = Services(open_in_browser=lambda url: False)
+    result = CliRunner().invoke(cli, ["plans", "open", "old-oak"], obj=services)
+    assert result.exit_code == 0
+    assert result.output == f"no browser to open it in; the report is {run / 'report.html'}\n"
+
+
+def test_plans_open_of_an_unknown_run_is_a_one_line_usage_error(planrun_home: Path) -> None:
+    make_run(planrun_home, "old-oak", "2026-11-01T10:00:00+00:00")
+    services = Services(open_in_browser=lambda url: pytest.fail("nothing to open"))
+    for name in ("no-such-run", "old-oak"):  # old-oak has no report.html
+        result = CliRunner().invoke(cli, ["plans", "open", name], obj=services)
+        assert result.exit_code == 2
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        assert len(result.output.strip().splitlines()) == 1, result.output
+        assert "Traceback" not in result.output
+    assert (
+        "no run called 'no-such-run'"
+        in CliRunner().invoke(cli, ["plans", "open", "no-such-run"]).output
+    )
+
+
+def test_headless_means_no_browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("sys.platform", "linux")
+    assert Services().open_in_browser("file:///x/report.html") is False
+
+
+def test_plans_show_renders_markdown_on_a_terminal(planrun_home: Path) -> None:
+    run = make_run(planrun_home, "old-oak", "2026-11-01T10:00:00+00:00")
+    (run / "simplicity.md").write_text(
+        "---\nperspective: simplicity\n---\n\n# The simple plan\n\n## Steps\n\n"
+        "- **one** \x1b]0;owned\x07\n- [two](javascript:alert(1))\n"
+    )
+    services = Services(stdout_is_terminal=lambda: True)
+    result = CliRunner().invoke(cli, ["plans", "show", "old-oak", "simplicity"], obj=services)
+    assert result.exit_code == 0, result.output
+    assert "The simple plan" in result.output and "perspective: simplicity" in result.output
+    assert "# The simple plan" not in result.output and "**one**" not in result.output
+    assert "\x1b]" not in result.output and "\x07" not in result.output
+    plain = CliRunner().invoke(cli, ["plans", "show", "old-oak", "simplicity"])
+    assert "## Steps" in plain.output  # not a terminal: the Markdown as it is

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_runner.agents.prompt import CRITICAL_FILES_SECTION, DEFAULT_SECTIONS
+from sandbox_runner.plans.sections import SECTION_NAMES, accepted_names, accepted_names_markdown
 from sandbox_runner.plans.validate import (
     CriticalFile,
     PlanCheck,
@@ -364,3 +366,151 @@ def test_missing_workspace_means_no_file_exists(tmp_path: Path) -> None:
 def test_extract_section_does_not_take_a_title_that_starts_like_a_section() -> None:
     plan = "# Approach to caching\n\nIntro.\n\n## Approach\nUse an LRU cache.\n\n## Risks\nStale.\n"
     assert extract_section(plan, "Approach") == "Use an LRU cache."
+
+
+# Issue 14 section 1 (SPEC P5): a heading satisfies a required section when it carries the
+# section's key words, in any case, order, numbering or punctuation, shorter or longer.
+
+
+def default_plan(replace: dict[str, str] | None = None) -> str:
+    """A valid plan with the default sections, some headings renamed as a model may."""
+    parts = ["# Plan: add a cache", ""]
+    for section in DEFAULT_SECTIONS:
+        heading = (replace or {}).get(section, section)
+        body = GOOD_FILES if section == CRITICAL_FILES_SECTION else f"Text about {section}."
+        parts += [f"## {heading}" if heading else "", body, ""]
+    return "\n".join(parts)
+
+
+def check_default(text: str, workspace: Path) -> PlanCheck:
+    return validate_plan(text, sections=list(DEFAULT_SECTIONS), workspace=workspace)
+
+
+def test_alternatives_and_rollback_headings_are_accepted(workspace: Path) -> None:
+    """The issue's report: both sections are there, yet the run failed."""
+    text = default_plan(
+        {"Alternatives Considered": "Alternatives", "Rollback and Mitigations": "Rollback"}
+    )
+    result = check_default(text, workspace)
+    assert result.ok, result.problems
+    assert result.sections_found == list(DEFAULT_SECTIONS)
+
+
+@pytest.mark.parametrize(
+    ("section", "heading"),
+    [
+        ("Alternatives Considered", "Alternatives"),
+        ("Alternatives Considered", "Alternatives considered"),
+        ("Alternatives Considered", "5. Alternatives & trade-offs"),
+        ("Alternatives Considered", "Considered alternatives"),
+        ("Alternatives Considered", "ALTERNATIVE APPROACHES"),
+        ("Rollback and Mitigations", "Rollback"),
+        ("Rollback and Mitigations", "Mitigations"),
+        ("Rollback and Mitigations", "Rollback plan"),
+        ("Rollback and Mitigations", "9) Mitigations and rollback:"),
+        ("Understanding", "Objectives"),
+        ("Understanding", "1. Understanding the problem"),
+        ("Approach", "Implementation strategy"),
+        ("Approach", "**Approach**"),
+        ("Detailed Steps", "Steps"),
+        ("Detailed Steps", "Implementation steps"),
+        ("Test Plan", "Testing"),
+        ("Test Plan", "Tests"),
+        ("Risks", "Risk"),
+        ("Risks", "Key risks"),
+        ("Success Criteria", "Acceptance criteria"),
+        ("Next Actions", "Next steps"),
+        (CRITICAL_FILES_SECTION, "Critical files"),
+    ],
+)
+def test_generous_headings_satisfy_their_section(
+    workspace: Path, section: str, heading: str
+) -> None:
+    result = check_default(default_plan({section: heading}), workspace)
+    assert result.ok, result.problems
+    assert section in result.sections_found
+
+
+@pytest.mark.parametrize(
+    ("section", "name"),
+    [(section, name) for section, names in SECTION_NAMES.items() for name in names],
+)
+def test_every_accepted_name_satisfies_its_section(
+    workspace: Path, section: str, name: str
+) -> None:
+    result = check_default(default_plan({section: name}), workspace)
+    assert result.ok, result.problems
+
+
+@pytest.mark.parametrize("section", [s for s in DEFAULT_SECTIONS if s != CRITICAL_FILES_SECTION])
+def test_a_section_that_is_really_absent_is_still_missing(workspace: Path, section: str) -> None:
+    result = check_default(default_plan({section: ""}), workspace)
+    assert not result.ok
+    assert result.missing_sections == [section]
+    assert result.problems == [f"missing section: {section}"]
+
+
+@pytest.mark.parametrize(
+    ("section", "other_heading"),
+    [
+        ("Detailed Steps", "Next steps"),
+        ("Approach", "Alternative approaches"),
+        ("Approach", "Testing strategy"),
+        ("Approach", "Rollback strategy"),
+    ],
+)
+def test_another_sections_heading_does_not_stand_in(
+    workspace: Path, section: str, other_heading: str
+) -> None:
+    """A shared word is not enough: "Next steps" is Next Actions, not Detailed Steps."""
+    text = default_plan({section: ""}) + f"\n## {other_heading}\nMore.\n"
+    assert check_default(text, workspace).missing_sections == [section]
+
+
+def test_critical_files_still_need_three_to_five_that_exist(workspace: Path) -> None:
+    two = "- src/app/main.py - entry\n- src/app/nope.py - missing\n"
+    text = default_plan({CRITICAL_FILES_SECTION: "Key files"}).replace(GOOD_FILES, two)
+    result = check_default(text, workspace)
+    assert not result.ok
+    assert any("src/app/nope.py" in problem for problem in result.problems)
+    assert any("3" in problem and "5" in problem for problem in result.problems)
+
+
+def test_an_exact_heading_wins_over_an_earlier_longer_one() -> None:
+    plan = "# T\n\n## Alternative approaches\nOther.\n\n## Approach\nThe chosen one.\n"
+    assert extract_section(plan, "Approach") == "The chosen one."
+    assert extract_section("# T\n\n## Implementation strategy\nLRU.\n", "Approach") == "LRU."
+
+
+@pytest.mark.parametrize(
+    ("template_title", "heading", "ok"),
+    [
+        ("Risk Register", "3. Risk register and owners", True),
+        ("Risk Register", "Register of risks", True),
+        ("Risk Register", "Register", False),
+        ("Alternatives", "Alternatives considered", True),
+        ("Testing", "Test plan", True),
+        ("Rollout", "Rollout plan", True),
+        ("Rollout", "Rollback", False),
+    ],
+)
+def test_template_sections_match_by_their_own_key_words(
+    workspace: Path, template_title: str, heading: str, ok: bool
+) -> None:
+    text = f"# Plan\n\n## {heading}\nText.\n\n## {CRITICAL_FILES_SECTION}\n{GOOD_FILES}"
+    result = validate_plan(
+        text, sections=[template_title, CRITICAL_FILES_SECTION], workspace=workspace
+    )
+    assert result.ok is ok, result.problems
+
+
+def test_accepted_names_are_defined_once_for_every_default_section() -> None:
+    assert list(SECTION_NAMES) == list(DEFAULT_SECTIONS)
+    for section, names in SECTION_NAMES.items():
+        assert names[0] == section
+        assert accepted_names(section) == names
+
+
+def test_the_readme_lists_the_accepted_names() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert accepted_names_markdown() in readme

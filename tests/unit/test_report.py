@@ -459,6 +459,7 @@ def test_links_are_relative_and_url_quoted(workspace: Path, out_dir: Path) -> No
 def test_write_report_writes_json_and_markdown(three: RunRecord) -> None:
     written = write_report(three)
     json_path, markdown_path = written.json_path, written.markdown_path
+    html_path = written.html_path
     assert written.document == json.loads(json_path.read_text())
     assert written.status == written.document["status"]
     assert json_path == three.out_dir / "report.json"
@@ -467,7 +468,9 @@ def test_write_report_writes_json_and_markdown(three: RunRecord) -> None:
     three.exit_code = 0
     write_report(three)  # replacing an earlier report leaves no temporary files behind
     assert json.loads(json_path.read_text(encoding="utf-8"))["exit_code"] == 0
-    assert sorted(path.name for path in three.out_dir.iterdir()) == ["report.json", "report.md"]
+    assert html_path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    names = sorted(path.name for path in three.out_dir.iterdir())
+    assert names == ["report.html", "report.json", "report.md"]
 
 
 def test_record_rejects_perspectives_that_do_not_match_results(out_dir: Path) -> None:

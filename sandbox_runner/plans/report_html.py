@@ -1,0 +1,209 @@
+"""report.html: the report as one self-contained page (no script, nothing fetched), rendered
+from the data of report.json and the plans' Markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sandbox_runner.plans.report_html_parts import (
+    badge,
+    critical_files_section,
+    disagreements_section,
+    failures_section,
+    file_link,
+    plan_name,
+    usage_section,
+)
+from sandbox_runner.plans.report_markdown import (
+    REQUIREMENT_LINES,
+    cost_text,
+    duration,
+    plan_counts,
+    workspace_words,
+)
+from sandbox_runner.plans.report_style import REPORT_CSS
+from sandbox_runner.safe_text import html_text, markdown_html, one_line
+
+# The page needs nothing from anywhere: even if a sanitiser missed something, the browser
+# runs no script, loads no image, font or style sheet and submits no form.
+CONTENT_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; "
+    "base-uri 'none'; form-action 'none'"
+)
+
+STATUS_BADGES = {
+    "ok": ("ok", "ok: every plan is valid"),
+    "plan_invalid": ("warn", "plan_invalid"),
+    "plan_failed": ("bad", "plan_failed"),
+    "interrupted": ("warn", "interrupted"),
+    "workspace_changed": ("bad", "workspace_changed"),
+}
+
+
+def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
+    """The page (report.html) for a report built by build_report.
+
+    Args:
+        report: report.json's data. An optional `recommended` object (shaped like a plan
+            entry: label, title, status, valid, plan_file, problems, tokens, cost_usd,
+            wall_seconds) is shown first, before the perspectives' plans; nothing is shown
+            for it when it is absent.
+        bodies: each plan's Markdown (without front matter or `# Title`), by label.
+
+    Returns:
+        The page. Everything from a model, a repository or the user is escaped; the plans'
+        Markdown is rendered by safe_text.markdown_html.
+    """
+    sections = [
+        _headline(report),
+        _requirements(report["requirements"]),
+        _recommended(report.get("recommended"), bodies),
+        _plans(report["plans"], bodies),
+        critical_files_section(report),
+        disagreements_section(report),
+        failures_section(report),
+        usage_section(report),
+    ]
+    title = html_text(f"Plan report: {one_line(report['run'])}")
+    links = '<a href="report.md">report.md</a> · <a href="report.json">report.json</a>'
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_POLICY}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        f"<title>{title}</title>\n<style>{REPORT_CSS}</style>\n</head>\n<body>\n<main>\n"
+        + "\n".join(section for section in sections if section)
+        + f"\n<footer>Written by planrun · {links}</footer>\n</main>\n</body>\n</html>\n"
+    )
+
+
+def _headline(report: dict[str, Any]) -> str:
+    tone, words = STATUS_BADGES.get(report["status"], ("bad", report["status"]))
+    head = f"<code>{html_text(report['git_head'][:12])}</code>" if report["git_head"] else "no HEAD"
+    totals = report["totals"]
+    facts = [
+        (
+            "Plans",
+            f"{html_text(plan_counts(report['plans']))} (exit code {int(report['exit_code'])})",
+        ),
+        *_agreement(report),
+        ("Repository", f"<code>{html_text(report['repository'])}</code> at {head}"),
+        ("Workspace", html_text(workspace_words(report))),
+        *([("Agent", html_text(report["agent_override"]))] if report["agent_override"] else []),
+        (
+            "Time",
+            f"{html_text(report['started_at'])} to {html_text(report['finished_at'])} "
+            f"({duration(report['wall_seconds'])})",
+        ),
+        (
+            "Usage",
+            f"{totals['tokens']['total']:,} tokens · cost "
+            + html_text(cost_text(totals["cost_usd"])),
+        ),
+    ]
+    chips = [_chip(report["recommended"], "recommended", "Recommended")] if _has_rec(report) else []
+    chips += [
+        _chip(plan, f"plan-{n}", plan_name(plan)) for n, plan in enumerate(report["plans"], 1)
+    ]
+    toc = [("plans", "Plans"), ("critical-files", "Critical files")]
+    toc += [("disagreements", "Disagreements"), ("failures", "Failures")]
+    toc += [("usage", "Tokens, cost and time")]
+    nav = " ".join(f'<a href="#{anchor}">{text}</a>' for anchor, text in toc)
+    return (
+        f'<section class="headline {tone}" id="top">\n'
+        f"<h1>Plan report: {html_text(one_line(report['run']))} "
+        f'<span class="badge {tone}">{html_text(words)}</span></h1>\n'
+        f'<div class="facts">{"".join(f"<div><b>{k}:</b> {v}</div>" for k, v in facts)}</div>\n'
+        f'<div class="chips">{"".join(chips)}</div>\n<nav class="toc">{nav}</nav>\n</section>'
+    )
+
+
+def _agreement(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """How far the plans agree on critical files, in one line (nothing for fewer than two)."""
+    files = report["critical_files"]
+    if len(files["first_choices"]) < 2:
+        return []
+    shared = len(files["shared_by_all"])
+    words = f"{shared} of {len(files['matrix'])} critical files named by every plan; "
+    words += "the same first choice" if files["agree_on_first"] else "different first choices"
+    return [("Agreement", html_text(words))]
+
+
+def _has_rec(report: dict[str, Any]) -> bool:
+    return isinstance(report.get("recommended"), dict)
+
+
+def _chip(plan: dict[str, Any], anchor: str, name: str) -> str:
+    return f'<span class="chip"><a href="#{anchor}">{name}</a> {badge(plan)}</span>'
+
+
+def _requirements(requirements: str) -> str:
+    lines = requirements.strip().splitlines() or ["(none)"]
+    shown = "\n".join(lines[:REQUIREMENT_LINES])
+    more = len(lines) - REQUIREMENT_LINES
+    note = f'<p class="legend">… {more} more lines in report.json</p>' if more > 0 else ""
+    return (
+        '<section id="requirements"><h2>Requirements</h2>'
+        f'<pre class="requirements">{html_text(shown)}</pre>{note}</section>'
+    )
+
+
+def _recommended(recommended: Any, bodies: Mapping[str, str]) -> str:
+    if not isinstance(recommended, dict):
+        return ""
+    body = bodies.get(str(recommended.get("label")), "")
+    return (
+        '<section class="recommended" id="recommended">\n<h2>Recommended plan</h2>\n'
+        f'<article class="plan">{_plan_header(recommended, "Recommended")}'
+        f"{_problems(recommended)}{_plan_body(body, recommended)}</article>\n</section>"
+    )
+
+
+def _plans(plans: list[dict[str, Any]], bodies: Mapping[str, str]) -> str:
+    if not plans:
+        return '<section id="plans"><h2>Plans</h2><p class="empty">No plan was run.</p></section>'
+    columns = [
+        f'<article class="plan" id="plan-{number}">{_plan_header(plan, plan_name(plan))}'
+        f"{_problems(plan)}{_plan_body(bodies.get(plan['label'], ''), plan)}</article>"
+        for number, plan in enumerate(plans, 1)
+    ]
+    heading = "Plans side by side" if len(plans) > 1 else "Plan"
+    return (
+        f'<section id="plans"><h2>{heading}</h2>\n<div class="columns">\n'
+        + "\n".join(columns)
+        + "\n</div>\n</section>"
+    )
+
+
+def _plan_header(plan: dict[str, Any], name: str) -> str:
+    title = html_text(plan.get("title") or "(no title)")
+    meta = [
+        f"<code>{html_text(plan.get('model') or '?')}</code>",
+        f"{plan['tokens']['total']:,} tokens",
+        html_text(cost_text(plan.get("cost_usd"))),
+        duration(float(plan.get("wall_seconds") or 0)),
+    ]
+    if plan.get("plan_file"):
+        meta.append(file_link(plan["plan_file"]))
+    return (
+        f'<header><span class="name">{name}</span> {badge(plan)}'
+        f'<div class="title">{title}</div><div class="meta">{" · ".join(meta)}</div></header>'
+    )
+
+
+def _problems(plan: dict[str, Any]) -> str:
+    problems = [html_text(p) for p in plan.get("problems") or []]
+    if plan.get("reason"):
+        problems.insert(0, html_text(plan["reason"]))
+    if not problems:
+        return ""
+    return '<ul class="problems">' + "".join(f"<li>{p}</li>" for p in problems) + "</ul>"
+
+
+def _plan_body(body: str, plan: dict[str, Any]) -> str:
+    if not body.strip():
+        return (
+            f'<div class="body"><p class="empty">No plan was written ({plan["status"]}).</p></div>'
+        )
+    return f'<div class="body">{markdown_html(body, heading_offset=1)}</div>'
