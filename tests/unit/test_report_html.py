@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_runner.agents.results import PlanStatus
 
 from sandbox_runner.plans.report import RunRecord, build_report, plan_bodies, render_html
+from sandbox_runner.plans.results import PlanStatus
 from sandbox_runner.safe_text import markdown_html
 from sandbox_runner.types import Usage
 from tests.support import browser
