@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -70,6 +71,10 @@ class Headless:
         )
 
 
+HostTool = Callable[[ToolCall], "ToolResult"]
+"""Answers a call of a tool the host itself implements (Task, ExitPlanMode)."""
+
+
 class LoopHooks:
     """What a use of the loop adds; the defaults add nothing."""
 
@@ -109,6 +114,7 @@ class AgentLoop:
         label: str = "agent",
         on_event: EventSink | None = None,
         cancel: threading.Event | None = None,
+        host_tools: dict[str, HostTool] | None = None,
     ) -> None:
         self.model = model
         self.model_id = model_id
@@ -125,7 +131,9 @@ class AgentLoop:
         self.label = label
         self._on_event = on_event or (lambda event: None)
         self.cancel = cancel or threading.Event()
+        self.host_tools = host_tools or {}
         self.state = RunState()
+        self._counter_lock = threading.Lock()
 
     # ------------------------------------------------------------------ entry points
 
@@ -203,11 +211,16 @@ class AgentLoop:
         return response
 
     def _answer(self, calls: list[ToolCall]) -> None:
-        results = []
-        for call in calls[:MAX_CALLS_PER_TURN]:
+        results: list[ToolResult] = []
+        running = calls[:MAX_CALLS_PER_TURN]
+        # Subagents (Task calls) of one turn run side by side; everything else in order.
+        parallel = {call.id: call for call in running if call.name == "Task"}
+        started = self._start_parallel(list(parallel.values())) if len(parallel) > 1 else {}
+        for call in running:
             if self.cancel.is_set():
                 raise LimitReached("interrupted")
-            results.append(self._execute(call))
+            future = started.get(call.id)
+            results.append(future.result() if future is not None else self._execute(call))
         # Every tool_use needs an answer, but a turn of hundreds of calls is not run.
         results += [
             ToolResult(call.id, f"Not run: at most {MAX_CALLS_PER_TURN} tool calls per turn.", True)
@@ -217,18 +230,28 @@ class AgentLoop:
             {"role": "user", "content": [result.to_block() for result in results]}
         )
 
+    def _start_parallel(self, calls: list[ToolCall]) -> dict[str, Future[ToolResult]]:
+        pool = ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="task")
+        started = {call.id: pool.submit(self._execute, call) for call in calls}
+        pool.shutdown(wait=False)
+        return started
+
     def _execute(self, call: ToolCall) -> ToolResult:
-        self.state.tool_calls += 1
+        with self._counter_lock:
+            self.state.tool_calls += 1
         self.emit("tool_call", tool=call.name, detail=_brief(call.input))
         decision = check(call, self._context(), self.mode(), self.rules())
         if isinstance(decision, Ask):
             decision = self._ask(decision)
-        if isinstance(decision, Allow):
+        if isinstance(decision, Allow) and call.name in self.host_tools:
+            result = self.host_tools[call.name](call)
+        elif isinstance(decision, Allow):
             outcome = self.sandbox.call(self._within_time_limit(decision.request))
             text = cap_result(call.name, outcome.text or "(no output)")
             result = ToolResult(call.id, text, is_error=not outcome.ok)
             if call.name in {"Write", "Edit"} and outcome.ok:
-                self.emit("plan_written", tool=call.name, detail=str(call.input.get("file_path")))
+                written = "plan_written" if self.mode() is PermissionMode.PLAN else "file_written"
+                self.emit(written, tool=call.name, detail=str(call.input.get("file_path")))
         else:
             result = ToolResult(call.id, decision.message, is_error=True)
             if decision.suggested_command:

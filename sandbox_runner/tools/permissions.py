@@ -8,6 +8,7 @@
 | other command             | deny, with guidance          | ask     | ask         |
 | edit of the plan file     | allow                        | ask     | allow       |
 | other edit                | deny, with guidance          | ask     | allow       |
+| Task, ExitPlanMode        | allow (the host checks)      | allow   | allow       |
 
 In plan mode nothing is ever offered as an approval: the answer is no, with guidance.
 An "always" answer turns an Ask into an Allow for the rest of the session: for edits,
@@ -102,7 +103,7 @@ def check(call: ToolCall, context: ToolContext, mode: PermissionMode, rules: Rul
 
 def decide(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
     """The decision for one translated call (see the table above); never raises."""
-    if use.kind is ToolKind.READ:
+    if use.kind in (ToolKind.READ, ToolKind.HOST):
         return Allow(use.request)
     if use.kind is ToolKind.COMMAND:
         return _command(use, mode, rules)

@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from sandbox_runner.paths import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
-from sandbox_runner.tools.schemas import ALL_TOOLS, validate_input
+from sandbox_runner.tools.schemas import ALL_TOOLS, HOST_TOOLS, validate_input
 from sandbox_runner.types import ToolCall, ToolRequest
 
 MAX_BASH_TIMEOUT_MS = 600_000
@@ -27,6 +27,8 @@ class ToolKind(StrEnum):
     READ = "read"
     EDIT = "edit"
     COMMAND = "command"
+    HOST = "host"
+    """Answered by the host (Task, ExitPlanMode): the host decides what it may do."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ def translate(call: ToolCall, context: ToolContext) -> ToolUse | Refusal:
         refusal = _refuse_escaping_pattern(str(arguments["pattern"]), context)
         if refusal is not None:
             return refusal
+    if call.name in HOST_TOOLS:
+        return ToolUse(call.name, ToolKind.HOST, ToolRequest(call.name, arguments))
     request = _to_request(call.name, arguments)
     if call.name == "Bash":
         return ToolUse(call.name, ToolKind.COMMAND, request, command=str(arguments["command"]))

@@ -201,9 +201,34 @@ LSP = _tool(
     "operation",
 )
 
+TASK = _tool(
+    "Task",
+    "Launches a subagent to handle a task on its own, in a container of its own, and returns "
+    "its final answer as text. Several Task calls in one turn run in parallel. The agents "
+    "you may launch, and when to use each, are listed below.",
+    {
+        "description": _string("A short (3-5 word) description of the task."),
+        "prompt": _string("The task for the subagent: everything it needs to know."),
+        "subagent_type": _string("The agent to launch (its name)."),
+    },
+    "description",
+    "prompt",
+    "subagent_type",
+)
+
+EXIT_PLAN_MODE = _tool(
+    "ExitPlanMode",
+    "Call this when the plan in the plan file is complete and you are ready for the user to "
+    "review it. The user then accepts it (and implementation starts) or asks for changes. "
+    "Do not call it for research or questions: only when a plan is ready.",
+    {"summary": _string("Optional: one or two sentences on what the plan does.")},
+)
+
 ALL_TOOLS: dict[str, ToolSpec] = {
-    spec.name: spec for spec in (READ, GLOB, GREP, LS, BASH, WRITE, EDIT, LSP)
+    spec.name: spec for spec in (READ, GLOB, GREP, LS, BASH, WRITE, EDIT, LSP, TASK, EXIT_PLAN_MODE)
 }
+HOST_TOOLS = frozenset({TASK.name, EXIT_PLAN_MODE.name})
+"""Tools the host answers itself: nothing of theirs runs in a sandbox."""
 
 
 def tools_for(names: Iterable[str]) -> list[ToolSpec]:
