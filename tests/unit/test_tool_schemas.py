@@ -44,6 +44,8 @@ EXPECTED_FIELDS = {
     "Write": {"file_path", "content"},
     "Edit": {"file_path", "old_string", "new_string", "replace_all"},
     "LSP": {"operation", "file_path", "symbol", "line", "character"},
+    "Task": {"description", "prompt", "subagent_type"},
+    "ExitPlanMode": {"summary"},
 }
 
 
@@ -172,5 +174,5 @@ def test_tools_for_keeps_order_and_drops_repeats() -> None:
 
 
 def test_tools_for_unknown_name() -> None:
-    with pytest.raises(KeyError, match=r"unknown tool 'Task'; known tools: Bash, Edit, "):
-        tools_for(["Read", "Task"])
+    with pytest.raises(KeyError, match=r"unknown tool 'NotebookEdit'; known tools: Bash, Edit, "):
+        tools_for(["Read", "NotebookEdit"])
