@@ -242,6 +242,11 @@ class LoadedSettings:
             timeout_seconds=values.timeout,
         )
 
+    def model_id(self, flag: str | None = None) -> str:
+        """The model of a session: the flag, else `model`, with aliases resolved."""
+        model = flag or self.settings.model
+        return MODEL_ALIASES.get(model.casefold(), model)
+
     def planning_model_id(self) -> str:
         """The model id of plan runs: planning_model, else model, with aliases resolved."""
         model = self.settings.planning_model

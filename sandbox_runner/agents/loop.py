@@ -102,7 +102,7 @@ class AgentLoop:
         model: Model,
         model_id: str,
         sandbox: Sandbox,
-        system_prompt: str,
+        system_prompt: str | Callable[[], str],
         tools: Callable[[], list[ToolSpec]],
         context: ToolContext,
         mode: Callable[[], PermissionMode],
@@ -144,7 +144,7 @@ class AgentLoop:
             LimitReached: a limit, or the cancel token, ended the run (control flow).
             PlanrunError: the model or the sandbox failed for good.
         """
-        self.log("system", text=self.system_prompt, tools=self._tool_names(), model=self.model_id)
+        self.log("system", text=self.system(), tools=self._tool_names(), model=self.model_id)
         self.add_user(task)
         self._check_context_budget()
         self._loop()
@@ -337,11 +337,25 @@ class AgentLoop:
         """The next model call: the conversation so far, the tools offered now."""
         return ModelRequest(
             model=self.model_id,
-            system=self.system_prompt,
+            system=self.system(),
             messages=self.state.messages,
             tools=self.tools(),
             max_tokens=self.limits.max_output_tokens,
         )
+
+    def system(self) -> str:
+        """The system prompt as it stands now (a plan session's changes with its plan file)."""
+        prompt = self.system_prompt
+        return prompt() if callable(prompt) else prompt
+
+    def resume(self, transcript_lines: list[str]) -> None:
+        """Continue a conversation saved in a transcript (this loop's own, appended to)."""
+        self.state.messages = conversation_from_transcript(transcript_lines)
+
+    def compact(self, summary: str) -> None:
+        """Replace the conversation with a summary of it; the transcript keeps everything."""
+        self.log("compacted", summary=summary)
+        self.state.messages = [_summary_message(summary)]
 
     def add_note(self, text: str) -> None:
         """A note from planrun, added to the user turn the next call sends."""
@@ -393,6 +407,9 @@ def conversation_from_transcript(lines: list[str]) -> list[dict[str, Any]]:
     for line in lines:
         entry = json.loads(line)
         kind = entry.get("type")
+        if kind == "compacted":
+            messages = [_summary_message(entry["summary"])]
+            continue
         if kind == "assistant":
             messages.append({"role": "assistant", "content": entry["content"]})
             continue
@@ -407,6 +424,11 @@ def conversation_from_transcript(lines: list[str]) -> list[dict[str, Any]]:
         else:
             messages.append({"role": "user", "content": [block]})
     return messages
+
+
+def _summary_message(summary: str) -> dict[str, Any]:
+    text = f"Summary of the conversation so far (older messages were compacted):\n\n{summary}"
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
 def _brief(arguments: dict[str, Any]) -> str:

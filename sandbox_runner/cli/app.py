@@ -145,7 +145,32 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(__version__, prog_name="planrun")
-def cli() -> None:
-    """planrun: read-only Plan subagents, each in its own hardened Docker container."""
+@click.option("--repo", default=".", show_default=True, help="The repository of the session.")
+@click.option("--plan", "start_in_plan", is_flag=True, help="Start in plan mode.")
+@click.option(
+    "--mode",
+    type=click.Choice(["default", "acceptEdits", "plan"]),
+    help="Start in this permission mode.",
+)
+@click.option("--resume", "resume_id", metavar="ID", help="Resume the session ID.")
+@click.option(
+    "--continue",
+    "continue_latest",
+    is_flag=True,
+    help="Resume the latest session of this repository.",
+)
+@click.option("--model", help="The session's model (default: the configured model).")
+@click.pass_context
+def cli(ctx: click.Context, /, **options: Any) -> None:
+    """planrun: read-only Plan subagents, each in its own hardened Docker container.
+
+    Without a command, `planrun` opens an interactive session on the repository: a work
+    session and a plan session, Shift+Tab (or /mode) through default, acceptEdits and plan.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from sandbox_runner.cli.session_cmd import run_session
+
+    run_session(ctx, options)

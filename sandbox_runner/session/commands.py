@@ -1,0 +1,185 @@
+"""The slash commands of a session, shared by line mode and the terminal."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.files import write_new
+from sandbox_runner.plans.inputs import read_context_files
+from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.session.engine import Session
+from sandbox_runner.tools.permissions import PermissionMode
+
+MAX_ATTACH_BYTES = 256 * 1024
+
+COMMANDS: dict[str, str] = {
+    "/plan": "enter plan mode (and give it a task): /plan [task]",
+    "/exit-plan": "leave plan mode, plan untouched, nothing sent to the agent",
+    "/accept": "accept the plan and implement it: /accept [note]",
+    "/apply-plan": "accept the plan into a mode: /apply-plan [default|acceptEdits]",
+    "/reject": "restore the plan file as it was and leave plan mode",
+    "/save-plan": "copy the plan into the repository: /save-plan [path] [--force]",
+    "/mode": "show or set the mode: /mode [default|acceptEdits|plan]",
+    "/attach": "attach a file to your next message: /attach PATH",
+    "/compact": "summarise the conversation to free the context window",
+    "/status": "session, mode, plan file, tokens and cost",
+    "/help": "this list",
+    "/quit": "end the session (its state is kept; --resume or --continue comes back)",
+}
+MODE_NAMES = {mode.value.casefold(): mode for mode in PermissionMode}
+
+
+@dataclass
+class Outcome:
+    """What a command printed, and whether the session ends."""
+
+    lines: list[str]
+    quit: bool = False
+
+
+class Commands:
+    """Parses and runs slash commands against a session."""
+
+    def __init__(self, session: Session, extra_dirs: Sequence[Path] = ()) -> None:
+        self.session = session
+        self.extra_dirs = list(extra_dirs)
+        self.attached: list[str] = []
+        self._handlers: dict[str, Callable[[list[str]], Outcome]] = {
+            "/plan": self._plan,
+            "/exit-plan": lambda args: self._done(session.exit_plan, "plan mode left"),
+            "/accept": lambda args: self._accept(" ".join(args), None),
+            "/apply-plan": self._apply,
+            "/reject": lambda args: self._done(session.reject, "plan rejected; file restored"),
+            "/save-plan": self._save,
+            "/mode": self._mode,
+            "/attach": self._attach,
+            "/compact": lambda args: self._done(session.compact, ""),
+            "/status": lambda args: Outcome(status_lines(session)),
+            "/help": lambda args: Outcome([f"{name}  {text}" for name, text in COMMANDS.items()]),
+            "/quit": lambda args: Outcome([], quit=True),
+        }
+
+    def run(self, line: str) -> Outcome:
+        """Run one command line (it starts with /); a mistake is one line, never a crash."""
+        try:
+            words = shlex.split(line)
+        except ValueError as error:
+            return Outcome([f"error: {error}"])
+        name, args = words[0], words[1:]
+        handler = self._handlers.get(name)
+        if handler is None:
+            return Outcome([f"error: unknown command {name}; /help lists them"])
+        try:
+            return handler(args)
+        except ConfigError as error:
+            return Outcome([f"error: {error}"])
+
+    def message(self, text: str) -> str:
+        """A user message with the files attached since the last one."""
+        parts, self.attached = [*self.attached, text], []
+        return "\n\n".join(parts)
+
+    def _done(self, action: Callable[[], None], said: str) -> Outcome:
+        action()
+        return Outcome([said] if said else [])
+
+    def _plan(self, args: list[str]) -> Outcome:
+        self.session.enter_plan()
+        lines = [f"plan mode: the plan file is {self.session.plan_file.host_path}"]
+        if args:
+            self.session.send(self.message(" ".join(args)))
+        return Outcome(lines)
+
+    def _accept(self, note: str, mode: PermissionMode | None) -> Outcome:
+        self.session.accept(note, mode)
+        lines = [f"plan accepted: {self.session.state.mode} mode, implementing"]
+        self.session.run_pending()
+        return Outcome(lines)
+
+    def _apply(self, args: list[str]) -> Outcome:
+        mode = _mode(args[0]) if args else None
+        return self._accept(" ".join(args[1:]), mode)
+
+    def _mode(self, args: list[str]) -> Outcome:
+        if args:
+            self.session.set_mode(_mode(args[0]))
+        return Outcome([f"mode: {self.session.state.mode}"])
+
+    def _save(self, args: list[str]) -> Outcome:
+        session = self.session
+        if session.state.permission_mode is PermissionMode.PLAN:
+            raise ConfigError(
+                "the repository is read-only in plan mode; /accept or /exit-plan first, "
+                "then /save-plan"
+            )
+        text = session.plan_file.read() if session.state.plan_file else None
+        if text is None:
+            raise ConfigError("there is no plan yet; /plan writes one")
+        force = "--force" in args
+        names = [arg for arg in args if arg != "--force"]
+        target = (session.workspace / (names[0] if names else "PLAN.md")).resolve()
+        if not target.is_relative_to(session.workspace):
+            raise ConfigError(f"{target} is outside the repository {session.workspace}")
+        if target.exists() and not force:
+            raise ConfigError(f"{target} exists; /save-plan {names[0] if names else 'PLAN.md'} "
+                              "--force replaces it")  # fmt: skip
+        if target.exists():
+            target.unlink()
+        write_new(target, text)
+        return Outcome([f"plan saved to {target}"])
+
+    def _attach(self, args: list[str]) -> Outcome:
+        if len(args) != 1:
+            raise ConfigError("/attach takes one path")
+        session = self.session
+        if session.state.permission_mode is PermissionMode.PLAN:
+            try:
+                text = read_context_files([Path(args[0])], session.workspace, self.extra_dirs)
+            except ConfigError as error:
+                raise ConfigError(
+                    f"{error}. In plan mode only files in the repository and the extra "
+                    "read-only directories can be attached; leave plan mode (/exit-plan) to "
+                    "attach others"
+                ) from None
+        else:
+            text = _read_any(Path(args[0]).expanduser(), session.workspace)
+        self.attached.append(text)
+        return Outcome([f"attached {args[0]} to your next message"])
+
+
+def status_lines(session: Session) -> list[str]:
+    """`key: value` lines: what /status prints, line mode and terminal alike."""
+    state = session.state
+    return [
+        f"session: {state.active_id}",
+        f"mode: {state.mode}",
+        f"previous_mode: {state.previous_mode}",
+        f"plan_file: {state.plan_file or '-'}",
+        f"repository: {state.repo}",
+        f"model: {state.model}",
+        f"tokens: {state.tokens}",
+        f"cost_usd: {state.cost_usd:.4f}",
+    ]
+
+
+def _mode(name: str) -> PermissionMode:
+    mode = MODE_NAMES.get(name.casefold())
+    if mode is None:
+        raise ConfigError(f"unknown mode {name!r}; one of: default, acceptEdits, plan")
+    return mode
+
+
+def _read_any(path: Path, workspace: Path) -> str:
+    resolved = path if path.is_absolute() else workspace / path
+    try:
+        data = read_untrusted_bytes(resolved, MAX_ATTACH_BYTES + 1)
+    except UnsafeFileError as error:
+        raise ConfigError(f"cannot attach {path}: {error}") from None
+    if data is None:
+        raise ConfigError(f"{resolved} does not exist")
+    text = data[:MAX_ATTACH_BYTES].decode("utf-8", errors="replace")
+    return f"### Attached file: {resolved}\n\n````\n{text}\n````"

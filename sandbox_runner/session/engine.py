@@ -1,0 +1,446 @@
+"""An interactive session: a work session `<id>` and a plan session `<id>-plan`, one
+active, the permission mode, the plan file and its snapshot, and every change saved."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from sandbox_runner import Model, Sandbox
+from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.events import AgentEvent
+from sandbox_runner.agents.loop import AgentLoop, Approval, LoopHooks
+from sandbox_runner.agents.registry import Registry
+from sandbox_runner.agents.run_state import LimitReached
+from sandbox_runner.errors import ConfigError, PlanrunError
+from sandbox_runner.limits import RunLimits
+from sandbox_runner.plans.pricing import estimate_cost
+from sandbox_runner.session import prompts
+from sandbox_runner.session.plan_file import PlanFile
+from sandbox_runner.session.state import SessionState, SessionStore
+from sandbox_runner.session.subagents import SubagentSandboxes, TaskRunner
+from sandbox_runner.tools.permissions import Ask, PermissionMode, Rules
+from sandbox_runner.tools.policy import ToolContext
+from sandbox_runner.tools.schemas import tools_for
+from sandbox_runner.types import ToolCall, ToolResult, ToolSpec, Usage
+
+PLAN_TOOLS_EXTRA = ("Write", "Edit", "ExitPlanMode", "Task")
+COMPACT_AT = 0.8
+"""Compact when a call's input reaches this share of the context budget."""
+
+
+@dataclass(frozen=True)
+class PlanReview:
+    """The user's answer to a plan: accept (into a mode), or keep planning with feedback."""
+
+    accept: bool
+    mode: PermissionMode | None = None
+    feedback: str = ""
+
+
+class SessionUI(Protocol):
+    """What a session needs from its user interface (line mode, or the terminal)."""
+
+    def show(self, text: str) -> None:
+        """A line of information for the user."""
+
+    def event(self, event: AgentEvent) -> None:
+        """Progress of the agent (a tool call, a turn)."""
+
+    def approve(self, ask: Ask) -> Approval:
+        """Ask the user about a call the mode does not allow by itself."""
+
+    def review_plan(self, plan_file: Path, text: str) -> PlanReview:
+        """Show the plan and ask whether to accept it."""
+
+
+class SessionSandboxes(SubagentSandboxes, Protocol):
+    """Where a session's tools run."""
+
+    def plan(self, plan_dir: Path) -> Sandbox:
+        """The plan session's sandbox: workspace read-only, /plan kept in plan_dir."""
+
+
+class Session:
+    """The engine of an interactive session; UIs drive it with messages and commands."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        state: SessionState,
+        *,
+        workspace: Path,
+        registry: Registry,
+        sandboxes: SessionSandboxes,
+        model: Callable[[str], Model],
+        ui: SessionUI,
+        limits: RunLimits,
+    ) -> None:
+        self.store, self.state = store, state
+        self.workspace = workspace
+        self.registry = registry
+        self.sandboxes = sandboxes
+        self.model = model
+        self.ui = ui
+        self.limits = limits
+        self.cancel = threading.Event()
+        self.plan_file = PlanFile(store.plan_dir, state)
+        self._notes: dict[str, list[str]] = {"work": [], "plan": []}
+        self._loops: dict[str, AgentLoop] = {}
+        self._sandboxes: dict[str, Sandbox] = {}
+        self._kickoff: str | None = None
+        """The first message of the work session after a plan was accepted."""
+        self._accepted: PlanReview | None = None
+        """A plan the user accepted from ExitPlanMode, applied once the plan turn ends."""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Get the containers going ahead of need (a mode switch then waits for nothing)."""
+        if self.state.plan_file is not None:
+            # What the plan agent wrote before a crash is newer than the plan file.
+            self.plan_file.sync_out()
+            self.plan_file.stage()
+        self._sandbox("work")
+        if self.state.plan_file is not None or self.state.active == "plan":
+            self._sandbox("plan")
+
+    def close(self) -> None:
+        """Save the state and remove every container."""
+        self.cancel.set()
+        self.save()
+        for sandbox in self._sandboxes.values():
+            try:
+                sandbox.stop()
+            except PlanrunError as error:
+                self.ui.show(f"warning: {error}")
+        self._sandboxes.clear()
+
+    def save(self) -> None:
+        self.store.save(self.state)
+
+    # ------------------------------------------------------------------ messages
+
+    def send(self, text: str) -> None:
+        """A user message to the active session; returns when the agent's turn is over
+        (and, when the plan was accepted meanwhile, when the work session's first turn is)."""
+        self._turn(self.state.active, text)
+        self.run_pending()
+
+    def run_pending(self) -> None:
+        """Start implementing an accepted plan: the work session's kickoff turn."""
+        while self._kickoff is not None:
+            text, self._kickoff = self._kickoff, None
+            self._turn("work", text)
+
+    def _turn(self, which: str, text: str) -> None:
+        loop = self._loop(which)
+        self.cancel.clear()
+        try:
+            if loop.state.messages:
+                loop.run_turn(text)
+            else:
+                loop.run(text)
+        except LimitReached as limit:
+            if self._accepted is None:
+                self.ui.show(f"stopped: {limit}")
+        except PlanrunError as error:
+            self.ui.show(f"error: {error}")
+        finally:
+            self._after_turn(which)
+        if loop.state.final_text.strip() and which == self.state.active:
+            self.ui.show(loop.state.final_text.strip())
+
+    def messages(self, which: str) -> list[dict[str, object]]:
+        """The conversation of the work or the plan session, as the model sees it."""
+        return self._loop(which).state.messages
+
+    def interrupt(self) -> None:
+        """Stop the agent's turn (Esc, Ctrl-C): the model call in flight is abandoned."""
+        self.cancel.set()
+
+    # ------------------------------------------------------------------ modes
+
+    def set_mode(self, mode: PermissionMode) -> None:
+        """Switch to MODE (Shift+Tab, /mode, --mode); it applies from the next tool call."""
+        state = self.state
+        old = state.permission_mode
+        if mode is old:
+            return
+        if mode is PermissionMode.PLAN:
+            self.enter_plan()
+            return
+        if old is PermissionMode.PLAN:
+            self._leave_plan(mode, event="plan_mode_exited")
+            return
+        state.mode = mode.value
+        self._note("work", prompts.mode_changed(mode.value))
+        self.store.event("mode_changed", mode=mode.value, previous=old.value)
+        self.save()
+
+    def enter_plan(self) -> None:
+        """Switch to the plan session; the plan file is chosen once, and snapshotted."""
+        state = self.state
+        if state.permission_mode is PermissionMode.PLAN:
+            return
+        again = state.plan_file is not None
+        self.plan_file.choose()
+        state.snapshot = self.plan_file.read()
+        state.previous_mode, state.mode, state.active = state.mode, "plan", "plan"
+        self.plan_file.stage()
+        self._push_plan_into_sandbox()
+        exists = state.snapshot is not None
+        note = prompts.entered_plan_mode(self.plan_file.container_path, exists, again)
+        self._note("plan", note)
+        self.store.event("mode_changed", mode="plan", previous=state.previous_mode)
+        self.store.event("plan_mode_entered", plan_file=state.plan_file)
+        self.save()
+
+    def exit_plan(self) -> None:
+        """/exit-plan: back to the previous mode, the plan untouched, nothing injected."""
+        self._require_plan_mode("/exit-plan")
+        self._leave_plan(PermissionMode(self.state.previous_mode), event="plan_mode_exited")
+
+    def accept(self, note: str = "", mode: PermissionMode | None = None) -> None:
+        """/accept, /apply-plan: keep the plan, switch to the work session, start on it."""
+        self._require_plan_mode("/accept")
+        self.plan_file.sync_out()
+        text = self.plan_file.read() or ""
+        target = mode or PermissionMode(self.state.previous_mode)
+        if target is PermissionMode.PLAN:
+            raise ConfigError("the plan can be applied in default or acceptEdits, not plan")
+        self._leave_plan(target, event="")
+        path = str(self.plan_file.host_path)
+        self._kickoff = prompts.kickoff(path, text, note)
+        self.store.event("plan_accepted", plan_file=path, mode=target.value)
+        self.save()
+
+    def reject(self) -> None:
+        """/reject: restore the plan file from the snapshot, leave plan mode, no trace."""
+        self._require_plan_mode("/reject")
+        self.plan_file.sync_out()
+        rejected = self.plan_file.read()
+        self.store.event("plan_rejected", plan_file=self.state.plan_file, rejected=rejected)
+        self.plan_file.restore(self.state.snapshot)
+        self._push_plan_into_sandbox()
+        self._leave_plan(PermissionMode(self.state.previous_mode), event="")
+
+    def _leave_plan(self, mode: PermissionMode, *, event: str) -> None:
+        """Back to the work session. It was never in plan mode (the plan session was), so
+        nothing is injected there; the plan session hears "Re-entering" if it comes back."""
+        state = self.state
+        state.mode, state.active = mode.value, "work"
+        state.snapshot = None
+        self.store.event("mode_changed", mode=mode.value, previous="plan")
+        if event:
+            self.store.event(event, plan_file=state.plan_file)
+        self.save()
+
+    def _require_plan_mode(self, command: str) -> None:
+        if self.state.permission_mode is not PermissionMode.PLAN:
+            raise ConfigError(f"{command} works in plan mode; enter it with /plan")
+
+    # ------------------------------------------------------------------ the two loops
+
+    def _loop(self, which: str) -> AgentLoop:
+        if which in self._loops:
+            return self._loops[which]
+        plan = which == "plan"
+        definition = self.registry.get("Plan" if plan else "general-purpose")
+        names = [*definition.effective_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
+        tools = tools_for(dict.fromkeys(n for n in names if n != "NotebookEdit"))
+        loop = AgentLoop(
+            model=self.model(which),
+            model_id=self.state.model,
+            sandbox=self._sandbox(which),
+            system_prompt=self._system_prompt(which, definition),
+            tools=lambda: tools,
+            context=ToolContext(
+                frozenset(t.name for t in tools), str(self.workspace), definition.name
+            ),
+            mode=self._mode_of(which),
+            rules=self._rules_of(which),
+            transcript=self.store.transcript(which),
+            limits=self.limits,
+            approver=self.ui,
+            hooks=_SessionHooks(self, which),
+            label=self.state.id + ("-plan" if plan else ""),
+            on_event=self._on_event,
+            cancel=self.cancel,
+            host_tools=self._host_tools(which),
+        )
+        lines = _read_lines(self.store.transcript(which))
+        if lines:
+            loop.resume(lines)
+        self._loops[which] = loop
+        return loop
+
+    def _system_prompt(self, which: str, definition: AgentDefinition) -> Callable[[], str]:
+        agents = prompts.task_agents(self._task_agents(which))
+        if which == "work":
+            text = prompts.work_session_prompt(definition, agents)
+            return lambda: text
+        return lambda: prompts.plan_session_prompt(
+            definition, self.plan_file.container_path, self.plan_file.exists(), agents
+        )
+
+    def _mode_of(self, which: str) -> Callable[[], PermissionMode]:
+        if which == "plan":
+            return lambda: PermissionMode.PLAN
+        return lambda: self.state.permission_mode
+
+    def _rules_of(self, which: str) -> Callable[[], Rules]:
+        if which == "plan":
+            return lambda: Rules(plan_file=self.plan_file.container_path)
+        return self.state.rules
+
+    def _task_agents(self, which: str) -> list[AgentDefinition]:
+        agents = self.registry.all()
+        if which == "plan" or self.state.permission_mode is PermissionMode.PLAN:
+            return [a for a in agents if a.name in prompts.READ_ONLY_DISPATCH]
+        return [a for a in agents if a.name in (*prompts.READ_ONLY_DISPATCH, "general-purpose")]
+
+    def _host_tools(self, which: str) -> dict[str, Callable[[ToolCall], ToolResult]]:
+        runner = TaskRunner(
+            agents=lambda: self._task_agents(which),
+            sandboxes=self.sandboxes,
+            model=self.model,
+            model_id=self.state.model,
+            workspace=self.workspace,
+            transcripts=self.store.directory,
+            limits=self.limits,
+            approver_mode=lambda: self.state.permission_mode,
+            approver=self.ui,
+            on_event=self.ui.event,
+            cancel=self.cancel,
+        )
+        tools: dict[str, Callable[[ToolCall], ToolResult]] = {"Task": runner}
+        if which == "plan":
+            tools["ExitPlanMode"] = self._exit_plan_mode
+        return tools
+
+    def _exit_plan_mode(self, call: ToolCall) -> ToolResult:
+        """The plan agent says the plan is ready: the user reviews it."""
+        self.plan_file.sync_out()
+        text = self.plan_file.read()
+        if not text or not text.strip():
+            message = f"The plan file {self.plan_file.container_path} is empty; write the plan."
+            return ToolResult(call.id, message, True)
+        self.store.event("plan_ready", plan_file=self.state.plan_file)
+        review = self.ui.review_plan(self.plan_file.host_path, text)
+        if not review.accept:
+            return ToolResult(call.id, prompts.keep_planning(review.feedback))
+        # Accepting ends this turn: the work session starts on the plan next.
+        self._accepted = review
+        self.cancel.set()
+        return ToolResult(call.id, "The user accepted the plan; implementation starts now.")
+
+    def _sandbox(self, which: str) -> Sandbox:
+        if which not in self._sandboxes:
+            from sandbox_runner.runs.plan_job import BackgroundStart
+
+            inner = (
+                self.sandboxes.plan(self.store.plan_dir)
+                if which == "plan"
+                else self.sandboxes.work()
+            )
+            sandbox = BackgroundStart(inner)
+            sandbox.start()
+            self._sandboxes[which] = sandbox
+        return self._sandboxes[which]
+
+    def _push_plan_into_sandbox(self) -> None:
+        """Make the plan container's copy of the plan file match the host's."""
+        if "plan" in self._sandboxes:
+            self.plan_file.push(self._sandboxes["plan"])
+        else:
+            self._sandbox("plan")  # seeded from the staging directory when it starts
+
+    # ------------------------------------------------------------------ after a turn
+
+    def _after_turn(self, which: str) -> None:
+        loop = self._loops[which]
+        if which == "plan":
+            self.plan_file.sync_out()
+        review, self._accepted = self._accepted, None
+        if review is not None:
+            self.accept(review.feedback, review.mode)
+        self._account()
+        if loop.state.last_call_tokens > COMPACT_AT * self.limits.context_budget:
+            self.compact(which)
+        self.save()
+
+    def _account(self) -> None:
+        usage = Usage()
+        for loop in self._loops.values():
+            usage.add(loop.state.usage)
+        self.state.tokens = usage.total
+        self.state.cost_usd = round(estimate_cost(self.state.model, usage) or 0.0, 6)
+
+    def _on_event(self, event: AgentEvent) -> None:
+        if event.kind == "plan_written" and self.state.plan_file is not None:
+            self.plan_file.sync_out()  # the plan file is current after every write
+        self.ui.event(event)
+
+    def _note(self, which: str, text: str) -> None:
+        self._notes[which].append(text)
+
+    def take_notes(self, which: str) -> list[str]:
+        notes, self._notes[which] = self._notes[which], []
+        return notes
+
+    def compact(self, which: str | None = None) -> None:
+        """Summarise the conversation and replace it with the summary (the full history
+        stays in the transcript); mode, plan file and approvals are kept."""
+        which = which or self.state.active
+        loop = self._loop(which)
+        if not loop.state.messages:
+            return
+        loop.add_user(
+            "Summarise this conversation for yourself so that you can continue the work: the "
+            "task, what was decided, what was done, what is left, and file paths that matter."
+        )
+        try:
+            response = loop.turn(replace(loop.request(), tool_choice="none"))
+        except (LimitReached, PlanrunError) as error:
+            self.ui.show(f"could not compact: {error}")
+            return
+        loop.compact(response.text)
+        if which == "plan":
+            exists = self.plan_file.exists()
+            note = prompts.entered_plan_mode(self.plan_file.container_path, exists, True)
+            self._note("plan", note)
+        self.ui.show("conversation compacted")
+
+
+class _SessionHooks(LoopHooks):
+    def __init__(self, session: Session, which: str) -> None:
+        self.session, self.which = session, which
+
+    def notes_before_call(self, loop: AgentLoop) -> list[str]:
+        return self.session.take_notes(self.which)
+
+    def on_approval(self, loop: AgentLoop, ask: Ask, approval: Approval) -> None:
+        if not approval.always:
+            return
+        state = self.session.state
+        if ask.prefix:
+            state.approved_prefixes = sorted({*state.approved_prefixes, ask.prefix})
+        else:
+            state.approve_edits = True
+        self.session.save()
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return [line for line in path.read_text().splitlines() if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def tools_of(loop: AgentLoop) -> list[ToolSpec]:
+    """The tools a loop offers now (for /status and tests)."""
+    return loop.tools()

@@ -1,0 +1,114 @@
+"""A session's plan file: `~/.planrun/plans/<random-english-name>.md`, chosen once, and
+its staging copy, the only file the plan container's /plan holds.
+
+The plan container never sees `~/.planrun/plans`: its /plan is seeded from the session's
+staging directory, which holds just this one file, and what the plan agent writes there
+comes back to the plan file through the staging copy, bounded and without links.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox_runner import Sandbox
+from sandbox_runner.paths import PLAN_MOUNT, planrun_home
+from sandbox_runner.plans.files import read_sandbox_file, replace_file
+from sandbox_runner.plans.names import random_name
+from sandbox_runner.session.state import SessionState
+from sandbox_runner.types import ToolRequest
+
+MAX_PLAN_BYTES = 2 * 1024 * 1024
+
+
+class PlanFile:
+    """The plan file of one session, as the host and the plan container see it."""
+
+    def __init__(self, staging: Path, state: SessionState) -> None:
+        self.staging = staging
+        self.state = state
+        self._synced: str | None = None
+        """The staging copy's text when it last matched the plan file (None: unknown)."""
+
+    @property
+    def host_path(self) -> Path:
+        assert self.state.plan_file is not None, "choose() first"
+        return Path(self.state.plan_file)
+
+    @property
+    def container_path(self) -> str:
+        return f"{PLAN_MOUNT}/{self.host_path.name}"
+
+    @property
+    def staged(self) -> Path:
+        return self.staging / self.host_path.name
+
+    def choose(self) -> Path:
+        """The plan file, chosen the first time: a name no file or run already uses."""
+        if self.state.plan_file is None:
+            directory = planrun_home() / "plans"
+            directory.mkdir(parents=True, exist_ok=True)
+            for _ in range(100):
+                name = random_name()
+                if not (directory / f"{name}.md").exists() and not (directory / name).exists():
+                    self.state.plan_file = str(directory / f"{name}.md")
+                    break
+            else:
+                raise FileExistsError(f"no free plan name under {directory}")
+        return self.host_path
+
+    def read(self) -> str | None:
+        """The plan file's text, None when it does not exist."""
+        if self.state.plan_file is None:
+            return None
+        return read_sandbox_file(self.host_path, MAX_PLAN_BYTES)
+
+    def exists(self) -> bool:
+        return self.read() is not None
+
+    def stage(self) -> None:
+        """Put the plan file (or its absence) into the staging directory."""
+        self.staging.mkdir(parents=True, exist_ok=True)
+        text = self.read()
+        if text is None:
+            self.staged.unlink(missing_ok=True)
+        else:
+            replace_file(self.staged, text)
+        self._synced = text
+
+    def sync_out(self) -> None:
+        """Bring what the plan agent wrote (the staging copy) to the plan file."""
+        if self.state.plan_file is None:
+            return
+        text = read_sandbox_file(self.staged, MAX_PLAN_BYTES)
+        if text is None or text == self._synced:
+            return  # the plan agent changed nothing since it was staged
+        if self._synced is None and not self._staged_is_newer():
+            return  # a new process: only a copy written after the plan file counts
+        self.host_path.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(self.host_path, text)
+        self._synced = text
+
+    def _staged_is_newer(self) -> bool:
+        try:
+            host = self.host_path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return True
+        return self.staged.stat().st_mtime_ns > host
+
+    def restore(self, snapshot: str | None) -> None:
+        """Put the plan file back as it was (a /reject); a plan that did not exist goes."""
+        if snapshot is None:
+            self.host_path.unlink(missing_ok=True)
+        else:
+            replace_file(self.host_path, snapshot)
+        self.stage()
+
+    def push(self, sandbox: Sandbox) -> None:
+        """Make the running plan container's copy match the plan file."""
+        text = self.read()
+        if text is None:
+            # An empty file is the closest a write can come to "no plan yet".
+            text = ""
+        sandbox.call(ToolRequest("write", {"file_path": self.container_path, "content": text}))
+        if not text:
+            self.staged.unlink(missing_ok=True)

@@ -1,0 +1,83 @@
+"""What a session tells the model: its system prompts, the one-time notes on every mode
+change, the kickoff of an accepted plan, and the Task tool's list of agents."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.prompt import render_plan_prompt
+
+PLAN_MODE_RULES = (
+    "Plan mode is active. The user indicated that they do not want you to execute yet -- "
+    "you MUST NOT make any edits (with the exception of the plan file mentioned below), run "
+    "any non-readonly tools (including changing configs or making commits), or otherwise "
+    "make any changes to the system. The repository is mounted read-only: writes fail."
+)
+EXIT_PLAN_MODE_GUIDANCE = (
+    "When the plan in the plan file is complete, call ExitPlanMode: the user reviews it and "
+    "either accepts it (implementation starts in another session) or tells you what to "
+    "change. Do not call it before the plan file holds the plan."
+)
+READ_ONLY_DISPATCH = ("Plan", "Explore")
+"""The agents a plan session may launch through Task (ADR 002: read-only dispatch only)."""
+
+
+def plan_session_prompt(
+    definition: AgentDefinition, plan_file: str, plan_exists: bool, agents: str
+) -> str:
+    """The plan session's system prompt: the plan agent's, the plan-mode rules, seed 003's
+    "## Plan File Info:" reminder (it is part of render_plan_prompt), and how to finish."""
+    base = render_plan_prompt(
+        definition, perspective=None, plan_file=plan_file, plan_exists=plan_exists
+    )
+    return "\n\n".join([PLAN_MODE_RULES, base, EXIT_PLAN_MODE_GUIDANCE, agents])
+
+
+def work_session_prompt(definition: AgentDefinition, agents: str) -> str:
+    """The work session's system prompt: the general-purpose agent's, and the Task agents."""
+    return "\n\n".join(
+        [
+            definition.system_prompt,
+            "The repository is mounted read-write at /workspace; you run in a container "
+            "without network. Edits and commands may need the user's approval.",
+            agents,
+        ]
+    )
+
+
+def task_agents(definitions: Sequence[AgentDefinition]) -> str:
+    """The Task tool's agents and when to use each (seed 000 FR-013)."""
+    lines = ["Agents you can launch with the Task tool (subagent_type), and when to use each:"]
+    lines += [f"- {d.name}: {d.description}" for d in definitions]
+    return "\n".join(lines)
+
+
+def entered_plan_mode(plan_file: str, plan_exists: bool, again: bool) -> str:
+    """The one-time note when plan mode starts (or starts again)."""
+    title = "## Re-entering Plan Mode" if again else "## Entered Plan Mode"
+    where = (
+        f"A plan file already exists at {plan_file}; read it and build on it."
+        if plan_exists
+        else f"No plan file exists yet; create your plan at {plan_file}."
+    )
+    return f"{title}\n\n{PLAN_MODE_RULES}\n\n{where}"
+
+
+def mode_changed(mode: str) -> str:
+    """The one-time note when the user switches between default and acceptEdits."""
+    return f"## Permission mode: {mode}\n\nThe user switched the permission mode to {mode}."
+
+
+def kickoff(plan_file: str, plan_text: str, note: str) -> str:
+    """What the work session receives when a plan is accepted: one clear imperative."""
+    extra = f"\n\nNote from the user: {note}" if note.strip() else ""
+    return f"Start implementing the plan at {plan_file}\n\n{plan_text.rstrip()}{extra}"
+
+
+def keep_planning(feedback: str) -> str:
+    """ExitPlanMode's answer when the user wants changes."""
+    return (
+        "The user did not accept the plan yet. Please update the plan based on the following "
+        f"feedback, then call ExitPlanMode again: {feedback or '(no details given)'}"
+    )

@@ -1,0 +1,109 @@
+"""The Task tool of a session: a subagent in a container of its own, its answer as text.
+
+A plan session may launch only read-only agents (Plan, Explore); a work session may also
+launch general-purpose, whose container mounts the workspace read-write. The mode is read
+when the call is made, so a Task call in plan mode can never start a writing agent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from sandbox_runner import Model, Sandbox
+from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.events import EventSink
+from sandbox_runner.agents.loop import AgentLoop, Approver
+from sandbox_runner.agents.run_state import LimitReached
+from sandbox_runner.errors import ConfigError, PlanrunError
+from sandbox_runner.limits import RunLimits
+from sandbox_runner.tools.permissions import PermissionMode, Rules
+from sandbox_runner.tools.policy import ToolContext
+from sandbox_runner.tools.schemas import tools_for
+from sandbox_runner.types import ToolCall, ToolResult
+
+SUBAGENT_NOTE = (
+    "You are a subagent: do the task below and answer with your findings as text. You have "
+    "no plan file; the agent that launched you writes the plan."
+)
+
+
+class SubagentSandboxes(Protocol):
+    """Where subagents run."""
+
+    def read_only(self) -> Sandbox:
+        """A sandbox whose workspace is read-only (Plan, Explore)."""
+
+    def work(self) -> Sandbox:
+        """A sandbox whose workspace is writable (general-purpose)."""
+
+
+@dataclass
+class TaskRunner:
+    """Answers Task calls for one session."""
+
+    agents: Callable[[], list[AgentDefinition]]
+    """The agents that may be launched now (it depends on the mode)."""
+    sandboxes: SubagentSandboxes
+    model: Callable[[str], Model]
+    model_id: str
+    workspace: Path
+    transcripts: Path
+    limits: RunLimits
+    approver_mode: Callable[[], PermissionMode]
+    approver: Approver | None = None
+    on_event: EventSink | None = None
+    cancel: threading.Event | None = None
+
+    def __post_init__(self) -> None:
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def __call__(self, call: ToolCall) -> ToolResult:
+        wanted = str(call.input.get("subagent_type", ""))
+        allowed = {agent.name.casefold(): agent for agent in self.agents()}
+        agent = allowed.get(wanted.casefold())
+        if agent is None:
+            names = ", ".join(sorted(a.name for a in allowed.values()))
+            return ToolResult(
+                call.id, f"Cannot launch {wanted!r} here; the agents you may launch: {names}.", True
+            )
+        try:
+            text = self._run(agent, str(call.input.get("prompt", "")))
+        except (PlanrunError, ConfigError) as error:
+            return ToolResult(call.id, f"The {agent.name} subagent failed: {error}", True)
+        return ToolResult(call.id, text or "(the subagent gave no answer)")
+
+    def _run(self, agent: AgentDefinition, prompt: str) -> str:
+        with self._lock:
+            number = next(self._numbers)
+        label = f"task-{number}-{agent.name}"
+        mode = PermissionMode.PLAN if agent.read_only else self.approver_mode()
+        sandbox = self.sandboxes.read_only() if agent.read_only else self.sandboxes.work()
+        tools = tools_for(name for name in agent.effective_tools() if name != "Task")
+        loop = AgentLoop(
+            model=self.model(label),
+            model_id=self.model_id,
+            sandbox=sandbox,
+            system_prompt=f"{agent.system_prompt}\n\n{SUBAGENT_NOTE}",
+            tools=lambda: tools,
+            context=ToolContext(frozenset(t.name for t in tools), str(self.workspace), agent.name),
+            mode=lambda: mode,
+            rules=lambda: Rules(),
+            transcript=self.transcripts / f"{label}.transcript.jsonl",
+            limits=self.limits,
+            approver=self.approver,
+            label=label,
+            on_event=self.on_event,
+            cancel=self.cancel,
+        )
+        with sandbox:
+            try:
+                loop.run(prompt)
+            except LimitReached as limit:
+                return f"{loop.state.final_text}\n\n[the subagent stopped: {limit}]".strip()
+        return loop.state.final_text
