@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,16 +22,20 @@ from sandbox_runner.sandbox.spec import (
 )
 
 
-def make_spec(tmp_path: Path, **overrides: object) -> SandboxSpec:
+def make_spec(
+    tmp_path: Path,
+    plan_dir: Path | str | None = "default",
+    extra_dirs: tuple[Path, ...] = (),
+    **overrides: Any,
+) -> SandboxSpec:
+    """A plan sandbox's spec on tmp_path/repo (plan_dir=None: a probe's)."""
     workspace = tmp_path / "repo"
     workspace.mkdir(exist_ok=True)
-    values: dict[str, object] = {
-        "workspace": workspace,
-        "plan_dir": tmp_path / "plans",
-        "image": "planrun-sandbox:test",
-    }
-    values.update(overrides)
-    return SandboxSpec(**values)  # type: ignore[arg-type]
+    image = "planrun-sandbox:test"
+    if plan_dir is None:
+        return SandboxSpec.probe(workspace, image, extra_dirs, **overrides)
+    plans = tmp_path / "plans" if plan_dir == "default" else Path(plan_dir)
+    return SandboxSpec.plan(workspace, plans, image, extra_dirs, **overrides)
 
 
 def test_no_host_directory_is_writable_and_plan_is_a_capped_tmpfs(tmp_path: Path) -> None:
