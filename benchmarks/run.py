@@ -79,13 +79,7 @@ def host_tool(command: str, package: str) -> str | None:
 def make_spec(
     image: str, workspace: Path, plan_dir: Path, limits: Limits | None = None
 ) -> SandboxSpec:
-    return SandboxSpec(
-        workspace=workspace,
-        plan_dir=plan_dir,
-        image=image,
-        limits=limits or Limits(),
-        session=SESSION,
-    )
+    return SandboxSpec.plan(workspace, plan_dir, image, limits=limits, session=SESSION)
 
 
 def bench_round_trip(client: Any, image: str, workspace: Path, plan_dir: Path) -> Figure:
@@ -204,7 +198,7 @@ def bench_overhead(perspectives: int, repo: Path, scratch: Path, client: Any, im
     labels = [f"p{n}" for n in range(perspectives)]
 
     def factory(plan_dir: Path) -> DockerSandbox:
-        spec = SandboxSpec(repo, plan_dir, image, session=SESSION, agent=plan_dir.name)
+        spec = SandboxSpec.plan(repo, plan_dir, image, session=SESSION, agent=plan_dir.name)
         return DockerSandbox(spec, client)
 
     samples = []

@@ -25,8 +25,11 @@ def main() -> None:
     # SIGTERM is handled like Ctrl-C: the KeyboardInterrupt unwinds every sandbox.
     signals = StopOnSignal()
     signals.install()
+    # The commands reach these services through ctx.obj; the exit path stops what their
+    # provider still runs.
+    services = Services()
     try:
-        code = cli.main(prog_name="planrun", standalone_mode=False)
+        code = cli.main(prog_name="planrun", standalone_mode=False, obj=services)
     except click.ClickException as error:
         error.show()
         code = error.exit_code
@@ -35,7 +38,5 @@ def main() -> None:
         code = 130
     finally:
         signals.finishing()
-        sandboxes = sys.modules.get("sandbox_runner.sandbox.docker_sandbox")
-        if sandboxes is not None:
-            sandboxes.stop_all()
+        services.stop_sandboxes()
     sys.exit(code if isinstance(code, int) else 0)

@@ -24,6 +24,7 @@ from sandbox_runner.safe_text import one_line
 
 if TYPE_CHECKING:
     from sandbox_runner.config import LoadedSettings
+    from sandbox_runner.sandbox.docker_provider import DockerProvider
 
 # Errors the user fixes by changing the command or the setup: exit status 2.
 USAGE_ERRORS = (ConfigError, WorkspaceError, DockerUnavailableError, ImageMissingError)
@@ -69,6 +70,7 @@ class Services:
     """Opens a URL in the user's browser; False when there is no browser to open it in."""
     stdout_is_terminal: Callable[[], bool] = field(default=lambda: sys.stdout.isatty())
     """Whether output goes to a terminal (rich rendering) or elsewhere (plain text)."""
+    _provider: DockerProvider | None = field(default=None, init=False, repr=False)
 
     def sandbox_factory(
         self, workspace: Path, loaded: LoadedSettings
@@ -76,13 +78,14 @@ class Services:
         """Checks Docker, the image and that the sandbox user can read the workspace now;
         then, given a session name, makes a plan run's sandboxes: one Docker container per
         plan directory (None: a probe sandbox)."""
-        from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
         from sandbox_runner.sandbox.image import require_image
         from sandbox_runner.sandbox.readable import require_readable
         from sandbox_runner.sandbox.spec import SandboxSpec
 
-        client = self.docker()
-        image = require_image(client, loaded.settings.image, loaded.sources["image"])
+        provider = self.provider()
+        image = require_image(
+            provider.docker_client, loaded.settings.image, loaded.sources["image"]
+        )
         if warning := require_readable(workspace):
             self.progress(f"warning: {warning}")
         extra_dirs = tuple(loaded.resolved_extra_dirs())
@@ -90,26 +93,33 @@ class Services:
 
         def for_session(session: str) -> Callable[[Path | None], Sandbox]:
             def make(plan_dir: Path | None) -> Sandbox:
-                spec = SandboxSpec(
-                    workspace,
-                    plan_dir,
-                    image,
-                    extra_dirs,
-                    limits,
-                    session=session,
-                    agent=plan_dir.name if plan_dir is not None else "git-status",
+                if plan_dir is None:
+                    return provider.create(
+                        SandboxSpec.probe(workspace, image, extra_dirs, limits, session=session)
+                    )
+                agent = plan_dir.name
+                spec = SandboxSpec.plan(
+                    workspace, plan_dir, image, extra_dirs, limits, session=session, agent=agent
                 )
-                return DockerSandbox(spec, client)
+                return provider.create(spec)
 
             return make
 
         return for_session
 
-    def stop_sandboxes(self) -> None:
-        """Remove every sandbox this process runs (after Ctrl-C)."""
-        from sandbox_runner.sandbox.docker_sandbox import stop_all
+    def provider(self) -> DockerProvider:
+        """The provider that makes and owns this invocation's sandboxes (connects to
+        Docker the first time)."""
+        if self._provider is None:
+            from sandbox_runner.sandbox.docker_provider import DockerProvider
 
-        stop_all()
+            self._provider = DockerProvider(self.docker())
+        return self._provider
+
+    def stop_sandboxes(self) -> None:
+        """Remove every sandbox this invocation still runs (Ctrl-C, SIGTERM, exit)."""
+        if self._provider is not None:
+            self._provider.stop_all()
 
 
 def services(ctx: click.Context) -> Services:

@@ -131,7 +131,7 @@ def sandbox_run(
     limits = {"memory_mb": memory_mb, "pids": pids, "cpus": cpus}
     with tempfile.TemporaryDirectory(prefix="planrun-plan-") as scratch:
         result = run_command(
-            services(ctx).docker(),
+            services(ctx).provider(),
             repo=repo,
             plan_dir=plan_dir or Path(scratch),
             extra_dirs=extra_dirs,
@@ -154,7 +154,7 @@ def sandbox_run(
 @reports_errors
 def sandbox_gc(ctx: click.Context, everything: bool) -> None:
     """Remove planrun containers left behind by processes that are gone."""
-    from sandbox_runner.sandbox.docker_sandbox import collect_garbage
+    from sandbox_runner.sandbox.docker_provider import collect_garbage
 
     removed = collect_garbage(services(ctx).docker(), everything=everything)
     click.echo(

@@ -34,7 +34,7 @@ class DockerSessionSandboxes:
 
         svc = services(ctx)
         self.provider = svc.provider()
-        self.image = require_image(self.provider.docker, loaded.settings.image)
+        self.image = require_image(self.provider.docker_client, loaded.settings.image)
         self.workspace = workspace
         self.extra_dirs = tuple(loaded.resolved_extra_dirs())
         self.limits = loaded.limits()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from typing import Any
@@ -16,8 +15,8 @@ from sandbox_runner.paths import PLAN_MOUNT
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.image import require_image
 from sandbox_runner.sandbox.plan_copy import copy_all, copy_file, safe_relative, seed
+from sandbox_runner.sandbox.provider import LiveSandboxes
 from sandbox_runner.sandbox.spec import (
-    MANAGED_LABEL,
     SandboxSpec,
     container_options,
     sandbox_user,
@@ -31,17 +30,24 @@ FINAL_COPY_SECONDS = 1.5
 PLAN_WRITING_OPS = frozenset({"write", "edit"})
 REMOVAL_WAIT_SECONDS = 10
 
-# Every sandbox that is running, so that a last-resort handler can remove them all.
-_live: set[DockerSandbox] = set()
-_live_lock = threading.Lock()
-
 
 class DockerSandbox(SandboxBase):
     """A sandbox on the Docker SDK; a context manager that always removes its container."""
 
-    def __init__(self, spec: SandboxSpec, docker_client: Any) -> None:
+    def __init__(
+        self, spec: SandboxSpec, docker_client: Any, live: LiveSandboxes | None = None
+    ) -> None:
+        """Describe the sandbox; start() creates its container.
+
+        Args:
+            spec: what the container is made of.
+            docker_client: a docker-py client.
+            live: where the sandbox enrols while it runs (its provider's set), so that
+                `stop_all` reaches it; None for a sandbox nobody else stops.
+        """
         self.spec = spec
         self._docker = docker_client
+        self._live = live
         self._container: Any | None = None
         self._client: ToolServerClient | None = None
         self._user = sandbox_user(spec.workspace)
@@ -58,15 +64,19 @@ class DockerSandbox(SandboxBase):
         return self._container.id if self._container is not None else None
 
     def start(self) -> None:
-        """Create and start the container; return once its tool server is ready."""
+        """Create and start the container; return once its tool server is ready.
+
+        Does nothing when the sandbox already runs."""
+        if self._client is not None:
+            return
         require_image(self._docker, self.spec.image)
-        recursive = _supports_recursive_read_only(self._docker)
+        recursive = supports_recursive_read_only(self._docker)
         if not recursive:
             _refuse_submounts(self.spec)
         self._started_at = time.time()
         options = container_options(self.spec, self._user, recursive_read_only=recursive)
-        with _live_lock:
-            _live.add(self)
+        if self._live is not None:
+            self._live.add(self)
         try:
             container = self._docker.containers.create(**options)
             with self._state_lock:
@@ -78,7 +88,7 @@ class DockerSandbox(SandboxBase):
                 self._container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
             )
             raw = getattr(stream, "_sock", stream)
-            self._client = ToolServerClient(raw, explain_death=self._explain_death)
+            self._client = ToolServerClient(raw, explain_death=self._why_it_died)
             self._container.start()
             self.ready_info = self._client.wait_ready(READY_TIMEOUT_SECONDS)
             if self.spec.plan_dir is not None:
@@ -141,16 +151,18 @@ class DockerSandbox(SandboxBase):
                 pass
             except Exception as error:
                 if "already in progress" not in str(error):
-                    with _live_lock:
-                        _live.discard(self)
+                    self._leave_live()
                     raise SandboxError(
                         f"cannot remove container {container.short_id} ({_api_reason(error)}); "
                         "`planrun sandbox gc` removes it once Docker answers"
                     ) from None
                 # Docker is removing it already (auto-remove): wait until it is gone.
                 self._wait_removed(container.id)
-        with _live_lock:
-            _live.discard(self)
+        self._leave_live()
+
+    def _leave_live(self) -> None:
+        if self._live is not None:
+            self._live.discard(self)
 
     def _wait_removed(self, container_id: str) -> None:
         with contextlib.suppress(Exception):
@@ -161,52 +173,71 @@ class DockerSandbox(SandboxBase):
         with contextlib.suppress(PlanrunError):
             self.stop()
 
-    def _death_from_events(self, container_id: str) -> str:
-        """Why a container that Docker already removed died, from the daemon's events."""
-        try:
-            events = self._docker.events(
-                since=int(self._started_at) - 1,
-                until=int(time.time()) + 1,
-                filters={"container": container_id},
-                decode=True,
-            )
-            actions = {event.get("Action"): event for event in events}
-        except Exception:
-            return "the container was removed"
-        if "oom" in actions:
-            return f"OOM-killed (memory limit {self.spec.limits.memory_mb} MB)"
-        died = actions.get("die")
-        if died is not None:
-            code = died.get("Actor", {}).get("Attributes", {}).get("exitCode", "?")
-            return f"the container exited with code {code}"
-        return "the container was removed"
+    def _why_it_died(self) -> str:
+        return explain_death(
+            self._container,
+            self._docker,
+            memory_mb=self.spec.limits.memory_mb,
+            since=self._started_at,
+        )
 
-    def _explain_death(self) -> str:
-        """Why the tool server's stream ended, in the words a user needs."""
-        container = self._container
-        if container is None:
-            return "the sandbox was stopped"
-        for _ in range(20):
-            try:
-                container.reload()
-            except docker.errors.NotFound:
-                return self._death_from_events(container.id)
-            except Exception as error:
-                return f"the Docker daemon stopped answering ({str(error).splitlines()[0][:120]})"
-            state = container.attrs.get("State", {})
-            if state.get("OOMKilled"):
-                return f"OOM-killed (memory limit {self.spec.limits.memory_mb} MB)"
-            if not state.get("Running", False):
-                return f"the container exited with code {state.get('ExitCode')}"
-            time.sleep(0.05)
-        return "the tool server closed its output while the container still runs"
+
+def explain_death(
+    container: Any | None, docker_client: Any, *, memory_mb: int, since: float
+) -> str:
+    """Why a sandbox's tool server stream ended, in the words a user needs.
+
+    Args:
+        container: the sandbox's docker-py container, None once it was stopped.
+        docker_client: asked for the daemon's events when the container is gone already.
+        memory_mb: the memory limit, named when the kernel OOM-killed the container.
+        since: when the container was started (seconds since the epoch).
+    """
+    if container is None:
+        return "the sandbox was stopped"
+    for _ in range(20):
+        try:
+            container.reload()
+        except docker.errors.NotFound:
+            return _death_from_events(docker_client, container.id, memory_mb, since)
+        except Exception as error:
+            return f"the Docker daemon stopped answering ({str(error).splitlines()[0][:120]})"
+        state = container.attrs.get("State", {})
+        if state.get("OOMKilled"):
+            return f"OOM-killed (memory limit {memory_mb} MB)"
+        if not state.get("Running", False):
+            return f"the container exited with code {state.get('ExitCode')}"
+        time.sleep(0.05)
+    return "the tool server closed its output while the container still runs"
+
+
+def _death_from_events(docker_client: Any, container_id: str, memory_mb: int, since: float) -> str:
+    """Why a container that Docker already removed (auto-remove) died, from the events."""
+    try:
+        events = docker_client.events(
+            since=int(since) - 1,
+            until=int(time.time()) + 1,
+            filters={"container": container_id},
+            decode=True,
+        )
+        actions = {event.get("Action"): event for event in events}
+    except Exception:
+        return "the container was removed"
+    if "oom" in actions:
+        return f"OOM-killed (memory limit {memory_mb} MB)"
+    died = actions.get("die")
+    if died is not None:
+        code = died.get("Actor", {}).get("Attributes", {}).get("exitCode", "?")
+        return f"the container exited with code {code}"
+    return "the container was removed"
 
 
 # Docker 25 (API 1.44) can make a read-only bind mount read-only all the way down.
 RECURSIVE_READ_ONLY_API = (1, 44)
 
 
-def _supports_recursive_read_only(docker_client: Any) -> bool:
+def supports_recursive_read_only(docker_client: Any) -> bool:
+    """Whether the engine makes read-only bind mounts read-only all the way down."""
     try:
         version = str(docker_client.api.api_version)
         major, minor = (int(part) for part in version.split(".")[:2])
@@ -216,7 +247,7 @@ def _supports_recursive_read_only(docker_client: Any) -> bool:
 
 
 def _refuse_submounts(spec: SandboxSpec) -> None:
-    for directory in (spec.workspace, *spec.extra_dirs):
+    for directory in (mount.source for mount in spec.mounts if not mount.writable):
         below = submounts(directory)
         if below:
             raise WorkspaceError(
@@ -231,77 +262,4 @@ def _api_reason(error: Exception) -> str:
     return str(explanation).splitlines()[0][:300]
 
 
-STOP_ALL_WAIT_SECONDS = 5.0
-
-
-def stop_all() -> int:
-    """Remove every sandbox this process still runs, all at once (signal and exit handlers).
-
-    Returns once they are gone, or after STOP_ALL_WAIT_SECONDS; a container Docker was
-    still removing then is left to `planrun sandbox gc`.
-    """
-    with _live_lock:
-        sandboxes = list(_live)
-    stoppers = [
-        threading.Thread(target=_stop_quietly, args=(sandbox,), name="sandbox-stop", daemon=True)
-        for sandbox in sandboxes
-    ]
-    for stopper in stoppers:
-        stopper.start()
-    deadline = time.monotonic() + STOP_ALL_WAIT_SECONDS
-    for stopper in stoppers:
-        stopper.join(max(0.0, deadline - time.monotonic()))
-    return len(sandboxes)
-
-
-def _stop_quietly(sandbox: DockerSandbox) -> None:
-    with contextlib.suppress(Exception):
-        sandbox.stop()
-
-
-def collect_garbage(docker_client: Any, *, everything: bool = False) -> list[str]:
-    """Remove planrun containers whose owner process on this host is gone (or all, with
-    everything); those of other hosts are left alone unless everything is asked for.
-
-    Returns:
-        The short ids of the removed containers.
-    """
-    removed = []
-    hostname = os.uname().nodename
-    for container in docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}):
-        if not everything and not _abandoned(container.labels, hostname):
-            continue
-        try:
-            container.remove(force=True, v=True)
-            removed.append(container.short_id)
-        except docker.errors.NotFound:
-            continue
-    return removed
-
-
-def _abandoned(owner_labels: dict[str, str], hostname: str) -> bool:
-    """Whether a container's owner is a planrun process of this host that is gone.
-
-    A container labelled for another host (a shared Docker engine) is never judged here:
-    its owner may well be alive there.
-    """
-    if owner_labels.get("io.planrun.host") != hostname:
-        return False
-    try:
-        pid = int(owner_labels.get("io.planrun.pid", "0") or 0)
-    except ValueError:
-        return True
-    return not (pid and _process_alive(pid))
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-__all__ = ["DockerSandbox", "SandboxDiedError", "collect_garbage", "stop_all"]
+__all__ = ["DockerSandbox", "SandboxDiedError", "explain_death", "supports_recursive_read_only"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.limits import Limits
-from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+from sandbox_runner.sandbox.docker_provider import DockerProvider
 from sandbox_runner.sandbox.image import image_tag, require_image
 from sandbox_runner.sandbox.spec import SandboxSpec, prepare_plan_dir, resolve_workspace
 from sandbox_runner.types import ExecResult, ToolRequest
@@ -32,19 +32,19 @@ def build_spec(
         resolved_limits = Limits(**(limits or {}))
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    return SandboxSpec(
-        workspace=workspace,
-        plan_dir=prepare_plan_dir(plan_dir, workspace),
-        image=image,
-        extra_dirs=extras,
-        limits=resolved_limits,
+    return SandboxSpec.plan(
+        workspace,
+        prepare_plan_dir(plan_dir, workspace),
+        image,
+        extras,
+        resolved_limits,
         session=session,
         agent=agent,
     )
 
 
 def run_command(
-    docker_client: Any,
+    provider: DockerProvider,
     *,
     repo: str | Path,
     plan_dir: Path,
@@ -55,7 +55,7 @@ def run_command(
 ) -> ExecResult:
     """Run one shell command in a fresh plan sandbox and remove the sandbox afterwards."""
     spec = build_spec(
-        docker_client, repo=repo, plan_dir=plan_dir, extra_dirs=extra_dirs, limits=limits
+        provider.docker_client, repo=repo, plan_dir=plan_dir, extra_dirs=extra_dirs, limits=limits
     )
-    with DockerSandbox(spec, docker_client) as sandbox:
+    with provider.create(spec) as sandbox:
         return sandbox.call(ToolRequest("bash", {"command": command}, timeout=timeout))

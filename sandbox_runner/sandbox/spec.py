@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -29,27 +30,162 @@ LABEL_PREFIX = "io.planrun"
 MANAGED_LABEL = f"{LABEL_PREFIX}.managed"
 
 
+class Profile(StrEnum):
+    """What a sandbox is for, which decides where it may write."""
+
+    PLAN = "plan"
+    """The workspace read-only; /plan a kernel-capped tmpfs copied out to the host plan
+    directory. A Plan subagent's sandbox."""
+    WORK = "work"
+    """The workspace writable; otherwise hardened like a plan sandbox (network only when
+    granted); /tmp allows exec. What an interactive work session runs in."""
+    PROBE = "probe"
+    """Read-only, with no host-backed writable place: the before/after git-status checks."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host directory bind-mounted into the sandbox."""
+
+    source: Path
+    """The directory on the host."""
+    target: str
+    """Where it appears inside the sandbox (an absolute path)."""
+    writable: bool = False
+    """Whether the sandbox may change it (a work sandbox's workspace only)."""
+
+
+# Places in the container the sandbox itself uses: a mount may not land on them.
+RESERVED_TARGETS = frozenset({PLAN_MOUNT, "/tmp", TOOLSERVER_MOUNT, RESOLV_CONF_MOUNT})
+
+
 @dataclass(frozen=True)
 class SandboxSpec:
-    """Everything that decides how one subagent's container is built."""
+    """Everything that decides how one sandbox's container is built.
 
-    workspace: Path
-    """The repository, mounted read-only at /workspace."""
-    plan_dir: Path | None
-    """Where the host keeps what the sandbox wrote to /plan; None for a probe sandbox
-    (the git-status checks), whose /plan is a tiny tmpfs that is never copied out.
+    Build one with `SandboxSpec.plan`, `.work` or `.probe`; the fields say what each means.
+    """
 
-    /plan itself is a tmpfs inside the container, capped by the kernel (bytes and
-    entries); the host copies its files out, bounded and without following links."""
+    mounts: tuple[Mount, ...]
+    """Host directories mounted in the sandbox: exactly one at /workspace (the
+    repository), and any others read-only, under /ro/<name>."""
     image: str
     """The sandbox image tag."""
-    extra_dirs: tuple[Path, ...] = ()
-    """Additional read-only directories, mounted under /ro/<name>."""
+    profile: Profile = Profile.PLAN
+    plan_dir: Path | None = None
+    """Where the host keeps what a plan sandbox wrote to /plan; only for Profile.PLAN.
+
+    /plan itself is a tmpfs inside the container, capped by the kernel (bytes and
+    entries); the host copies its files out, bounded and without following links. Work
+    and probe sandboxes get a tiny /plan that is never copied out."""
     limits: Limits = field(default_factory=Limits)
     session: str = "adhoc"
     """Session id, stored as a label for `planrun sandbox gc`."""
     agent: str = "sandbox"
     """Agent name, stored as a label."""
+    network: bool = False
+    """Whether the sandbox may reach the network; only a work sandbox, when granted."""
+
+    def __post_init__(self) -> None:
+        targets = [mount.target for mount in self.mounts]
+        if targets.count(WORKSPACE_MOUNT) != 1:
+            raise ValueError(f"a sandbox needs exactly one mount at {WORKSPACE_MOUNT}")
+        if len(set(targets)) != len(targets):
+            raise ValueError(f"two mounts share a target: {sorted(targets)}")
+        for target in targets:
+            if not target.startswith("/") or target in RESERVED_TARGETS:
+                raise ValueError(f"a mount cannot go to {target}")
+        if self.profile is not Profile.WORK:
+            if any(mount.writable for mount in self.mounts):
+                raise ValueError(f"a {self.profile} sandbox mounts nothing writable")
+            if self.network:
+                raise ValueError(f"a {self.profile} sandbox has no network")
+        if (self.plan_dir is not None) != (self.profile is Profile.PLAN):
+            raise ValueError("a plan directory belongs to a plan sandbox, and only to one")
+
+    @classmethod
+    def plan(
+        cls,
+        workspace: Path,
+        plan_dir: Path,
+        image: str,
+        extra_dirs: tuple[Path, ...] = (),
+        limits: Limits | None = None,
+        *,
+        session: str = "adhoc",
+        agent: str = "sandbox",
+    ) -> SandboxSpec:
+        """A Plan subagent's sandbox: reads everything, writes only /plan (copied to
+        plan_dir on the host)."""
+        mounts = _mounts(workspace, extra_dirs, writable_workspace=False)
+        return cls(
+            mounts, image, Profile.PLAN, plan_dir, limits or Limits(), session=session, agent=agent
+        )
+
+    @classmethod
+    def work(
+        cls,
+        workspace: Path,
+        image: str,
+        extra_dirs: tuple[Path, ...] = (),
+        limits: Limits | None = None,
+        *,
+        network: bool = False,
+        session: str = "adhoc",
+        agent: str = "sandbox",
+    ) -> SandboxSpec:
+        """A work sandbox: the workspace writable (as the sandbox user), extra directories
+        read-only, no network unless granted."""
+        mounts = _mounts(workspace, extra_dirs, writable_workspace=True)
+        return cls(
+            mounts,
+            image,
+            Profile.WORK,
+            None,
+            limits or Limits(),
+            session=session,
+            agent=agent,
+            network=network,
+        )
+
+    @classmethod
+    def probe(
+        cls,
+        workspace: Path,
+        image: str,
+        extra_dirs: tuple[Path, ...] = (),
+        limits: Limits | None = None,
+        *,
+        session: str = "adhoc",
+        agent: str = "git-status",
+    ) -> SandboxSpec:
+        """A probe sandbox (the git-status checks): reads only, nothing reaches the host."""
+        mounts = _mounts(workspace, extra_dirs, writable_workspace=False)
+        return cls(
+            mounts, image, Profile.PROBE, None, limits or Limits(), session=session, agent=agent
+        )
+
+    @property
+    def workspace(self) -> Path:
+        """The repository on the host, mounted at /workspace."""
+        return next(m.source for m in self.mounts if m.target == WORKSPACE_MOUNT)
+
+    @property
+    def extra_mounts(self) -> tuple[Mount, ...]:
+        """Every mount but the workspace."""
+        return tuple(m for m in self.mounts if m.target != WORKSPACE_MOUNT)
+
+    @property
+    def extra_dirs(self) -> tuple[Path, ...]:
+        """The host directories of the extra mounts."""
+        return tuple(m.source for m in self.extra_mounts)
+
+
+def _mounts(
+    workspace: Path, extra_dirs: tuple[Path, ...], *, writable_workspace: bool
+) -> tuple[Mount, ...]:
+    extras = [Mount(source, target) for source, target in extra_mount_points(extra_dirs)]
+    return (Mount(workspace, WORKSPACE_MOUNT, writable_workspace), *extras)
 
 
 def resolve_workspace(path: str | os.PathLike[str]) -> Path:
@@ -143,8 +279,8 @@ def toolserver_command(spec: SandboxSpec) -> list[str]:
     megabytes, entries = plan_capacity(spec)
     command += ["--max-plan-bytes", str(megabytes * 1024 * 1024)]
     command += ["--max-plan-entries", str(entries)]
-    for _, target in extra_mount_points(spec.extra_dirs):
-        command += ["--extra-dir", target]
+    for mount in spec.extra_mounts:
+        command += ["--extra-dir", mount.target]
     return command
 
 
@@ -168,8 +304,8 @@ def submounts(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> lis
 
 
 def plan_capacity(spec: SandboxSpec) -> tuple[int, int]:
-    """Size in MiB and entries of the sandbox's /plan."""
-    if spec.plan_dir is None:
+    """Size in MiB and entries of the sandbox's /plan (tiny unless it is copied out)."""
+    if spec.profile is not Profile.PLAN:
         return PROBE_PLAN_MB, PROBE_PLAN_ENTRIES
     return spec.limits.plan_dir_mb, spec.limits.plan_dir_entries
 
@@ -185,23 +321,23 @@ def container_options(
 ) -> dict[str, Any]:
     """The keyword arguments for docker's `containers.create`, as plain data.
 
-    Every relaxation of these options is a security bug: read-only root and workspace,
-    no writable bind mount at all (/plan and /tmp are size-capped tmpfs mounts), no
-    network, no capabilities, no privilege escalation, planrun's seccomp profile, no
-    shared IPC, no log copy, bounded memory, processes, CPU and file size.
+    Every relaxation of these options is a security bug: read-only root and mounts (a
+    work sandbox's workspace alone is writable; /plan and /tmp are size-capped tmpfs
+    mounts), no network (unless a work sandbox was granted it), no capabilities, no
+    privilege escalation, planrun's seccomp profile, no shared IPC, no log copy, bounded
+    memory, processes, CPU and file size.
     """
     uid, gid = user or sandbox_user(spec.workspace)
     limits = spec.limits
-    recursive = recursive_read_only
     mounts = [
-        _bind(spec.workspace, WORKSPACE_MOUNT, read_only=True, recursive=recursive),
-        _bind(TOOLSERVER_SOURCE, TOOLSERVER_MOUNT, read_only=True),
-        _bind(EMPTY_RESOLV_CONF, RESOLV_CONF_MOUNT, read_only=True),
+        _bind(m.source, m.target, read_only=not m.writable, recursive=recursive_read_only)
+        for m in spec.mounts
     ]
-    mounts += [
-        _bind(src, dst, read_only=True, recursive=recursive)
-        for src, dst in extra_mount_points(spec.extra_dirs)
-    ]
+    mounts.append(_bind(TOOLSERVER_SOURCE, TOOLSERVER_MOUNT, read_only=True))
+    if not spec.network:
+        mounts.append(_bind(EMPTY_RESOLV_CONF, RESOLV_CONF_MOUNT, read_only=True))
+    # A work session builds and runs tests, which may execute what they put in /tmp.
+    tmp_exec = "exec" if spec.profile is Profile.WORK else "noexec"
     file_bytes = limits.plan_dir_mb * 1024 * 1024
     return {
         "image": spec.image,
@@ -214,10 +350,10 @@ def container_options(
         "mounts": mounts,
         "read_only": True,
         "tmpfs": {
-            "/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmp_mb}m,mode=1777",
+            "/tmp": f"rw,{tmp_exec},nosuid,nodev,size={limits.tmp_mb}m,mode=1777",
             PLAN_MOUNT: plan_tmpfs(spec, uid, gid),
         },
-        "network_mode": "none",
+        "network_mode": "bridge" if spec.network else "none",
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true", f"seccomp={seccomp_profile()}"],
         "pids_limit": limits.pids,

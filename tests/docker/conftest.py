@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from sandbox_runner.limits import Limits
+from sandbox_runner.paths import WORKSPACE_MOUNT
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.spec import SandboxSpec
+from sandbox_runner.sandbox.spec import Mount, Profile, SandboxSpec
 from tests.conftest import make_sample_repo
 
 pytestmark = pytest.mark.docker
@@ -58,14 +59,23 @@ def make_sandbox(
     made: list[DockerSandbox] = []
 
     def factory(
-        limits: Limits | None = None, workspace: Path | None = None, **extra: Any
+        limits: Limits | None = None,
+        workspace: Path | None = None,
+        profile: Profile = Profile.PLAN,
+        **extra: Any,
     ) -> DockerSandbox:
+        """A plan sandbox by default; plan_dir=None makes a probe, profile=WORK a work one."""
         plan_dir = tmp_path / f"plans-{len(made)}"
         plan_dir.mkdir()
         extra.setdefault("plan_dir", plan_dir)
+        if extra["plan_dir"] is None and profile is Profile.PLAN:
+            profile = Profile.PROBE
+        if profile is not Profile.PLAN:
+            extra["plan_dir"] = None
         spec = SandboxSpec(
-            workspace=workspace or repo,
+            mounts=(Mount(workspace or repo, WORKSPACE_MOUNT, profile is Profile.WORK),),
             image=sandbox_image,
+            profile=profile,
             limits=limits or Limits(memory_mb=256, pids=128),
             session=test_session,
             agent="test",

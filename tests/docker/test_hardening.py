@@ -18,7 +18,8 @@ import pytest
 
 from sandbox_runner.limits import Limits
 from sandbox_runner.plans.workspace import tree_fingerprint
-from sandbox_runner.sandbox.docker_sandbox import DockerSandbox, collect_garbage
+from sandbox_runner.sandbox.docker_provider import collect_garbage
+from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.types import ExecResult, ToolRequest
 
 SandboxFactory = Callable[..., DockerSandbox]
@@ -145,7 +146,7 @@ from sandbox_runner.sandbox.engine import connect
 from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ToolRequest
 workspace, plan_dir, image, session = sys.argv[1:]
-spec = SandboxSpec(Path(workspace), Path(plan_dir), image, session=session)
+spec = SandboxSpec.plan(Path(workspace), Path(plan_dir), image, session=session)
 sandbox = DockerSandbox(spec, connect())
 sandbox.start()
 print("started", flush=True)

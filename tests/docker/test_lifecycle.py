@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from sandbox_runner.errors import ImageMissingError, SandboxError
-from sandbox_runner.sandbox.docker_sandbox import DockerSandbox, collect_garbage
+from sandbox_runner.sandbox.docker_provider import collect_garbage
+from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ToolRequest
 from tests.conftest import unavailable
@@ -49,9 +50,7 @@ def test_container_is_removed_after_an_exception(
 def test_missing_image_names_the_build_command(
     tmp_path: Path, repo: Path, docker_client: Any, test_session: str
 ) -> None:
-    spec = SandboxSpec(
-        workspace=repo, plan_dir=tmp_path, image="planrun-sandbox:missing", session=test_session
-    )
+    spec = SandboxSpec.plan(repo, tmp_path, "planrun-sandbox:missing", session=test_session)
     with pytest.raises(ImageMissingError, match="planrun image build"):
         DockerSandbox(spec, docker_client).start()
     assert containers_of(docker_client, test_session) == []
@@ -225,7 +224,7 @@ def test_a_filesystem_mounted_below_the_workspace_is_refused(
     make_sandbox: SandboxFactory, repo: Path, docker_client: Any, test_session: str
 ) -> None:
     from sandbox_runner.errors import WorkspaceError
-    from sandbox_runner.sandbox.docker_sandbox import _supports_recursive_read_only
+    from sandbox_runner.sandbox.docker_sandbox import supports_recursive_read_only
 
     if os.geteuid() != 0:
         unavailable("mounting a tmpfs below the workspace needs root")
@@ -234,7 +233,7 @@ def test_a_filesystem_mounted_below_the_workspace_is_refused(
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(below)], check=True)
     try:
         sandbox = make_sandbox()
-        if _supports_recursive_read_only(docker_client):
+        if supports_recursive_read_only(docker_client):
             with sandbox:
                 result = sandbox.call(ToolRequest("bash", {"command": "touch /workspace/cache/x"}))
             assert "Read-only file system" in result.output

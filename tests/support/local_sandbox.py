@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner import SandboxBase
+from sandbox_runner.errors import SandboxError
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.spec import TOOLSERVER_SOURCE
 from sandbox_runner.types import ExecResult, ToolRequest
@@ -37,6 +38,8 @@ class LocalSandbox(SandboxBase):
         self._client: ToolServerClient | None = None
 
     def start(self) -> None:
+        if self._client is not None:
+            return
         host_end, server_end = socket.socketpair()
         self._process = subprocess.Popen(
             [
@@ -58,7 +61,8 @@ class LocalSandbox(SandboxBase):
         self._client.wait_ready(10)
 
     def call(self, request: ToolRequest) -> ExecResult:
-        assert self._client is not None, "start() first"
+        if self._client is None:
+            raise SandboxError("the sandbox is not running")
         self.requests.append(request)
         local = ToolRequest(request.op, self._to_local(request.args), request.timeout)
         result = self._client.request(local)

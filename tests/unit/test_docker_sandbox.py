@@ -1,7 +1,9 @@
-"""How DockerSandbox explains a dead tool server, with the Docker API faked at its edge."""
+"""How a dead tool server is explained, and what the engine supports, with the Docker API
+faked at its edge."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +11,7 @@ import docker.errors
 import pytest
 import requests
 
-from sandbox_runner.limits import Limits
-from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.spec import SandboxSpec
+from sandbox_runner.sandbox.docker_sandbox import explain_death, supports_recursive_read_only
 
 
 class FakeContainer:
@@ -41,11 +41,8 @@ class FakeEvents:
         return self.logged
 
 
-def explain(tmp_path: Path, container: FakeContainer, docker_client: Any = None) -> str:
-    spec = SandboxSpec(tmp_path, tmp_path / "plan", "img", limits=Limits(memory_mb=256))
-    sandbox = DockerSandbox(spec, docker_client=docker_client)
-    sandbox._container = container
-    return sandbox._explain_death()
+def explain(tmp_path: Path, container: FakeContainer | None, docker_client: Any = None) -> str:
+    return explain_death(container, docker_client, memory_mb=256, since=time.time())
 
 
 @pytest.mark.parametrize(
@@ -92,3 +89,27 @@ def test_death_of_a_removed_container_is_read_from_the_daemon_s_events(
 def test_a_server_that_closes_its_output_in_a_live_container(tmp_path: Path) -> None:
     message = explain(tmp_path, FakeContainer({"Running": True}))
     assert message == "the tool server closed its output while the container still runs"
+
+
+def test_a_stopped_sandbox_says_so(tmp_path: Path) -> None:
+    assert explain(tmp_path, None) == "the sandbox was stopped"
+
+
+class FakeApi:
+    def __init__(self, version: str) -> None:
+        self.api_version = version
+
+
+class FakeClient:
+    def __init__(self, version: str) -> None:
+        self.api = FakeApi(version)
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [("1.44", True), ("1.47", True), ("2.0", True), ("1.43", False), ("1.41", False), ("x", False)],
+)
+def test_recursive_read_only_needs_docker_25(version: str, expected: bool) -> None:
+    """Docker 25 (API 1.44) is the first to make read-only binds read-only all the way down;
+    with an older engine, a workspace with a mount below it is refused instead."""
+    assert supports_recursive_read_only(FakeClient(version)) is expected

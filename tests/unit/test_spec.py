@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sandbox_runner.errors import WorkspaceError
 from sandbox_runner.sandbox.spec import (
     Limits,
+    Mount,
+    Profile,
     SandboxSpec,
     container_options,
     extra_mount_points,
@@ -18,19 +21,24 @@ from sandbox_runner.sandbox.spec import (
     resolve_workspace,
     sandbox_user,
     submounts,
+    toolserver_command,
 )
 
 
-def make_spec(tmp_path: Path, **overrides: object) -> SandboxSpec:
+def make_spec(
+    tmp_path: Path,
+    plan_dir: Path | str | None = "default",
+    extra_dirs: tuple[Path, ...] = (),
+    **overrides: Any,
+) -> SandboxSpec:
+    """A plan sandbox's spec on tmp_path/repo (plan_dir=None: a probe's)."""
     workspace = tmp_path / "repo"
     workspace.mkdir(exist_ok=True)
-    values: dict[str, object] = {
-        "workspace": workspace,
-        "plan_dir": tmp_path / "plans",
-        "image": "planrun-sandbox:test",
-    }
-    values.update(overrides)
-    return SandboxSpec(**values)  # type: ignore[arg-type]
+    image = "planrun-sandbox:test"
+    if plan_dir is None:
+        return SandboxSpec.probe(workspace, image, extra_dirs, **overrides)
+    plans = tmp_path / "plans" if plan_dir == "default" else Path(plan_dir)
+    return SandboxSpec.plan(workspace, plans, image, extra_dirs, **overrides)
 
 
 def test_no_host_directory_is_writable_and_plan_is_a_capped_tmpfs(tmp_path: Path) -> None:
@@ -178,3 +186,123 @@ def test_recursive_read_only_binds_when_the_engine_supports_it(tmp_path: Path) -
     by_target = {m["Target"]: m["BindOptions"] for m in options["mounts"]}
     assert by_target["/workspace"]["ReadOnlyForceRecursive"] is True
     assert "ReadOnlyForceRecursive" not in by_target["/opt/planrun/toolserver.py"]
+
+
+# ------------------------------------------------------------------------------ profiles
+
+# What makes a sandbox hard to escape; a work sandbox must not differ from a plan one here.
+HARDENING = (
+    "user",
+    "environment",
+    "read_only",
+    "network_mode",
+    "cap_drop",
+    "security_opt",
+    "pids_limit",
+    "mem_limit",
+    "memswap_limit",
+    "nano_cpus",
+    "ulimits",
+    "init",
+    "detach",
+    "auto_remove",
+    "ipc_mode",
+    "log_config",
+)
+
+
+def work_spec(tmp_path: Path, **overrides: Any) -> SandboxSpec:
+    workspace = tmp_path / "repo"
+    workspace.mkdir(exist_ok=True)
+    return SandboxSpec.work(workspace, "planrun-sandbox:test", **overrides)
+
+
+def mounts_by_target(options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {mount["Target"]: mount for mount in options["mounts"]}
+
+
+def test_a_work_sandbox_writes_the_workspace_and_is_otherwise_a_plan_sandbox(
+    tmp_path: Path,
+) -> None:
+    extra = tmp_path / "docs"
+    plan = container_options(make_spec(tmp_path, extra_dirs=(extra,)), user=(1000, 1000))
+    work = container_options(work_spec(tmp_path, extra_dirs=(extra,)), user=(1000, 1000))
+    assert {key: work[key] for key in HARDENING} == {key: plan[key] for key in HARDENING}
+    assert work["network_mode"] == "none" and work["cap_drop"] == ["ALL"]
+    mounts = mounts_by_target(work)
+    assert [target for target, mount in mounts.items() if not mount["ReadOnly"]] == ["/workspace"]
+    assert mounts["/ro/docs"]["ReadOnly"] is True
+    assert "/etc/resolv.conf" in mounts
+    # Its /tmp runs what a build put there; nothing else about /tmp changes.
+    assert work["tmpfs"]["/tmp"].split(",") == [
+        "exec" if option == "noexec" else option for option in plan["tmpfs"]["/tmp"].split(",")
+    ]
+    # Its /plan is only the tool server's scratch place, never copied out.
+    assert "size=1m" in work["tmpfs"]["/plan"] and "nr_inodes=16" in work["tmpfs"]["/plan"]
+
+
+def test_a_probe_mounts_nothing_writable_and_keeps_tmp_noexec(tmp_path: Path) -> None:
+    options = container_options(make_spec(tmp_path, plan_dir=None), user=(1000, 1000))
+    assert all(mount["ReadOnly"] for mount in options["mounts"])
+    assert "noexec" in options["tmpfs"]["/tmp"]
+    assert options["network_mode"] == "none"
+
+
+def test_only_a_work_sandbox_can_be_granted_the_network(tmp_path: Path) -> None:
+    options = container_options(work_spec(tmp_path, network=True), user=(1000, 1000))
+    assert options["network_mode"] == "bridge"
+    # Docker's copy of the host's resolver configuration is what lets it resolve names.
+    assert "/etc/resolv.conf" not in mounts_by_target(options)
+    assert options["cap_drop"] == ["ALL"]
+    plan = make_spec(tmp_path)
+    with pytest.raises(ValueError, match="plan sandbox has no network"):
+        SandboxSpec(plan.mounts, plan.image, Profile.PLAN, plan.plan_dir, network=True)
+
+
+def test_a_writable_bind_is_never_forced_recursive(tmp_path: Path) -> None:
+    """Docker refuses ReadOnlyForceRecursive on a writable bind."""
+    options = container_options(work_spec(tmp_path), (1, 1), recursive_read_only=True)
+    assert "ReadOnlyForceRecursive" not in mounts_by_target(options)["/workspace"]["BindOptions"]
+
+
+def test_the_workspace_and_extra_dirs_are_read_from_the_mounts(tmp_path: Path) -> None:
+    extra = tmp_path / "docs"
+    spec = make_spec(tmp_path, extra_dirs=(extra,))
+    assert spec.profile is Profile.PLAN
+    assert spec.workspace == tmp_path / "repo"
+    assert spec.extra_dirs == (extra,)
+    assert spec.mounts == (
+        Mount(tmp_path / "repo", "/workspace"),
+        Mount(extra, "/ro/docs"),
+    )
+    assert "--extra-dir" in toolserver_command(spec) and "/ro/docs" in toolserver_command(spec)
+
+
+@pytest.mark.parametrize(
+    ("profile", "mounts", "plan_dir", "message"),
+    [
+        (Profile.PLAN, [("/workspace", True)], "plans", "mounts nothing writable"),
+        (Profile.PROBE, [("/workspace", False), ("/ro/x", True)], None, "nothing writable"),
+        (Profile.PLAN, [("/workspace", False)], None, "plan directory belongs"),
+        (Profile.WORK, [("/workspace", True)], "plans", "plan directory belongs"),
+        (Profile.PROBE, [("/ro/x", False)], None, "exactly one mount at /workspace"),
+        (Profile.WORK, [("/workspace", True), ("/workspace", False)], None, "exactly one"),
+        (Profile.WORK, [("/workspace", True), ("/ro/a", False), ("/ro/a", False)], None, "share"),
+        (Profile.WORK, [("/workspace", True), ("/plan", False)], None, "cannot go to /plan"),
+        (Profile.WORK, [("/workspace", True), ("relative", False)], None, "cannot go to"),
+    ],
+)
+def test_a_spec_that_breaks_its_profile_is_refused(
+    tmp_path: Path,
+    profile: Profile,
+    mounts: list[tuple[str, bool]],
+    plan_dir: str | None,
+    message: str,
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        SandboxSpec(
+            tuple(Mount(tmp_path, target, writable) for target, writable in mounts),
+            "planrun-sandbox:test",
+            profile,
+            tmp_path / plan_dir if plan_dir else None,
+        )

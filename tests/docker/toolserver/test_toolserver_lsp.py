@@ -234,7 +234,7 @@ def sandbox_on(workspace: Path, image: str, docker_client: Any) -> DockerSandbox
     """A real plan sandbox on WORKSPACE, with a plan directory of its own beside it."""
     plan_dir = workspace.parent / f"plan-{uuid.uuid4().hex[:8]}"
     plan_dir.mkdir()
-    spec = SandboxSpec(workspace, plan_dir, image, session="test-lsp", agent="test")
+    spec = SandboxSpec.plan(workspace, plan_dir, image, session="test-lsp", agent="test")
     return DockerSandbox(spec, docker_client)
 
 

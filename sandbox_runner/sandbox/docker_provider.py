@@ -1,0 +1,83 @@
+"""DockerProvider: makes DockerSandboxes on one Docker client, owns the live ones, and
+removes the containers gone planrun processes left behind."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import docker.errors
+
+from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+from sandbox_runner.sandbox.provider import LiveSandboxes
+from sandbox_runner.sandbox.spec import MANAGED_LABEL, SandboxSpec
+
+
+class DockerProvider:
+    """The sandboxes of one planrun process: one hardened container each."""
+
+    def __init__(self, docker_client: Any) -> None:
+        self.docker_client = docker_client
+        """The docker-py client the containers are made with."""
+        self.live = LiveSandboxes()
+        """The sandboxes between start and stop."""
+
+    def create(self, spec: SandboxSpec) -> DockerSandbox:
+        """A sandbox for spec, not started yet; it counts as live from start to stop."""
+        return DockerSandbox(spec, self.docker_client, self.live)
+
+    def stop_all(self) -> int:
+        """Remove every live sandbox, all at once (signal and exit handlers).
+
+        Returns once they are gone, or after a few seconds; a container Docker was still
+        removing then is left to `planrun sandbox gc`.
+
+        Returns:
+            How many sandboxes were live.
+        """
+        return self.live.stop_all()
+
+
+def collect_garbage(docker_client: Any, *, everything: bool = False) -> list[str]:
+    """Remove planrun containers whose owner process on this host is gone (or all, with
+    everything); those of other hosts are left alone unless everything is asked for.
+
+    Returns:
+        The short ids of the removed containers.
+    """
+    removed = []
+    hostname = os.uname().nodename
+    for container in docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}):
+        if not everything and not _abandoned(container.labels, hostname):
+            continue
+        try:
+            container.remove(force=True, v=True)
+            removed.append(container.short_id)
+        except docker.errors.NotFound:
+            continue
+    return removed
+
+
+def _abandoned(owner_labels: dict[str, str], hostname: str) -> bool:
+    """Whether a container's owner is a planrun process of this host that is gone.
+
+    A container labelled for another host (a shared Docker engine) is never judged here:
+    its owner may well be alive there.
+    """
+    if owner_labels.get("io.planrun.host") != hostname:
+        return False
+    try:
+        pid = int(owner_labels.get("io.planrun.pid", "0") or 0)
+    except ValueError:
+        return True
+    return not (pid and _process_alive(pid))
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

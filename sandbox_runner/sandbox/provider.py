@@ -1,0 +1,74 @@
+"""Who owns the live sandboxes: a provider makes them, knows which run, and stops them all."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Protocol
+
+from sandbox_runner import Sandbox
+from sandbox_runner.sandbox.spec import SandboxSpec
+
+# stop_all returns after this long; a container Docker is still removing is left to gc.
+STOP_ALL_WAIT_SECONDS = 5.0
+
+
+class SandboxProvider(Protocol):
+    """Makes sandboxes from specs and can stop every one of them that still runs."""
+
+    def create(self, spec: SandboxSpec) -> Sandbox:
+        """A sandbox for spec, not started yet; it counts as live from start to stop."""
+
+    def stop_all(self) -> int:
+        """Stop every live sandbox at once (signal and exit handlers); return how many."""
+
+
+class LiveSandboxes:
+    """The sandboxes of one provider that are running; safe to use from any thread."""
+
+    def __init__(self) -> None:
+        self._running: set[Sandbox] = set()
+        self._lock = threading.Lock()
+
+    def add(self, sandbox: Sandbox) -> None:
+        """Enrol a sandbox that is starting."""
+        with self._lock:
+            self._running.add(sandbox)
+
+    def discard(self, sandbox: Sandbox) -> None:
+        """Forget a sandbox that stopped (or never was enrolled)."""
+        with self._lock:
+            self._running.discard(sandbox)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    def stop_all(self, wait_seconds: float = STOP_ALL_WAIT_SECONDS) -> int:
+        """Stop every live sandbox, all in parallel, ignoring their errors.
+
+        Returns once they are stopped, or after wait_seconds; a sandbox still stopping then
+        goes on in the background (a daemon thread).
+
+        Returns:
+            How many sandboxes were live.
+        """
+        with self._lock:
+            sandboxes = list(self._running)
+        stoppers = [
+            threading.Thread(target=_stop_quietly, args=(box,), name="sandbox-stop", daemon=True)
+            for box in sandboxes
+        ]
+        for stopper in stoppers:
+            stopper.start()
+        deadline = time.monotonic() + wait_seconds
+        for stopper in stoppers:
+            stopper.join(max(0.0, deadline - time.monotonic()))
+        return len(sandboxes)
+
+
+def _stop_quietly(sandbox: Sandbox) -> None:
+    # A last-resort cleanup: one sandbox that cannot be removed must not stop the others.
+    with contextlib.suppress(Exception):
+        sandbox.stop()
