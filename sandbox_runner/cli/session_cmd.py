@@ -97,6 +97,13 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         resumed = False
     out = sys.stdout
     ui = LineUI(lambda: _read_line(), out)
+    # The first line comes before Docker is asked anything: the containers start in the
+    # background, and a missing engine or image is still one line and exit status 2.
+    if resumed:
+        plan = f", plan file {state.plan_file}" if state.plan_file else ""
+        ui.show(f"resumed session {state.active_id} in {state.mode} mode{plan}")
+    else:
+        ui.show(f"session {state.id} on {workspace} ({state.mode} mode); /help lists commands")
     session = Session(
         store,
         state,
@@ -108,11 +115,6 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         limits=loaded.run_limits(),
     )
     commands = Commands(session, loaded.resolved_extra_dirs())
-    if resumed:
-        plan = f", plan file {state.plan_file}" if state.plan_file else ""
-        ui.show(f"resumed session {state.active_id} in {state.mode} mode{plan}")
-    else:
-        ui.show(f"session {state.id} on {workspace} ({state.mode} mode); /help lists commands")
     try:
         session.start()
         wanted = PermissionMode.PLAN if options["start_in_plan"] else options["mode"]

@@ -105,8 +105,7 @@ class Session:
             self.plan_file.sync_out()
             self.plan_file.stage()
         self._sandbox("work")
-        if self.state.plan_file is not None or self.state.active == "plan":
-            self._sandbox("plan")
+        self._sandbox("plan")
 
     def close(self) -> None:
         """Save the state and remove every container."""
