@@ -14,7 +14,13 @@ from sandbox_runner.errors import PlanrunError, SandboxDiedError, SandboxError, 
 from sandbox_runner.paths import PLAN_MOUNT
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.image import require_image
-from sandbox_runner.sandbox.plan_copy import copy_all, copy_file, safe_relative, seed
+from sandbox_runner.sandbox.plan_copy import (
+    CopyProblem,
+    copy_all,
+    copy_file,
+    safe_relative,
+    seed,
+)
 from sandbox_runner.sandbox.provider import LiveSandboxes
 from sandbox_runner.sandbox.spec import (
     SandboxSpec,
@@ -125,7 +131,11 @@ class DockerSandbox(SandboxBase):
         if self.spec.plan_dir is None or relative is None:
             return
         deadline = time.monotonic() + max(1.0, request.timeout or 0)
-        copy_file(client.request, relative, self.spec.plan_dir, deadline)
+        try:
+            copy_file(client.request, relative, self.spec.plan_dir, deadline)
+        except (CopyProblem, PlanrunError) as problem:
+            # The write itself succeeded: the copy is retried when the sandbox stops.
+            self.left_out.append(str(problem))
 
     def _copy_everything(self, client: ToolServerClient) -> None:
         if self.spec.plan_dir is None:

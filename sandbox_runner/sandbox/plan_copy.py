@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,30 +37,54 @@ def safe_relative(name: str) -> str | None:
     return name
 
 
+class CopyProblem(Exception):
+    """One file could not be copied out; the message says which and why."""
+
+
 def copy_file(call: Call, relative: str, plan_dir: Path, deadline: float) -> int:
-    """Copy one file of /plan to the same place under plan_dir; return the bytes copied."""
+    """Copy one file of /plan to the same place under plan_dir; return the bytes copied.
+
+    The host copy of a sandbox never holds more than MAX_TOTAL_BYTES, however often the
+    sandbox deletes and rewrites its files.
+
+    Raises:
+        CopyProblem: the file could not be read back or written on the host.
+    """
     chunks: list[bytes] = []
     offset = 0
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return 0
+            raise CopyProblem(f"{relative}: no time left to copy it")
         request = ToolRequest("plan_read", {"path": relative, "offset": offset}, remaining)
         result = call(request)
         if not result.ok:
-            return 0
+            raise CopyProblem(f"{relative}: {result.error}")
         try:
             data = base64.b64decode(result.output, validate=True)
         except (binascii.Error, ValueError):
-            return 0
+            raise CopyProblem(f"{relative}: the sandbox's answer is not base64") from None
         chunks.append(data)
         offset += len(data)
         if offset > MAX_FILE_BYTES:
-            return 0
+            raise CopyProblem(f"{relative}: over {MAX_FILE_BYTES} bytes")
         if result.meta.get("eof") is True or not data:
             break
-    write_atomically(plan_dir / relative, b"".join(chunks))
+    target = plan_dir / relative
+    if host_total(plan_dir, leaving_out=target) + offset > MAX_TOTAL_BYTES:
+        raise CopyProblem(
+            f"{relative}: the plan directory's copy would pass {MAX_TOTAL_BYTES} bytes"
+        )
+    try:
+        write_atomically(target, b"".join(chunks))
+    except OSError as error:
+        raise CopyProblem(f"{relative}: {error.strerror or error}") from None
     return offset
+
+
+def host_total(plan_dir: Path, leaving_out: Path | None = None) -> int:
+    """Bytes of the regular files under plan_dir (the host copy), leaving one file out."""
+    return sum(path.stat().st_size for _, path in _host_files(plan_dir) if path != leaving_out)
 
 
 def copy_all(call: Call, plan_dir: Path, deadline: float) -> list[str]:
@@ -79,7 +104,10 @@ def copy_all(call: Call, plan_dir: Path, deadline: float) -> list[str]:
         if size > MAX_FILE_BYTES or total + size > MAX_TOTAL_BYTES:
             left_out.append(f"{relative} ({size} bytes: over the copy limits)")
             continue
-        total += copy_file(call, relative, plan_dir, deadline)
+        try:
+            total += copy_file(call, relative, plan_dir, deadline)
+        except CopyProblem as problem:
+            left_out.append(str(problem))
     return left_out
 
 
@@ -96,7 +124,8 @@ def _entry_name(entry: object) -> str | None:
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace path with data: a new file beside it, renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.copy")
+    # A short name of its own: one derived from the file's could pass NAME_MAX.
+    temporary = path.with_name(f".planrun-{os.getpid()}-{threading.get_ident()}.copy")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
     descriptor = os.open(temporary, flags, 0o644)
     with os.fdopen(descriptor, "wb") as handle:

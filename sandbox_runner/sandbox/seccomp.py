@@ -1,5 +1,6 @@
 """planrun's seccomp profile: Docker's default restrictions for a container without
-capabilities, and more (io_uring, ptrace, process_vm_*, userfaultfd, rare socket families)."""
+capabilities, and more (io_uring, ptrace, process_vm_*, userfaultfd, memfd_create, rare
+socket families and netlink protocols)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ DENIED_SYSCALLS = (
     # page-fault handling in user space (all favourite kernel attack surfaces).
     "io_uring_enter", "io_uring_register", "io_uring_setup", "pidfd_getfd",
     "process_madvise", "process_vm_readv", "process_vm_writev", "ptrace", "userfaultfd",
+    # An anonymous file that can be executed would make noexec on /tmp and /plan moot.
+    "memfd_create",
 )  # fmt: skip
 
 # clone() may not make new namespaces (unshare and setns are refused above).
@@ -46,6 +49,10 @@ CLONE_NAMESPACE_FLAGS = (
 # is no network) and netlink (ip, ss). AF_VSOCK, AF_ALG, AF_PACKET and the rest are not.
 ALLOWED_SOCKET_FAMILIES = frozenset({1, 2, 10, 16})  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
 SOCKET_FAMILY_MAX = 45  # AF_MAX on current kernels; anything above is refused too
+AF_NETLINK = 16
+# Netlink for reading routes and sockets (ip, ss) only: not audit, netfilter, xfrm, uevents.
+ALLOWED_NETLINK_PROTOCOLS = frozenset({0, 4})  # NETLINK_ROUTE, NETLINK_SOCK_DIAG
+NETLINK_PROTOCOL_MAX = 31
 
 ARCHITECTURES = {"x86_64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64"}
 
@@ -76,6 +83,15 @@ def profile() -> dict[str, Any]:
                 rules.append(_refuse([call], args=[_arg(0, family, "SCMP_CMP_EQ")]))
     for call in ("socket", "socketpair"):
         rules.append(_refuse([call], args=[_arg(0, SOCKET_FAMILY_MAX, "SCMP_CMP_GT")]))
+    for protocol in range(NETLINK_PROTOCOL_MAX + 1):
+        if protocol not in ALLOWED_NETLINK_PROTOCOLS:
+            netlink = [_arg(0, AF_NETLINK, "SCMP_CMP_EQ"), _arg(2, protocol, "SCMP_CMP_EQ")]
+            rules.append(_refuse(["socket"], args=netlink))
+    netlink_above = [
+        _arg(0, AF_NETLINK, "SCMP_CMP_EQ"),
+        _arg(2, NETLINK_PROTOCOL_MAX, "SCMP_CMP_GT"),
+    ]
+    rules.append(_refuse(["socket"], args=netlink_above))
     native = ARCHITECTURES.get(platform.machine())
     return {
         "defaultAction": "SCMP_ACT_ALLOW",

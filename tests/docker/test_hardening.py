@@ -267,7 +267,7 @@ def test_grep_on_a_fifo_is_refused_at_once(make_sandbox: SandboxFactory, repo: P
 
 def test_the_kernel_surface_is_small(make_sandbox: SandboxFactory) -> None:
     probe = """
-import ctypes, socket
+import ctypes, os, socket
 libc = ctypes.CDLL(None, use_errno=True)
 for family in (socket.AF_VSOCK, socket.AF_ALG, socket.AF_PACKET, 17):
     try:
@@ -280,6 +280,17 @@ print("io_uring", libc.syscall(425, 1, 0), ctypes.get_errno())
 print("userfaultfd", libc.syscall(323, 0), ctypes.get_errno())
 print("process_vm_readv", libc.syscall(310, 1, 0, 0, 0, 0, 0), ctypes.get_errno())
 print("unshare", libc.unshare(0x10000000), ctypes.get_errno())
+for protocol in (0, 9):  # NETLINK_ROUTE is fine, NETLINK_AUDIT is not
+    try:
+        socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, protocol).close()
+        print("netlink", protocol, "open")
+    except OSError as error:
+        print("netlink", protocol, error.errno)
+try:
+    os.memfd_create("x")
+    print("memfd open")
+except OSError as error:
+    print("memfd", error.errno)
 socket.socket(socket.AF_UNIX).close(); socket.socket(socket.AF_INET).close()
 print("inet ok")
 """
@@ -290,7 +301,8 @@ print("inet ok")
     lines = result.output.splitlines()
     assert lines[:4] == ["40 1", "38 1", "17 1", "17 1"], result.output
     assert lines[4:] == ["io_uring -1 1", "userfaultfd -1 1", "process_vm_readv -1 1",
-                         "unshare -1 1", "inet ok"]  # fmt: skip
+                         "unshare -1 1", "netlink 0 open", "netlink 9 1", "memfd 1",
+                         "inet ok"]  # fmt: skip
     assert shm.exit_code != 0 and "No such file or directory" in shm.output
     assert "nameserver" not in resolver.output
 
@@ -317,3 +329,23 @@ def test_a_plan_already_in_the_plan_directory_is_there_inside(
         edit = {"file_path": "/plan/plan.md", "old_string": "old", "new_string": "new"}
         assert sandbox.call(ToolRequest("edit", edit)).ok
     assert (sandbox.spec.plan_dir / "plan.md").read_text() == "# Plan\n\nnew step\n"
+
+
+def test_a_plan_directory_the_host_cannot_mirror_never_breaks_a_call(
+    make_sandbox: SandboxFactory,
+) -> None:
+    """Names too long for the host's temporary file, a file turned into a directory: the
+    write still answers, and what could not be copied is said, not silently dropped."""
+    sandbox = make_sandbox()
+    long_name = "n" * 250
+    with sandbox:
+        assert sandbox.call(
+            ToolRequest("write", {"file_path": f"/plan/{long_name}", "content": "x"})
+        ).ok
+        assert sandbox.call(ToolRequest("write", {"file_path": "/plan/a", "content": "x"})).ok
+        bash(sandbox, "rm /plan/a && mkdir /plan/a && echo b > /plan/a/b")
+        assert sandbox.call(ToolRequest("write", {"file_path": "/plan/c", "content": "c"})).ok
+    assert sandbox.spec.plan_dir is not None
+    assert (sandbox.spec.plan_dir / long_name).read_text() == "x"
+    assert (sandbox.spec.plan_dir / "c").read_text() == "c"
+    assert any(line.startswith("a/b:") for line in sandbox.left_out), sandbox.left_out
