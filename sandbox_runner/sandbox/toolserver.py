@@ -1121,7 +1121,11 @@ def sweep_strays(server: ToolServer) -> int:
 
 
 def stray_pids(running: set[int]) -> list[int]:
-    """Live processes (not zombies) that are neither PID 1 nor under a running command."""
+    """Live processes that are neither PID 1 nor under a running command.
+
+    A zombie whose other threads still run (its main thread left alone with SYS_exit)
+    counts as live: /proc shows the group's leader as Z, but a signal to it reaches them.
+    """
     parents: dict[int, int] = {}
     live: set[int] = set()
     for name in os.listdir("/proc"):
@@ -1134,7 +1138,7 @@ def stray_pids(running: set[int]) -> list[int]:
             continue
         pid = int(name)
         parents[pid] = int(fields[1])
-        if fields[0] != b"Z":
+        if fields[0] != b"Z" or has_live_threads(pid):
             live.add(pid)
     owned = set(running)
     changed = True
@@ -1145,6 +1149,14 @@ def stray_pids(running: set[int]) -> list[int]:
                 owned.add(pid)
                 changed = True
     return sorted(live - owned)
+
+
+def has_live_threads(pid: int) -> bool:
+    """Whether a zombie thread-group leader still has running threads."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
 
 
 def reap_orphans(server: ToolServer, *, settle: bool = False) -> int:
@@ -1182,8 +1194,9 @@ def _reap_zombie_orphans(server: ToolServer) -> int:
             fields = stat[stat.rfind(b")") + 2 :].split()
             if len(fields) >= 2 and fields[0] == b"Z" and fields[1] == b"1":
                 with contextlib.suppress(ChildProcessError):
-                    os.waitpid(int(name), os.WNOHANG)
-                    reaped += 1
+                    # 0 while other threads of the group still run: not reaped yet.
+                    if os.waitpid(int(name), os.WNOHANG)[0] != 0:
+                        reaped += 1
     return reaped
 
 
@@ -1544,6 +1557,22 @@ def glob_tokens(pattern: str) -> list[GlobToken]:
     return tokens
 
 
+def tokens_to_regex(tokens: list[GlobToken]) -> str:
+    """The regular expression of a token list (at most GLOB_REGEX_MAX_STARS stars)."""
+    parts = []
+    for kind, value in tokens:
+        if kind == LITERAL:
+            parts.append(re.escape(str(value)))
+        elif kind == ANY_CHAR:
+            parts.append("[^/]")
+        elif kind == CHAR_CLASS:
+            assert isinstance(value, re.Pattern)
+            parts.append(f"(?!/){value.pattern}")
+        else:
+            parts.append({STAR: "[^/]*", GLOBSTAR: ".*", GLOBSTAR_DIRS: "(?:.*/)?"}[kind])
+    return "".join(parts)
+
+
 def _token_step(token: GlobToken, char: str) -> bool:
     kind, value = token
     if kind == LITERAL:
@@ -1602,7 +1631,9 @@ class GlobMatcher:
             tokens = glob_tokens(alternative)
             stars = sum(1 for kind, _ in tokens if kind in (STAR, GLOBSTAR, GLOBSTAR_DIRS))
             if stars <= GLOB_REGEX_MAX_STARS:
-                self.regexes.append(re.compile(glob_to_regex(alternative), re.DOTALL))
+                # Built from the tokens, where runs of stars are already one: `****x`
+                # must not become `.*.*x`, which backtracks without end.
+                self.regexes.append(re.compile(tokens_to_regex(tokens), re.DOTALL))
             else:
                 self.token_lists.append(tokens)
 

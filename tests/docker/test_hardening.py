@@ -115,6 +115,35 @@ def test_no_process_outlives_its_command(make_sandbox: SandboxFactory, escape: s
     assert "sleep 90" not in left
 
 
+ZOMBIE_LEADER = """
+import ctypes, os, threading, time
+if os.fork(): os._exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+def beat():
+    while True:
+        with open("/tmp/alive", "w") as out:
+            out.write(str(time.time()))
+        time.sleep(0.2)
+threading.Thread(target=beat).start()
+time.sleep(0.3)
+ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: the main thread alone; the group lives on
+"""
+
+
+def test_a_process_whose_leader_looks_dead_is_killed_too(
+    make_sandbox: SandboxFactory, repo: Path
+) -> None:
+    """/proc shows the group leader as a zombie while its other thread keeps running."""
+    (repo / "zl.py").write_text(ZOMBIE_LEADER)
+    with make_sandbox() as sandbox:
+        bash(sandbox, "python3 /workspace/zl.py; sleep 0.6")
+        first = bash(sandbox, "cat /tmp/alive").output
+        time.sleep(1.0)
+        second = bash(sandbox, "cat /tmp/alive; grep -l Z /proc/[0-9]*/stat 2>/dev/null")
+    assert second.output.splitlines()[0] == first.strip()  # nothing writes any more
+
+
 def test_a_running_command_keeps_its_own_processes(make_sandbox: SandboxFactory) -> None:
     """Sweeping strays after one command never touches another that is still running."""
     with make_sandbox() as sandbox, ThreadPoolExecutor(1) as pool:

@@ -136,3 +136,14 @@ def test_brace_alternatives_are_bounded() -> None:
     assert toolserver.expand_braces("x{1,2}{a,b}") == ["x1a", "x1b", "x2a", "x2b"]
     with pytest.raises(ToolError, match="more than 256 brace alternatives"):
         toolserver.expand_braces("{0,1}" * 9)
+
+
+def test_runs_of_double_stars_do_not_backtrack() -> None:
+    """`****…x` is one wildcard, not a dozen `.*` for the regular expression to try."""
+    import time
+
+    matcher = toolserver.GlobMatcher("**" * 12 + "x")
+    started = time.monotonic()
+    assert not matcher.matches("a" * 40)
+    assert matcher.matches("a/b/" + "a" * 40 + "x")
+    assert time.monotonic() - started < 0.5
