@@ -23,6 +23,8 @@ from sandbox_runner.sandbox.plan_copy import (
 )
 from sandbox_runner.sandbox.provider import LiveSandboxes
 from sandbox_runner.sandbox.spec import (
+    SANDBOX_UID,
+    Profile,
     SandboxSpec,
     container_options,
     sandbox_user,
@@ -80,6 +82,14 @@ class DockerSandbox(SandboxBase):
         if not recursive:
             _refuse_submounts(self.spec)
         self._started_at = time.time()
+        if self.spec.profile is Profile.WORK and self._user[0] == SANDBOX_UID:
+            # Root owns the workspace and planrun runs as root: the container never runs
+            # as root, and its own user could not write there.
+            raise WorkspaceError(
+                f"{self.spec.workspace} belongs to root; a work session never runs as root "
+                "in its container: run planrun as the repository's owner, or chown the "
+                "repository to a regular user"
+            )
         options = container_options(self.spec, self._user, recursive_read_only=recursive)
         if self._live is not None:
             self._live.add(self)

@@ -281,6 +281,8 @@ def toolserver_command(spec: SandboxSpec) -> list[str]:
     command += ["--max-plan-entries", str(entries)]
     for mount in spec.extra_mounts:
         command += ["--extra-dir", mount.target]
+    if spec.profile is Profile.WORK:
+        command += ["--writable", WORKSPACE_MOUNT]
     return command
 
 

@@ -2003,17 +2003,30 @@ def bash_output(result: ProcessResult, timeout: float) -> tuple[str, bool]:
 # write and edit: only inside the plan directory, never through a symlink
 
 
+def writable_root(server: ToolServer, path: str) -> str | None:
+    """The writable root PATH lies under: the plan directory, or one given by --writable."""
+    for root in (server.plan_dir, *server.writable):
+        if path.startswith(root.rstrip("/") + "/"):
+            return root
+    return None
+
+
 def plan_target(server: ToolServer, raw: str) -> tuple[str, list[str]]:
+    """The path a write may go to, and its components below its writable root."""
     path = server.resolve(raw)
-    prefix = server.plan_dir.rstrip("/") + "/"
-    if not path.startswith(prefix):
-        raise ToolError(
-            f"Write is only allowed in the plan directory {server.plan_dir}: {printable(path)}"
-        )
-    parts = path[len(prefix) :].split("/")
+    root = writable_root(server, path)
+    if root is None:
+        if not server.writable:
+            where = f"the plan directory {server.plan_dir}"
+        else:
+            where = " and ".join([server.plan_dir, *server.writable])
+        raise ToolError(f"Write is only allowed in {where}: {printable(path)}")
+    parts = path[len(root.rstrip("/")) + 1 :].split("/")
     if ".git" in parts:
-        # git would take it for a repository, and obey that repository's config.
-        raise ToolError(f"Refusing to write a .git path in the plan directory: {printable(path)}")
+        # git would take it for a repository and obey its config; in the workspace, the
+        # user's own git on the host would (hooks, filters).
+        where = " in the plan directory" if root == server.plan_dir else ""
+        raise ToolError(f"Refusing to write a .git path{where}: {printable(path)}")
     return path, parts
 
 
@@ -2088,7 +2101,8 @@ def replace_in_plan(server: ToolServer, path: str, parts: list[str], data: bytes
     A write that fails half-way (the plan directory is full) leaves the old plan whole;
     a symlink or FIFO planted at PATH is replaced, never followed or opened.
     """
-    if len(data) > server.max_plan_bytes:
+    in_plan = writable_root(server, path) == server.plan_dir
+    if in_plan and len(data) > server.max_plan_bytes:
         raise ToolError(plan_full_message(server, path))
     dir_fd = open_plan_parent(server, parts, path, create=True)
     temporary = f".{parts[-1][:200]}.planrun-{threading.get_ident()}.tmp"
@@ -2143,15 +2157,17 @@ def refuse_odd_target(dir_fd: int, name: str, path: str) -> None:
 
 
 def plan_write_error(server: ToolServer, exc: OSError, path: str) -> str:
-    if exc.errno in FULL_ERRNOS:
+    if exc.errno in FULL_ERRNOS and writable_root(server, path) == server.plan_dir:
         return plan_full_message(server, path)
     return describe_os_error(exc, path)
 
 
 def open_plan_parent(server: ToolServer, parts: list[str], path: str, *, create: bool) -> int:
-    """The directory that holds PATH, opened component by component with O_NOFOLLOW."""
-    dir_fd = os.open(server.plan_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    walked = server.plan_dir.rstrip("/")
+    """The directory that holds PATH, opened component by component with O_NOFOLLOW from
+    its writable root."""
+    root = writable_root(server, path) or server.plan_dir
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    walked = root.rstrip("/")
     try:
         for part in parts[:-1]:
             walked = f"{walked}/{part}"
@@ -2809,10 +2825,18 @@ class ToolServer:
     """Holds the configuration and the running commands, and answers request lines."""
 
     def __init__(
-        self, workspace: str, plan_dir: str, extra_dirs: list[str], plan_limits: tuple[int, int]
+        self,
+        workspace: str,
+        plan_dir: str,
+        extra_dirs: list[str],
+        plan_limits: tuple[int, int],
+        writable: list[str] | None = None,
     ) -> None:
         self.workspace = os.path.normpath(os.path.abspath(workspace))
         self.plan_dir = os.path.normpath(os.path.abspath(plan_dir))
+        self.writable = [os.path.normpath(os.path.abspath(path)) for path in writable or []]
+        """Roots Write and Edit may change besides the plan directory (a work sandbox's
+        /workspace)."""
         self.extra_dirs = [os.path.normpath(os.path.abspath(path)) for path in extra_dirs]
         self.max_plan_bytes, self.max_plan_entries = plan_limits
         # A JSON-escaped write may be several times its content; anything far beyond is junk.
@@ -3009,6 +3033,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--extra-dir", action="append", default=[])
     parser.add_argument("--max-plan-bytes", type=int, default=DEFAULT_MAX_PLAN_BYTES)
     parser.add_argument("--max-plan-entries", type=int, default=DEFAULT_MAX_PLAN_ENTRIES)
+    parser.add_argument("--writable", action="append", default=[])
     return parser.parse_args(argv)
 
 
@@ -3020,6 +3045,7 @@ def main(argv: list[str] | None = None) -> None:
         options.plan_dir,
         options.extra_dir,
         (options.max_plan_bytes, options.max_plan_entries),
+        options.writable,
     )
     if os.getpid() == 1:
         # As the container's init: no signal handlers, so that no process inside can stop

@@ -86,8 +86,18 @@ def planrun(api: FakeMessagesAPI, *args: str, home: Path) -> subprocess.Popen[st
     )
 
 
+def owned_repo(root: Path) -> Path:
+    """A sample repository owned by a regular user: the work container runs as its owner
+    (never as root), so, when the tests run as root, it must not be root's."""
+    repo = make_sample_repo(root)
+    if os.geteuid() == 0:
+        for path in [repo, *repo.rglob("*")]:
+            os.chown(path, 4321, 4321)
+    return repo
+
+
 def test_plan_accept_and_implement_in_line_mode(tmp_path: Path, planrun_home: Path) -> None:
-    repo = make_sample_repo(tmp_path / "repo")
+    repo = owned_repo(tmp_path / "repo")
     with FakeMessagesAPI(script) as api:
         process = planrun(api, "--repo", str(repo), home=planrun_home)
         out, err = process.communicate("/plan\nmake main louder\ny acceptEdits\n/status\n", 180)
@@ -109,13 +119,14 @@ def test_plan_accept_and_implement_in_line_mode(tmp_path: Path, planrun_home: Pa
     plan_file = Path(status["plan_file"])
     assert plan_file.read_text() == PLAN and plan_file.parent == planrun_home / "plans"
     assert (repo / "src" / "app.py").read_text() == "def main():\n    return 43\n"
+    assert (repo / "src" / "app.py").stat().st_uid == (4321 if os.geteuid() == 0 else os.getuid())
     work = [r for r in api.message_requests if conversation(r.body) == "work"]
     kickoff = work[0].body["messages"][0]["content"][0]["text"]
     assert kickoff.startswith(f"Start implementing the plan at {plan_file}")
 
 
 def test_kill_9_in_plan_mode_then_resume(tmp_path: Path, planrun_home: Path) -> None:
-    repo = make_sample_repo(tmp_path / "repo")
+    repo = owned_repo(tmp_path / "repo")
     with FakeMessagesAPI(lambda body: message(text("Still exploring."))) as api:
         process = planrun(api, "--repo", str(repo), "--plan", home=planrun_home)
         assert process.stdin is not None and process.stdout is not None
