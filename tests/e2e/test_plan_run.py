@@ -54,7 +54,7 @@ def test_plan_run_in_docker_changes_nothing(
     ]
     before = tree_hash(git_repo)
 
-    def sandbox_factory(plan_dir: Path) -> DockerSandbox:
+    def sandbox_factory(plan_dir: Path | None) -> DockerSandbox:
         spec = SandboxSpec(git_repo, plan_dir, sandbox_image, session=test_session, agent="Plan")
         return DockerSandbox(spec, docker_client)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -76,13 +78,12 @@ def test_plans_show_refuses_a_symlinked_plan(planrun_home: Path, tmp_path: Path)
     assert "do not show" not in result.output
 
 
-def event(kind: str, label: str = "simplicity", **fields: object) -> AgentEvent:
-    values: dict[str, object] = {
-        "kind": kind, "label": label, "turn": 2, "tool": None, "detail": "",
-        "tool_calls": 3, "tokens": 1200, "elapsed": 1.5,
-    }  # fmt: skip
-    values.update(fields)
-    return AgentEvent(**values)  # type: ignore[arg-type]
+def event(kind: str, label: str = "simplicity", **fields: Any) -> AgentEvent:
+    typical = AgentEvent(
+        kind=kind, label=label, turn=2, tool=None, detail="",
+        tool_calls=3, tokens=1200, elapsed=1.5,
+    )  # fmt: skip
+    return replace(typical, **fields)
 
 
 def test_plain_progress_logs_tool_calls_and_endings() -> None:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sandbox_runner.errors import WorkspaceError
+from sandbox_runner.limits import Limits
 from sandbox_runner.sandbox.spec import (
-    Limits,
     SandboxSpec,
     container_options,
     extra_mount_points,
@@ -21,16 +23,11 @@ from sandbox_runner.sandbox.spec import (
 )
 
 
-def make_spec(tmp_path: Path, **overrides: object) -> SandboxSpec:
+def make_spec(tmp_path: Path, **overrides: Any) -> SandboxSpec:
     workspace = tmp_path / "repo"
     workspace.mkdir(exist_ok=True)
-    values: dict[str, object] = {
-        "workspace": workspace,
-        "plan_dir": tmp_path / "plans",
-        "image": "planrun-sandbox:test",
-    }
-    values.update(overrides)
-    return SandboxSpec(**values)  # type: ignore[arg-type]
+    spec = SandboxSpec(workspace, tmp_path / "plans", "planrun-sandbox:test")
+    return replace(spec, **overrides)
 
 
 def test_no_host_directory_is_writable_and_plan_is_a_capped_tmpfs(tmp_path: Path) -> None:
@@ -91,8 +88,9 @@ def test_a_probe_sandbox_gets_a_tiny_plan_directory(tmp_path: Path) -> None:
     [("memory_mb", 0), ("memory_mb", 8), ("pids", 0), ("cpus", 0.0), ("cpus", 4096.0)],
 )
 def test_nonsense_limits_are_refused(field: str, value: float) -> None:
+    change: dict[str, Any] = {field: value}
     with pytest.raises(ValueError, match=field.split("_")[0]):
-        Limits(**{field: value})  # type: ignore[arg-type]
+        replace(Limits(), **change)
 
 
 def test_labels_identify_session_agent_and_owner(tmp_path: Path) -> None:
