@@ -16,7 +16,7 @@ from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.model_call import CallStopped, complete_within
 from sandbox_runner.agents.run_state import LimitReached, PlanPaths, RunState
 from sandbox_runner.errors import PlanrunError
-from sandbox_runner.limits import RunLimits
+from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS, RunLimits
 from sandbox_runner.plans.files import (
     UnsafeFileError,
     append_line,
@@ -40,7 +40,6 @@ from sandbox_runner.types import (
 )
 
 MAX_CALLS_PER_TURN = 32
-DEFAULT_TOOL_TIMEOUT = 120.0
 
 
 class PlanAgentRun:
@@ -246,7 +245,7 @@ class PlanAgentRun:
     def _within_time_limit(self, request: ToolRequest) -> ToolRequest:
         """The request with a timeout that ends no later than the run's own time limit."""
         remaining = self.limits.timeout_seconds - (time.monotonic() - self.state.started)
-        wanted = request.timeout if request.timeout is not None else DEFAULT_TOOL_TIMEOUT
+        wanted = request.timeout if request.timeout is not None else TOOL_TIMEOUT_SECONDS
         return replace(request, timeout=max(1.0, min(wanted, remaining)))
 
     def _review_plan(self) -> bool:

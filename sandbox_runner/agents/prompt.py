@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.plans.critical_files import (
+    CRITICAL_FILES_TITLE,
+    MAX_CRITICAL_FILES,
+    MIN_CRITICAL_FILES,
+)
 
-CRITICAL_FILES_SECTION = "Critical Files for Implementation"
-CRITICAL_FILES_HEADING = f"### {CRITICAL_FILES_SECTION}"
-MIN_CRITICAL_FILES = 3
-MAX_CRITICAL_FILES = 5
+CRITICAL_FILES_HEADING = f"### {CRITICAL_FILES_TITLE}"
 
 DEFAULT_SECTIONS: tuple[str, ...] = (
     "Understanding",
@@ -23,7 +25,7 @@ DEFAULT_SECTIONS: tuple[str, ...] = (
     "Rollback and Mitigations",
     "Success Criteria",
     "Next Actions",
-    CRITICAL_FILES_SECTION,
+    CRITICAL_FILES_TITLE,
 )
 """A plan's sections after its `# Title`, in order: each a `## ` heading, except the last,
 which is always CRITICAL_FILES_HEADING. A project template replaces all but the last."""
@@ -114,7 +116,7 @@ def output_format(sections: Sequence[str] | None = None) -> str:
     """The required plan format: the title, the sections in order, and the critical files last."""
     names = [name.strip().lstrip("#").strip() for name in sections or DEFAULT_SECTIONS]
     # The critical files close every plan, template or not: the validator checks them.
-    critical = CRITICAL_FILES_SECTION.casefold()
+    critical = CRITICAL_FILES_TITLE.casefold()
     names = [name for name in names if name and name.casefold() != critical]
     lines = [
         "## Required Output Format",

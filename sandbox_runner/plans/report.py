@@ -15,7 +15,7 @@ from sandbox_runner.plans.document import strip_front_matter
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report_markdown import REPORT_SCHEMA_DOC, render_markdown
 from sandbox_runner.plans.results import PlanResult, PlanStatus
-from sandbox_runner.plans.text import shorten
+from sandbox_runner.plans.text import CODE_FENCE, shorten
 from sandbox_runner.plans.validate import extract_section
 
 __all__ = [
@@ -37,7 +37,6 @@ APPROACH_TITLES = ("Approach", "Implementation Strategy", "Strategy")
 RISK_TITLES = ("Risks", "Risk")
 
 _LEADING_TITLE = re.compile(r"\s*# [^\n]*\n")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)")
 _TABLE_RULE = re.compile(r"\|?[\s:|-]*-[\s:|-]*\|?")
 
@@ -343,7 +342,7 @@ def _unfenced_lines(text: str) -> list[str]:
     for line in text.splitlines():
         if fence is not None:
             fence = None if line.strip().startswith(fence) else fence
-        elif opening := _FENCE.match(line):
+        elif opening := CODE_FENCE.match(line):
             fence = opening.group(1)
         else:
             lines.append(line)
