@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +198,12 @@ def bench_overhead(perspectives: int, repo: Path, scratch: Path, client: Any, im
 
     labels = [f"p{n}" for n in range(perspectives)]
 
-    def factory(plan_dir: Path) -> DockerSandbox:
-        spec = SandboxSpec.plan(repo, plan_dir, image, session=SESSION, agent=plan_dir.name)
+    def factory(plan_dir: Path | None) -> DockerSandbox:
+        # No plan directory: the throwaway sandbox that runs `git status` before and after.
+        if plan_dir is None:
+            spec = SandboxSpec.probe(repo, image, session=SESSION)
+        else:
+            spec = SandboxSpec.plan(repo, plan_dir, image, session=SESSION, agent=plan_dir.name)
         return DockerSandbox(spec, client)
 
     samples = []
@@ -354,10 +359,8 @@ def main() -> int:
         for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "initial"]):
             subprocess.run([*git, *command], check=True)
         for count in (1, 4, 8):
-            figures.append(measured(
-                f"plan run overhead, {count} perspectives",
-                lambda count=count: bench_overhead(count, repo, Path(scratch), client, image),
-            ))  # fmt: skip
+            overhead = partial(bench_overhead, count, repo, Path(scratch), client, image)
+            figures.append(measured(f"plan run overhead, {count} perspectives", overhead))
         figures.append(measured("cold CLI", lambda: bench_cold_cli(repo, Path(scratch))))
         figures.append(
             measured("stop on a signal", lambda: bench_stop(repo, Path(scratch), client))

@@ -21,7 +21,13 @@ from sandbox_runner.config_values import (
     normalise,
 )
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.limits import LimitError, Limits, RunLimits
+from sandbox_runner.limits import (
+    API_RETRIES,
+    API_TIMEOUT_SECONDS,
+    LimitError,
+    Limits,
+    RunLimits,
+)
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 from sandbox_runner.safe_text import name_problem
@@ -66,9 +72,9 @@ class Settings:
     """max_tokens of each model call."""
     max_total_tokens: int = RunLimits.max_total_tokens
     """Input, output and cache tokens over one subagent run."""
-    api_timeout: float = 600.0
+    api_timeout: float = API_TIMEOUT_SECONDS
     """Seconds one model API attempt may take (never past the subagent's timeout)."""
-    api_retries: int = 6
+    api_retries: int = API_RETRIES
     """Retries of a model call after an overload, a 5xx, a 429 or a network error."""
     memory_mb: int = Limits.memory_mb
     """Memory of each sandbox container, in MiB."""

@@ -68,3 +68,15 @@ class RunLimits:
     """Wall-clock time of the whole run."""
     context_budget: int = 200_000
     """The model's context window; a system prompt and tools above it are refused."""
+
+
+TOOL_TIMEOUT_SECONDS = 120.0
+"""A tool call's time limit when the model gives none (Bash's default timeout)."""
+MAX_TOOL_TIMEOUT_SECONDS = 600.0
+"""The longest a tool call may run, whatever timeout the model asks for."""
+API_TIMEOUT_SECONDS = 600.0
+"""The longest one Messages API attempt may take."""
+API_RETRIES = 6
+"""Retries of a model call after an overload, a 5xx, a 429 or a network error."""
+MAX_PLAN_BYTES = 2 * 1024 * 1024
+"""The most of a plan the host reads and validates; anything beyond is left out."""

@@ -24,7 +24,7 @@ from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.model_call import CallStopped, complete_within
 from sandbox_runner.agents.run_state import LimitReached, RunState
 from sandbox_runner.errors import PlanrunError
-from sandbox_runner.limits import RunLimits
+from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS, RunLimits
 from sandbox_runner.plans.files import append_line
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.permissions import Allow, Ask, Deny, PermissionMode, Rules, check
@@ -40,7 +40,6 @@ from sandbox_runner.types import (
 )
 
 MAX_CALLS_PER_TURN = 32
-DEFAULT_TOOL_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
@@ -285,7 +284,7 @@ class AgentLoop:
     def _within_time_limit(self, request: ToolRequest) -> ToolRequest:
         """The request with a timeout that ends no later than the run's own time limit."""
         remaining = self.limits.timeout_seconds - (time.monotonic() - self.state.started)
-        wanted = request.timeout if request.timeout is not None else DEFAULT_TOOL_TIMEOUT
+        wanted = request.timeout if request.timeout is not None else TOOL_TIMEOUT_SECONDS
         return ToolRequest(request.op, request.args, max(1.0, min(wanted, remaining)))
 
     # ------------------------------------------------------------------ limits

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sandbox_runner.agents.definitions import AgentDefinition
-from sandbox_runner.plans.sections import CRITICAL_FILES_TITLE, DEFAULT_SECTIONS, accepted_names
+from sandbox_runner.plans.critical_files import (
+    CRITICAL_FILES_TITLE,
+    MAX_CRITICAL_FILES,
+    MIN_CRITICAL_FILES,
+)
+from sandbox_runner.plans.sections import DEFAULT_SECTIONS, accepted_names
 
 __all__ = [
     "CRITICAL_FILES_HEADING",
@@ -23,8 +28,6 @@ __all__ = [
 
 CRITICAL_FILES_SECTION = CRITICAL_FILES_TITLE
 CRITICAL_FILES_HEADING = f"### {CRITICAL_FILES_SECTION}"
-MIN_CRITICAL_FILES = 3
-MAX_CRITICAL_FILES = 5
 
 # DEFAULT_SECTIONS (from plans.sections): a plan's sections after its `# Title`, in order;
 # each a `## ` heading except the last, always CRITICAL_FILES_HEADING. A project template
@@ -116,7 +119,7 @@ def output_format(sections: Sequence[str] | None = None) -> str:
     """The required plan format: the title, the sections in order, and the critical files last."""
     names = [name.strip().lstrip("#").strip() for name in sections or DEFAULT_SECTIONS]
     # The critical files close every plan, template or not: the validator checks them.
-    critical = CRITICAL_FILES_SECTION.casefold()
+    critical = CRITICAL_FILES_TITLE.casefold()
     names = [name for name in names if name and name.casefold() != critical]
     lines = [
         "## Required Output Format",

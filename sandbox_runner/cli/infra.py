@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from sandbox_runner.cli.app import cli, reports_errors, services
+from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
 
 # -- engine and image ---------------------------------------------------------------------
 
@@ -102,7 +103,10 @@ def sandbox() -> None:
     help="Another read-only directory (repeatable).",
 )
 @click.option(
-    "--timeout", default=120.0, show_default=True, help="Seconds before the command is killed."
+    "--timeout",
+    default=TOOL_TIMEOUT_SECONDS,
+    show_default=True,
+    help="Seconds before the command is killed.",
 )
 @click.option("--memory", "memory_mb", type=int, help="Memory limit in MB.")
 @click.option("--pids", type=int, help="Process limit.")

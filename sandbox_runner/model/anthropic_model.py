@@ -18,6 +18,7 @@ from typing import Any
 import anthropic
 from anthropic.types import Message
 
+from sandbox_runner.limits import API_RETRIES, API_TIMEOUT_SECONDS
 from sandbox_runner.model.errors import (
     ContextBudgetError,
     ModelAPIError,
@@ -37,8 +38,6 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
 RETRY_ERROR_TYPES = frozenset({"rate_limit_error", "api_error", "overloaded_error"})
 OVERLOAD_STATUSES = frozenset({500, 502, 503, 504, 529})
 OVERLOAD_ERROR_TYPES = frozenset({"api_error", "overloaded_error"})
-DEFAULT_MAX_RETRIES = 6
-DEFAULT_API_TIMEOUT = 600.0
 MAX_RETRY_WAIT = 60.0
 FIRST_RETRY_WAIT = 1.0
 """Backoff after a dropped connection or a 429 without retry-after: 1, 2, 4 ... 60 s."""
@@ -72,8 +71,8 @@ class AnthropicModel:
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        timeout: float = DEFAULT_API_TIMEOUT,
+        max_retries: int = API_RETRIES,
+        timeout: float = API_TIMEOUT_SECONDS,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         """Configure the model; nothing is checked or contacted until the first call.

@@ -11,9 +11,20 @@ from pathlib import Path
 from sandbox_runner.paths import WORKSPACE_MOUNT
 from sandbox_runner.plans.text import shorten
 
-__all__ = ["CRITICAL_FILES_TITLE", "MAX_ENTRIES", "CriticalFile", "check_critical_files"]
+__all__ = [
+    "CRITICAL_FILES_TITLE",
+    "MAX_CRITICAL_FILES",
+    "MAX_ENTRIES",
+    "MIN_CRITICAL_FILES",
+    "CriticalFile",
+    "check_critical_files",
+]
 
 CRITICAL_FILES_TITLE = "Critical Files for Implementation"
+"""The title of the plan section that lists the critical files."""
+MIN_CRITICAL_FILES = 3
+MAX_CRITICAL_FILES = 5
+"""How many critical files a plan lists, as the prompt asks and validation requires."""
 MAX_ENTRIES = 50
 
 _LINK = re.compile(r"\[([^\]\n]*)\]\(([^)\s]*)\)(.*)", re.DOTALL)

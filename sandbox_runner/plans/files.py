@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sandbox_runner.limits import MAX_PLAN_BYTES
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
 
 __all__ = ["UnsafeFileError", "append_line", "read_sandbox_file", "replace_file", "write_new"]
-
-MAX_PLAN_BYTES = 2 * 1024 * 1024
 
 
 def read_sandbox_file(path: Path, max_bytes: int = MAX_PLAN_BYTES) -> str | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.text import CODE_FENCE
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
 TEMPLATE_LOCATIONS = (Path(".planrun/plan.md"), Path(".codex/plan.md"))
@@ -17,7 +18,6 @@ MAX_TEMPLATE_BYTES = 256 * 1024
 MAX_CONTEXT_BYTES = 256 * 1024
 MAX_REQUIREMENTS_BYTES = 1024 * 1024
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def load_template(path: Path, workspace: Path | None = None) -> Template | str:
     sections: list[str] = []
     in_fence = False
     for line in data[:MAX_TEMPLATE_BYTES].decode("utf-8", errors="replace").splitlines():
-        if FENCE.match(line):
+        if CODE_FENCE.match(line):
             in_fence = not in_fence
             continue
         match = HEADING.match(line)

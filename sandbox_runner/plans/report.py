@@ -16,7 +16,7 @@ from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report_html import render_html
 from sandbox_runner.plans.report_markdown import REPORT_SCHEMA_DOC, render_markdown
 from sandbox_runner.plans.results import PlanResult, PlanStatus
-from sandbox_runner.plans.text import shorten
+from sandbox_runner.plans.text import CODE_FENCE, shorten
 from sandbox_runner.plans.validate import extract_section
 
 __all__ = [
@@ -38,7 +38,6 @@ RISK_CHARS = 240
 MAX_RISKS = 5
 
 _LEADING_TITLE = re.compile(r"\s*# [^\n]*\n")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)")
 _TABLE_RULE = re.compile(r"\|?[\s:|-]*-[\s:|-]*\|?")
 
@@ -350,7 +349,7 @@ def _unfenced_lines(text: str) -> list[str]:
     for line in text.splitlines():
         if fence is not None:
             fence = None if line.strip().startswith(fence) else fence
-        elif opening := _FENCE.match(line):
+        elif opening := CODE_FENCE.match(line):
             fence = opening.group(1)
         else:
             lines.append(line)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+CODE_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+"""A line that opens (or closes) a fenced code block, CommonMark's way; group 1 is the fence."""
+
 
 def shorten(text: str, limit: int) -> str:
     """Text on one line, cut at a word boundary to at most `limit` characters and an ellipsis."""

@@ -11,21 +11,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox_runner.limits import MAX_PLAN_BYTES
 from sandbox_runner.plans.critical_files import (
     CRITICAL_FILES_TITLE,
+    MAX_CRITICAL_FILES,
     MAX_ENTRIES,
+    MIN_CRITICAL_FILES,
     CriticalFile,
     check_critical_files,
 )
 from sandbox_runner.plans.sections import accepted_names, key_words
-from sandbox_runner.plans.text import shorten
+from sandbox_runner.plans.text import CODE_FENCE, shorten
 
 __all__ = [
     "CRITICAL_FILES_TITLE",
     "ENTRY_FORMAT",
     "MAX_ENTRIES",
     "MAX_HEADINGS",
-    "MAX_PLAN_CHARS",
     "SUMMARY_CHARS",
     "CriticalFile",
     "PlanCheck",
@@ -33,13 +35,14 @@ __all__ = [
     "validate_plan",
 ]
 
-MAX_PLAN_CHARS = 2 * 1024 * 1024
+# A plan read from a file has at most MAX_PLAN_BYTES bytes, so at most as many characters;
+# a plan given as text is cut at the same size.
+MAX_PLAN_CHARS = MAX_PLAN_BYTES
 # Real plans have dozens of headings; the cap bounds the work on garbage.
 MAX_HEADINGS = 2000
 SUMMARY_CHARS = 400
 ENTRY_FORMAT = "- path/relative/to/repo - reason"
 
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]|$)")
 _LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+")
 _NON_WORD = re.compile(r"[\W_]+")
@@ -93,8 +96,8 @@ def validate_plan(
     *,
     sections: Sequence[str],
     workspace: Path,
-    min_files: int = 3,
-    max_files: int = 5,
+    min_files: int = MIN_CRITICAL_FILES,
+    max_files: int = MAX_CRITICAL_FILES,
 ) -> PlanCheck:
     """Check a plan's title, required sections and critical files against the workspace.
 
@@ -111,7 +114,8 @@ def validate_plan(
     problems: list[str] = []
     if len(text) > MAX_PLAN_CHARS:
         text = text[:MAX_PLAN_CHARS]
-        problems.append("the plan is larger than 2 MB; only its first 2 MB were checked")
+        size = f"{MAX_PLAN_CHARS // (1024 * 1024)} MB"
+        problems.append(f"the plan is larger than {size}; only its first {size} were checked")
     document = _parse(text)
     leading_h1 = 0 if document.headings and document.headings[0].level == 1 else None
     found = _locate(document, [*sections, CRITICAL_FILES_TITLE], leading_h1)
@@ -168,7 +172,7 @@ def _parse(text: str) -> _Document:
             closing = line.strip()
             if closing.startswith(fence) and closing.count(fence[0]) == len(closing):
                 fence = None
-        elif opening := _FENCE.match(line):
+        elif opening := CODE_FENCE.match(line):
             fence = opening.group(1)
             fenced[index] = True
         elif len(headings) < MAX_HEADINGS and (heading := _HEADING.match(line)):

@@ -15,15 +15,12 @@ from sandbox_runner import Model, Sandbox, SandboxBase
 from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.plan_run import PlanAgentRun
-from sandbox_runner.agents.prompt import (
-    CRITICAL_FILES_SECTION,
-    DEFAULT_SECTIONS,
-    render_plan_prompt,
-)
+from sandbox_runner.agents.prompt import DEFAULT_SECTIONS, render_plan_prompt
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.run_state import PlanPaths
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.limits import RunLimits
+from sandbox_runner.plans.critical_files import CRITICAL_FILES_TITLE
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.results import PlanResult, PlanStatus
@@ -82,8 +79,8 @@ def plan_agent(registry: Registry, name: str) -> AgentDefinition:
 def required_sections(job: PlanJob) -> list[str]:
     """The sections validation requires: the template's or the defaults, plus critical files."""
     sections = list(job.sections or DEFAULT_SECTIONS)
-    if CRITICAL_FILES_SECTION not in sections:
-        sections.append(CRITICAL_FILES_SECTION)
+    if CRITICAL_FILES_TITLE not in sections:
+        sections.append(CRITICAL_FILES_TITLE)
     return sections
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sandbox_runner.errors import SandboxDiedError, SandboxError, ToolTimeoutError
+from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
 from sandbox_runner.types import ExecResult, ToolRequest
 
 # Docker multiplexes stdout and stderr on an attach stream when there is no TTY: every
@@ -21,7 +22,6 @@ FRAME_HEADER = struct.Struct(">BxxxI")
 STDOUT, STDERR = 1, 2
 # The host waits this long beyond a request's own timeout, which the server enforces.
 REPLY_GRACE_SECONDS = 10.0
-DEFAULT_TIMEOUT_SECONDS = 120.0
 STDERR_TAIL_BYTES = 4096
 # Everything from the container is hostile: a process in it can write to the server's
 # output. A real reply holds at most 256 KiB of text (JSON-escaped, a few times that).
@@ -116,7 +116,7 @@ class ToolServerClient:
 
     def request(self, request: ToolRequest) -> ExecResult:
         """Send one request and wait for its reply."""
-        timeout = request.timeout if request.timeout is not None else DEFAULT_TIMEOUT_SECONDS
+        timeout = request.timeout if request.timeout is not None else TOOL_TIMEOUT_SECONDS
         request_id = next(self._ids)
         pending = _Pending()
         with self._lock:

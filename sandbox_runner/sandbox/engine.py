@@ -133,7 +133,7 @@ def start_dockerd(progress: Progress = _quiet) -> Any:
     for attempt in range(1, START_ATTEMPTS + 1):
         progress(f"starting dockerd (log: {DOCKERD_LOG})")
         for pid_file in STALE_PID_FILES:
-            _remove_stale_pid_file(pid_file)
+            remove_stale_pid_file(pid_file)
         try:
             return _run_dockerd(progress)
         except DockerUnavailableError:
@@ -171,7 +171,7 @@ def _run_dockerd(progress: Progress) -> Any:
     raise DockerUnavailableError(f"dockerd did not answer within {START_TIMEOUT_SECONDS:.0f} s")
 
 
-def _remove_stale_pid_file(pid_file: Path) -> None:
+def remove_stale_pid_file(pid_file: Path) -> None:
     """Remove a pid file whose process is gone (a zombie, whose parent is gone, counts)."""
     try:
         pid = int(pid_file.read_text().strip())

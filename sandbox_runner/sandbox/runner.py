@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.limits import Limits
+from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS, Limits
 from sandbox_runner.sandbox.docker_provider import DockerProvider
 from sandbox_runner.sandbox.image import image_tag, require_image
 from sandbox_runner.sandbox.spec import SandboxSpec, prepare_plan_dir, resolve_workspace
@@ -49,7 +49,7 @@ def run_command(
     repo: str | Path,
     plan_dir: Path,
     command: str,
-    timeout: float = 120.0,
+    timeout: float = TOOL_TIMEOUT_SECONDS,
     extra_dirs: tuple[Path, ...] = (),
     limits: Mapping[str, Any] | None = None,
 ) -> ExecResult:

@@ -10,11 +10,15 @@ from enum import StrEnum
 from typing import Any
 
 from sandbox_runner.paths import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
-from sandbox_runner.tools.schemas import ALL_TOOLS, HOST_TOOLS, validate_input
+from sandbox_runner.tools.schemas import (
+    ALL_TOOLS,
+    DEFAULT_BASH_TIMEOUT_MS,
+    HOST_TOOLS,
+    MAX_BASH_TIMEOUT_MS,
+    validate_input,
+)
 from sandbox_runner.types import ToolCall, ToolRequest
 
-MAX_BASH_TIMEOUT_MS = 600_000
-DEFAULT_BASH_TIMEOUT_MS = 120_000
 FILE_TOOLS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path", "LSP": "file_path"}
 DIRECTORY_TOOLS = {"Glob": "path", "Grep": "path", "LS": "path"}
 WRITING_TOOLS = frozenset({"Write", "Edit", "NotebookEdit"})

@@ -12,11 +12,24 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from sandbox_runner.limits import MAX_TOOL_TIMEOUT_SECONDS, TOOL_TIMEOUT_SECONDS
+from sandbox_runner.tools.output import MAX_RESULT_CHARS
 from sandbox_runner.types import ToolSpec
 
 JsonSchema = dict[str, Any]
 
-MAX_BASH_TIMEOUT_MS = 600_000
+MAX_BASH_TIMEOUT_MS = int(MAX_TOOL_TIMEOUT_SECONDS * 1000)
+DEFAULT_BASH_TIMEOUT_MS = int(TOOL_TIMEOUT_SECONDS * 1000)
+# The tool server implements these (it cannot import planrun, so it keeps copies, which a
+# unit test holds equal); the descriptions promise them to the model.
+READ_DEFAULT_LINES = 2000
+"""Lines Read returns when the model gives no limit."""
+READ_MAX_LINE_CHARS = 2000
+"""Characters of one line Read shows."""
+GLOB_MAX_RESULTS = 100
+"""Paths Glob returns at most."""
+LS_MAX_ENTRIES = 1000
+"""Entries after which an LS listing stops."""
 GREP_OUTPUT_MODES = ("content", "files_with_matches", "count")
 LSP_OPERATIONS = ("document_symbols", "workspace_symbols", "definition", "references")
 
@@ -52,9 +65,10 @@ READ = _tool(
     "Read",
     "Reads a file from the repository. The repository is mounted at /workspace; pass an "
     "absolute path under /workspace or a path relative to the repository root. Output is in "
-    "`cat -n` format, with line numbers starting at 1, up to 2000 lines by default; lines "
-    "longer than 2000 characters are cut. For large files, read a slice with offset and "
-    "limit. Binary files and directories are refused: use LS for directories.",
+    f"`cat -n` format, with line numbers starting at 1, up to {READ_DEFAULT_LINES} lines by "
+    f"default; lines longer than {READ_MAX_LINE_CHARS} characters are cut. For large files, "
+    "read a slice with offset and limit. Binary files and directories are refused: use LS for "
+    "directories.",
     {
         "file_path": _string(f"The file to read, {_PATH_NOTE}."),
         "offset": _integer("The line number to start reading from (1-based)."),
@@ -66,7 +80,8 @@ READ = _tool(
 GLOB = _tool(
     "Glob",
     "Fast file pattern matching that works with any repository size. Supports glob patterns "
-    'like "**/*.js" or "src/**/*.ts". Returns matching file paths, newest first, at most 100; '
+    'like "**/*.js" or "src/**/*.ts". Returns matching file paths, newest first, '
+    f"at most {GLOB_MAX_RESULTS}; "
     "the .git directory is skipped. Use it to find files by name; use Grep to search their "
     "contents.",
     {
@@ -116,7 +131,7 @@ LS = _tool(
     "LS",
     "Lists the files and directories under a path as a tree. The path may be absolute under "
     "/workspace or relative to the repository root; omit it to list the repository root. "
-    "Listings stop after 1000 entries, so prefer a deeper path, Glob or Grep in large "
+    f"Listings stop after {LS_MAX_ENTRIES} entries, so prefer a deeper path, Glob or Grep in large "
     "repositories. Use ignore to leave out entries matching glob patterns.",
     {
         "path": _string(f"The directory to list, {_PATH_NOTE}. Defaults to the root."),
@@ -134,12 +149,14 @@ BASH = _tool(
     "directory; there is no network. In plan mode only read-only commands are allowed (ls, "
     "cat, head, tail, wc, find without -delete/-exec, grep, rg, tree, stat, git status/log/"
     "diff/show/blame, ...), and anything that could change files is refused: do not retry a "
-    "refused command, record it in the plan instead. Output is cut at 30000 characters. "
+    "refused command, record it in the plan instead. "
+    f"Output is cut at {MAX_RESULT_CHARS} characters. "
     "Prefer Read, Glob, Grep and LS over cat, find and grep.",
     {
         "command": _string("The command to run."),
         "timeout": _integer(
-            f"Optional timeout in milliseconds (max {MAX_BASH_TIMEOUT_MS}); default 120000.",
+            f"Optional timeout in milliseconds (max {MAX_BASH_TIMEOUT_MS}); "
+            f"default {DEFAULT_BASH_TIMEOUT_MS}.",
             minimum=1,
             maximum=MAX_BASH_TIMEOUT_MS,
         ),

@@ -16,7 +16,7 @@ import pytest
 from sandbox_runner.errors import ImageMissingError, SandboxError
 from sandbox_runner.sandbox.docker_provider import collect_garbage
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.spec import SandboxSpec
+from sandbox_runner.sandbox.spec import SandboxSpec, container_options
 from sandbox_runner.types import ToolRequest
 from tests.conftest import unavailable
 
@@ -24,9 +24,10 @@ SandboxFactory = Callable[..., DockerSandbox]
 
 
 def containers_of(docker_client: Any, session: str) -> list[Any]:
-    return docker_client.containers.list(
+    containers: list[Any] = docker_client.containers.list(
         all=True, filters={"label": f"io.planrun.session={session}"}
     )
+    return containers
 
 
 def test_container_is_removed_after_normal_exit(
@@ -62,16 +63,13 @@ def test_tool_server_that_cannot_start_is_reported(
     test_session: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from sandbox_runner.sandbox import docker_sandbox
-
-    original = docker_sandbox.container_options
-
     def broken(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        options = original(*args, **kwargs)
+        options = container_options(*args, **kwargs)
         options["command"] = ["python3", "-c", "import sys; sys.exit(3)"]
         return options
 
-    monkeypatch.setattr(docker_sandbox, "container_options", broken)
+    # Replaced where DockerSandbox looks it up, which is its own module's namespace.
+    monkeypatch.setattr("sandbox_runner.sandbox.docker_sandbox.container_options", broken)
     with pytest.raises(SandboxError, match="exited with code 3"):
         make_sandbox().start()
     assert containers_of(docker_client, test_session) == []
@@ -109,11 +107,11 @@ def test_cli_removes_its_container_on_signal(
         stderr=subprocess.PIPE,
         text=True,
     )
-    owned = lambda: [  # noqa: E731
-        c
-        for c in docker_client.containers.list(all=True, filters={"label": "io.planrun.managed=1"})
-        if c.labels.get("io.planrun.pid") == str(process.pid)
-    ]
+
+    def owned() -> list[Any]:
+        managed = docker_client.containers.list(all=True, filters={"label": "io.planrun.managed=1"})
+        return [c for c in managed if c.labels.get("io.planrun.pid") == str(process.pid)]
+
     deadline = time.monotonic() + 30
     while not owned() and time.monotonic() < deadline:
         time.sleep(0.1)

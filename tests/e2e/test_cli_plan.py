@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from click.testing import CliRunner, Result
@@ -55,7 +55,7 @@ def plan(*args: str) -> Result:
 
 
 def report_of(result: Result) -> dict[str, Any]:
-    return json.loads(result.stdout)
+    return cast(dict[str, Any], json.loads(result.stdout))
 
 
 def test_two_perspectives_in_parallel_with_json(

@@ -54,10 +54,13 @@ def test_plan_run_in_docker_changes_nothing(
     ]
     before = tree_hash(git_repo)
 
-    def sandbox_factory(plan_dir: Path) -> DockerSandbox:
-        spec = SandboxSpec.plan(
-            git_repo, plan_dir, sandbox_image, session=test_session, agent="Plan"
-        )
+    def sandbox_factory(plan_dir: Path | None) -> DockerSandbox:
+        if plan_dir is None:
+            spec = SandboxSpec.probe(git_repo, sandbox_image, session=test_session)
+        else:
+            spec = SandboxSpec.plan(
+                git_repo, plan_dir, sandbox_image, session=test_session, agent="Plan"
+            )
         return DockerSandbox(spec, docker_client)
 
     with FakeMessagesAPI(script) as api:

@@ -284,8 +284,8 @@ class FakeMessagesAPI:
                 self.served += 1
             return script(body)
         with self._lock:
-            if self.served < len(self.script):
-                answer = self.script[self.served]
+            if self.served < len(script):
+                answer = script[self.served]
             else:
                 answer = ScriptedError(
                     400,

@@ -52,8 +52,9 @@ class LocalSandbox(SandboxBase):
                 "--plan-dir",
                 str(self.plan_dir),
             ],
-            stdin=server_end,
-            stdout=server_end,
+            # Popen takes a file descriptor (int), not the socket object itself.
+            stdin=server_end.fileno(),
+            stdout=server_end.fileno(),
             stderr=subprocess.DEVNULL,
         )
         server_end.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tests.support.fake_messages_api import Scripted, error, message, text, tool_use
@@ -38,11 +38,18 @@ def writes_plan(label: str, plan: str) -> list[Scripted]:
     ]
 
 
+# A scripted answer, or a function that makes one when the request arrives.
+Answer = Scripted | Callable[[], Scripted]
+
+
 class PerspectiveScript:
     """Answers each subagent from its own list; unknown labels get an API error."""
 
     def __init__(
-        self, conversations: dict[str, list[Any]], *, delays: dict[str, float] | None = None
+        self,
+        conversations: Mapping[str, Sequence[Answer]],
+        *,
+        delays: dict[str, float] | None = None,
     ) -> None:
         self.conversations = conversations
         self.delays = delays or {}
@@ -58,7 +65,4 @@ class PerspectiveScript:
         if turn >= len(script):
             return message(text("I have nothing to add."))
         answer = script[turn]
-        return answer() if callable(answer) else answer  # type: ignore[no-any-return]
-
-
-Answer = Scripted | Callable[[], Scripted]
+        return answer() if callable(answer) else answer

@@ -3,11 +3,13 @@ Approver seam, run_turn, and a conversation that can be rebuilt from its transcr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from sandbox_runner.agents.loop import (
     AgentLoop,
     Approval,
+    Approver,
     Headless,
     LoopHooks,
     conversation_from_transcript,
@@ -22,19 +24,23 @@ TOOLS = tools_for(dict.fromkeys(["Read", "Bash", "Write", "Edit"]))
 
 
 class Recording:
-    """An approver that answers from a list and remembers what it was asked."""
+    """An approver that answers from a list and remembers what it was asked; after each
+    answer it runs `then` (the user pressing Shift+Tab while the agent works, say)."""
 
-    def __init__(self, *answers: Approval) -> None:
+    def __init__(self, *answers: Approval, then: Callable[[], object] = lambda: None) -> None:
         self.answers = list(answers)
         self.asked: list[Ask] = []
+        self.then = then
 
     def approve(self, ask: Ask) -> Approval:
         self.asked.append(ask)
-        return self.answers.pop(0)
+        answer = self.answers.pop(0)
+        self.then()
+        return answer
 
 
 def make_loop(
-    tmp_path: Path, model: ScriptedModel, mode: list[PermissionMode], approver: object
+    tmp_path: Path, model: ScriptedModel, mode: list[PermissionMode], approver: Approver
 ) -> tuple[AgentLoop, LocalSandbox]:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
@@ -51,7 +57,7 @@ def make_loop(
         mode=lambda: mode[0],
         rules=lambda: Rules(),
         transcript=tmp_path / "transcript.jsonl",
-        approver=approver,  # type: ignore[arg-type]
+        approver=approver,
         hooks=LoopHooks(),
     )
     return loop, sandbox
@@ -66,16 +72,13 @@ def test_the_mode_is_read_at_every_call_and_asks_go_to_the_approver(tmp_path: Pa
             reply(say("done")),
         ]
     )
-    approver = Recording(Approval(False, feedback="use the plan instead"))
+
+    def shift_tab_to_plan() -> None:
+        mode[0] = PermissionMode.PLAN
+
+    approver = Recording(Approval(False, feedback="use the plan instead"), then=shift_tab_to_plan)
     loop, sandbox = make_loop(tmp_path, model, mode, approver)
     with sandbox:
-        original = loop.hooks.on_approval
-
-        def switch(*args: object) -> None:
-            original(*args)  # type: ignore[arg-type]
-            mode[0] = PermissionMode.PLAN  # Shift+Tab while the agent works
-
-        loop.hooks.on_approval = switch  # type: ignore[method-assign]
         loop.run("make files")
     [asked] = approver.asked
     assert asked.question == "run `touch /plan/x`" and asked.prefix == "touch"

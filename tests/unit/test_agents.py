@@ -373,14 +373,21 @@ FILE_INFO_RULE = (
 )
 
 
-def plan_prompt(**overrides: object) -> str:
-    arguments: dict[str, object] = {
-        "perspective": None,
-        "plan_file": "/plan/gentle-breeze.md",
-        "plan_exists": False,
-    }
-    arguments.update(overrides)
-    return render_plan_prompt(PLAN, **arguments)  # type: ignore[arg-type]
+def plan_prompt(
+    *,
+    perspective: str | None = None,
+    plan_exists: bool = False,
+    sections: list[str] | None = None,
+    requirements_context: str = "",
+) -> str:
+    return render_plan_prompt(
+        PLAN,
+        perspective=perspective,
+        plan_file="/plan/gentle-breeze.md",
+        plan_exists=plan_exists,
+        sections=sections,
+        requirements_context=requirements_context,
+    )
 
 
 def test_plan_prompt_has_the_reminder_sections_and_critical_files() -> None:

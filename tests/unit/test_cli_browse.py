@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 from click.testing import CliRunner
@@ -77,13 +79,12 @@ def test_plans_show_refuses_a_symlinked_plan(planrun_home: Path, tmp_path: Path)
     assert "do not show" not in result.output
 
 
-def event(kind: str, label: str = "simplicity", **fields: object) -> AgentEvent:
-    values: dict[str, object] = {
-        "kind": kind, "label": label, "turn": 2, "tool": None, "detail": "",
-        "tool_calls": 3, "tokens": 1200, "elapsed": 1.5,
-    }  # fmt: skip
-    values.update(fields)
-    return AgentEvent(**values)  # type: ignore[arg-type]
+def event(kind: str, label: str = "simplicity", **fields: Any) -> AgentEvent:
+    typical = AgentEvent(
+        kind=kind, label=label, turn=2, tool=None, detail="",
+        tool_calls=3, tokens=1200, elapsed=1.5,
+    )  # fmt: skip
+    return replace(typical, **fields)
 
 
 def test_plain_progress_logs_tool_calls_and_endings() -> None:
@@ -100,31 +101,57 @@ def test_plain_progress_logs_tool_calls_and_endings() -> None:
     assert lines[2].startswith("[speed] FAILED: sandbox died: OOM-killed")
 
 
-def test_live_table_shows_one_row_per_subagent() -> None:
-    progress = Progress(["simplicity", "performance"], live=False, stream=io.StringIO())
-    progress(event("tool_call", tool="Grep", detail="def main"))
-    table = progress._table()
-    assert table.row_count == 2
+class LiveTable(Protocol):
+    def __call__(self, labels: list[str], *events: AgentEvent, stopping: bool = False) -> str: ...
+
+
+@pytest.fixture
+def live_table(monkeypatch: pytest.MonkeyPatch) -> LiveTable:
+    """The live display's last frame, as a person at a 200-column terminal sees it at the end."""
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def show(labels: list[str], *events: AgentEvent, stopping: bool = False) -> str:
+        stream = io.StringIO()
+        with Progress(labels, live=True, stream=stream) as progress:
+            for happened in events:
+                progress(happened)
+            if stopping:
+                progress.stopping()
+        return stream.getvalue()
+
+    return show
+
+
+def test_live_table_shows_one_row_per_subagent(live_table: LiveTable) -> None:
+    shown = live_table(
+        ["simplicity", "performance"], event("tool_call", tool="Grep", detail="def main")
+    )
+    header, *rows = shown.splitlines()
+    assert header.split()[:2] == ["perspective", "state"]
+    assert [row.split()[:2] for row in rows] == [
+        ["simplicity", "running"],
+        ["performance", "starting"],
+    ]
+    assert "Grep def main" in rows[0]
 
 
 def test_no_live_display_in_a_pipe() -> None:
     assert not wants_live_display(io.StringIO(), json_output=False)
 
 
-def test_model_text_cannot_inject_markup_or_terminal_escapes() -> None:
-    from rich.console import Console
-
+def test_model_text_cannot_inject_markup_or_terminal_escapes(live_table: LiveTable) -> None:
     stream = io.StringIO()
     progress = Progress(["simplicity"], live=False, stream=stream)
-    progress(
-        event("tool_call", tool="Bash", detail="grep '[/]' x \x1b]8;;https://evil\x07\n::error::x")
+    hostile = event(
+        "tool_call", tool="Bash", detail="grep '[/]' x \x1b]8;;https://evil\x07\n::error::x"
     )
+    progress(hostile)
     logged = stream.getvalue()
     assert "\x1b" not in logged and "\x07" not in logged
     assert logged.count("\n") == 1
-    rendered = io.StringIO()
-    Console(file=rendered, width=200).print(progress._table())
-    assert "[/]" in rendered.getvalue()
+    shown = live_table(["simplicity"], hostile)
+    assert "[/]" in shown
+    assert "\x1b" not in shown and "\x07" not in shown
 
 
 @pytest.mark.parametrize(
@@ -208,32 +235,27 @@ def test_help_lists_every_command_with_a_whole_summary() -> None:
     assert all(not line.rstrip().endswith("...") for line in commands), commands
 
 
-def test_progress_says_what_it_waits_for_and_labels_retries() -> None:
+def test_progress_says_what_it_waits_for_and_labels_retries(live_table: LiveTable) -> None:
     """Issue 10 item 4: a hung API was silent, and retry lines had no perspective label."""
-    from rich.console import Console
-
     stream = io.StringIO()
     progress = Progress(["simplicity"], live=False, stream=stream)
     retry = "model API: 529 overloaded_error: Overloaded; retrying in 5.0 s (attempt 2 of 7)"
+    waiting = event("waiting", detail="waiting for the model, 42 s, attempt 2 of 7")
     progress(event("model_retry", detail=retry))
-    progress(event("waiting", detail="waiting for the model, 42 s, attempt 2 of 7"))
+    progress(waiting)
     assert stream.getvalue().splitlines()[0] == f"[simplicity] turn 2 {retry}"
-    rendered = io.StringIO()
-    Console(file=rendered, width=200).print(progress._table())
-    assert "waiting for the model, 42 s, attempt 2 of 7" in rendered.getvalue()
+    shown = live_table(["simplicity"], event("model_retry", detail=retry), waiting)
+    assert "waiting for the model, 42 s, attempt 2 of 7" in shown
 
 
-def test_progress_says_stopping_after_a_signal() -> None:
-    from rich.console import Console
-
+def test_progress_says_stopping_after_a_signal(live_table: LiveTable) -> None:
     stream = io.StringIO()
     progress = Progress(["simplicity", "speed"], live=False, stream=stream)
     progress(event("finished", label="speed"))
     progress.stopping()
     assert "stopping…" in stream.getvalue()
-    rendered = io.StringIO()
-    Console(file=rendered, width=200).print(progress._table())
-    assert rendered.getvalue().count("stopping…") == 1
+    shown = live_table(["simplicity", "speed"], event("finished", label="speed"), stopping=True)
+    assert shown.count("stopping…") == 1
 
 
 def test_plans_open_opens_report_html_in_the_browser(planrun_home: Path) -> None:

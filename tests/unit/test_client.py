@@ -8,6 +8,7 @@ import socket
 import struct
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -20,15 +21,19 @@ def frame(stream: int, payload: bytes) -> bytes:
     return struct.pack(">BxxxI", stream, len(payload)) + payload
 
 
+# One JSON line of the tool server protocol, as the test's fake container reads or writes it.
+Message = dict[str, Any]
+
+
 class ScriptedServer:
     """Plays the container side: reads request lines, answers through a handler."""
 
-    def __init__(self, sock: socket.socket, handler: Callable[[dict], dict | None]) -> None:
+    def __init__(self, sock: socket.socket, handler: Callable[[Message], Message | None]) -> None:
         self.sock = sock
         self.handler = handler
         self.thread = threading.Thread(target=self.serve, daemon=True)
 
-    def send(self, message: dict, stream: int = 1) -> None:
+    def send(self, message: Message, stream: int = 1) -> None:
         data = json.dumps(message).encode() + b"\n"
         # Split every reply across two frames to prove reassembly works.
         half = len(data) // 2
@@ -63,7 +68,7 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
     container.close()
 
 
-def echo(request: dict) -> dict:
+def echo(request: Message) -> Message:
     return {"id": request["id"], "ok": True, "output": f"{request['op']}:{request['args']}"}
 
 
@@ -89,10 +94,10 @@ def test_request_gets_its_own_reply(pair: tuple[socket.socket, socket.socket]) -
 
 def test_concurrent_requests_are_matched_by_id(pair: tuple[socket.socket, socket.socket]) -> None:
     host, container = pair
-    held: list[dict] = []
+    held: list[Message] = []
     lock = threading.Lock()
 
-    def answer_in_reverse(request: dict) -> dict | None:
+    def answer_in_reverse(request: Message) -> Message | None:
         with lock:
             held.append(request)
             if len(held) < 8:
@@ -135,7 +140,7 @@ def test_server_death_fails_waiting_calls_with_the_cause(
 ) -> None:
     host, container = pair
 
-    def die(request: dict) -> None:
+    def die(request: Message) -> None:
         container.shutdown(socket.SHUT_RDWR)
 
     ScriptedServer(container, die).thread.start()
@@ -176,7 +181,7 @@ def test_stderr_is_kept_apart_from_replies(pair: tuple[socket.socket, socket.soc
 def test_hostile_replies_are_bounded_and_cleaned(pair: tuple[socket.socket, socket.socket]) -> None:
     host, container = pair
 
-    def hostile(request: dict) -> dict:
+    def hostile(request: Message) -> Message:
         return {
             "id": request["id"],
             "ok": "yes",
@@ -202,7 +207,7 @@ def test_an_over_long_line_is_dropped_and_the_next_reply_still_arrives(
     host, container = pair
     from sandbox_runner.sandbox import client as client_module
 
-    def flood_then_answer(request: dict) -> dict:
+    def flood_then_answer(request: Message) -> Message:
         junk = b"A" * (client_module.MAX_LINE_BYTES + 10) + b"\n"
         for start in range(0, len(junk), 1 << 20):
             container.sendall(frame(1, junk[start : start + (1 << 20)]))

@@ -528,7 +528,7 @@ def test_a_project_may_only_remove_tools(fs: FakeFilesystem, repo: Path) -> None
         f"{PROJECT_YAML}: key 'allowed_tools' adds Bash, but a project config may only "
         f"remove tools (allowed by the user config {USER_YAML}: Read, Grep, Glob)"
     )
-    fs.remove(PROJECT_YAML)
+    PROJECT_YAML.unlink()
     fs.create_file(PROJECT_YAML, contents="allowed_tools: [Grep]\n")
     assert load().settings.allowed_tools == ["Grep"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 
 import pytest
 
@@ -24,7 +25,7 @@ def test_no_more_than_parallel_units_run_at_once() -> None:
             running -= 1
         return number * 10
 
-    futures = [executor.submit(f"u{n}", lambda n=n: unit(n)) for n in range(6)]
+    futures = [executor.submit(f"u{n}", partial(unit, n)) for n in range(6)]
     assert [future.result(5) for future in futures] == [0, 10, 20, 30, 40, 50]
     assert peak == 2
 

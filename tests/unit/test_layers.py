@@ -95,3 +95,20 @@ def test_every_package_has_a_layer() -> None:
     modules_here = {p.stem for p in PACKAGE.glob("*.py")}
     assert packages <= set(RANKS), packages - set(RANKS)
     assert modules_here <= BASE | {"__main__"}, modules_here - BASE - {"__main__"}
+
+
+def test_every_package_ships() -> None:
+    """A subpackage missing from pyproject's list works in the editable checkout and is
+    absent from the wheel users install."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    found = {
+        ".".join(path.parent.relative_to(PACKAGE.parent).parts)
+        for path in PACKAGE.rglob("__init__.py")
+    }
+    assert found <= listed, sorted(found - listed)

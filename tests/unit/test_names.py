@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ def test_collisions_pick_another_name(fs: FakeFilesystem, monkeypatch: pytest.Mo
 
 def test_gives_up_with_a_clear_error(fs: FakeFilesystem, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(names, "random_name", lambda: "gentle-breeze")
-    monkeypatch.setattr(names.secrets, "randbelow", lambda _: 7)
+    monkeypatch.setattr(secrets, "randbelow", lambda _: 7)
     fs.create_dir("/plans/gentle-breeze")
     fs.create_dir("/plans/gentle-breeze-7")
     with pytest.raises(FileExistsError, match="could not find a free name"):

@@ -6,13 +6,12 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sandbox_runner.agents.events import AgentEvent
+from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.model.errors import ModelError
@@ -72,38 +71,57 @@ def workspace(sample_repo: Path) -> Path:
     return sample_repo
 
 
-Runner = Callable[..., PlanResult]
+class Runner:
+    """Runs one plan in the sample workspace; keeps every sandbox it started, for inspection."""
+
+    def __init__(self, workspace: Path, out_dir: Path) -> None:
+        self.workspace = workspace
+        self.out_dir = out_dir
+        self.sandboxes: list[LocalSandbox] = []
+
+    def factory(self, plan_dir: Path | None) -> LocalSandbox:
+        sandbox = LocalSandbox(self.workspace, plan_dir)
+        self.sandboxes.append(sandbox)
+        return sandbox
+
+    def __call__(
+        self,
+        model: ScriptedModel,
+        job: PlanJob | None = None,
+        *,
+        limits: RunLimits | None = None,
+        on_event: EventSink | None = None,
+        cancel: threading.Event | None = None,
+        allowed_tools: frozenset[str] | None = None,
+    ) -> PlanResult:
+        self.out_dir.mkdir(exist_ok=True)
+        return run_plan(
+            job or PlanJob("Add a --verbose flag"),
+            workspace=self.workspace,
+            out_dir=self.out_dir,
+            model=model,
+            model_id="claude-test",
+            sandbox_factory=self.factory,
+            registry=Registry.load(self.workspace),
+            limits=limits,
+            on_event=on_event,
+            cancel=cancel,
+            allowed_tools=allowed_tools,
+        )
 
 
 @pytest.fixture
 def plan(workspace: Path, tmp_path: Path) -> Runner:
-    sandboxes: list[LocalSandbox] = []
-
-    def factory(plan_dir: Path | None) -> LocalSandbox:
-        sandbox = LocalSandbox(workspace, plan_dir)
-        sandboxes.append(sandbox)
-        return sandbox
-
-    def run(model: ScriptedModel, job: PlanJob | None = None, **options: object) -> PlanResult:
-        out_dir = tmp_path / "out"
-        out_dir.mkdir(exist_ok=True)
-        result = run_plan(
-            job or PlanJob("Add a --verbose flag"),
-            workspace=workspace,
-            out_dir=out_dir,
-            model=model,
-            model_id="claude-test",
-            sandbox_factory=factory,
-            registry=Registry.load(workspace),
-            **options,  # type: ignore[arg-type]
-        )
-        run.sandboxes = sandboxes  # type: ignore[attr-defined]
-        return result
-
-    return run
+    return Runner(workspace, tmp_path / "out")
 
 
-def tool_results(model: ScriptedModel, request_index: int) -> list[dict]:
+def written(path: Path | None) -> str:
+    """The text of a file the run should have written."""
+    assert path is not None, "the run wrote no file"
+    return path.read_text()
+
+
+def tool_results(model: ScriptedModel, request_index: int) -> list[dict[str, Any]]:
     return [
         block
         for block in model.requests[request_index].messages[-1]["content"]
@@ -124,6 +142,7 @@ def test_plan_run_explores_writes_and_validates(plan: Runner, tmp_path: Path) ->
     result = plan(model, on_event=events.append)
     assert result.status is PlanStatus.COMPLETE
     assert result.valid, result.to_dict()
+    assert result.check is not None
     assert [f.path for f in result.check.critical_files] == [
         "src/app.py",
         "src/util.py",
@@ -131,7 +150,7 @@ def test_plan_run_explores_writes_and_validates(plan: Runner, tmp_path: Path) ->
     ]
     assert "return 42" in tool_results(model, 1)[0]["content"]
     assert result.turns == 4 and result.tool_calls == 3
-    metadata, body = split_document(result.plan_path.read_text())
+    metadata, body = split_document(written(result.plan_path))
     assert result.plan_path == tmp_path / "out" / "plan.md"
     assert metadata["status"] == "complete" and metadata["valid"] is True
     assert metadata["critical_files"] == ["src/app.py", "src/util.py", "tests/test_app.py"]
@@ -150,7 +169,7 @@ def test_transcript_records_every_step(plan: Runner) -> None:
         ]
     )
     result = plan(model)
-    entries = [json.loads(line) for line in result.transcript.read_text().splitlines()]
+    entries = [json.loads(line) for line in written(result.transcript).splitlines()]
     assert [e["type"] for e in entries] == [
         "system",
         "user",
@@ -189,7 +208,7 @@ def test_transcript_records_every_step(plan: Runner) -> None:
     ],
 )
 def test_refused_calls_become_error_results_and_never_run(
-    plan: Runner, workspace: Path, call: dict, expected: str
+    plan: Runner, workspace: Path, call: dict[str, Any], expected: str
 ) -> None:
     model = ScriptedModel([reply(call), reply(say(VALID_PLAN))])
     before = {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file()}
@@ -197,7 +216,7 @@ def test_refused_calls_become_error_results_and_never_run(
     [answer] = tool_results(model, 1)
     assert answer["is_error"] is True
     assert expected in answer["content"]
-    assert plan.sandboxes[0].requests == []  # type: ignore[attr-defined]
+    assert plan.sandboxes[0].requests == []
     assert {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file()} == before
     assert result.status is PlanStatus.COMPLETE
 
@@ -213,7 +232,7 @@ def test_refused_commands_are_kept_as_suggestions(plan: Runner) -> None:
     result = plan(model)
     assert result.suggested_commands == ["pip install rich"]
     assert not tool_results(model, 2)[0].get("is_error")
-    metadata, _ = split_document(result.plan_path.read_text())
+    metadata, _ = split_document(written(result.plan_path))
     assert metadata["suggested_commands"] == ["pip install rich"]
 
 
@@ -221,7 +240,7 @@ def test_final_text_becomes_the_plan_when_no_file_was_written(plan: Runner, tmp_
     result = plan(ScriptedModel([reply(say(VALID_PLAN))]))
     assert result.valid
     assert (tmp_path / "out" / ".sandbox" / "plan" / "plan.md").read_text().startswith("# Add a")
-    assert split_document(result.plan_path.read_text())[1].startswith("# Add a --verbose flag")
+    assert split_document(written(result.plan_path))[1].startswith("# Add a --verbose flag")
 
 
 def test_invalid_plan_is_sent_back_once_with_its_problems(plan: Runner) -> None:
@@ -251,9 +270,10 @@ def test_plan_still_invalid_after_feedback_is_reported(plan: Runner) -> None:
     result = plan(model)
     assert result.status is PlanStatus.COMPLETE
     assert not result.valid
+    assert result.check is not None
     assert any("Risks" in problem for problem in result.check.problems)
     assert "invalid" in result.reason
-    assert split_document(result.plan_path.read_text())[0]["valid"] is False
+    assert split_document(written(result.plan_path))[0]["valid"] is False
 
 
 def test_turn_limit_keeps_the_partial_plan(plan: Runner) -> None:
@@ -267,7 +287,7 @@ def test_turn_limit_keeps_the_partial_plan(plan: Runner) -> None:
     result = plan(model, limits=RunLimits(max_turns=2))
     assert result.status is PlanStatus.INCOMPLETE
     assert "turn limit of 2" in result.reason
-    assert result.plan_path is not None and "Add a --verbose flag" in result.plan_path.read_text()
+    assert "Add a --verbose flag" in written(result.plan_path)
 
 
 def test_token_limit_stops_the_run(plan: Runner) -> None:
@@ -288,7 +308,7 @@ def test_model_failure_fails_the_run_but_keeps_the_transcript(plan: Runner) -> N
     assert result.status is PlanStatus.FAILED
     assert "529" in result.reason
     assert result.plan_path is None
-    assert result.transcript.read_text().count('"type": "tool_result"') == 1
+    assert written(result.transcript).count('"type": "tool_result"') == 1
 
 
 def test_context_budget_is_checked_before_the_first_call(plan: Runner) -> None:
@@ -373,7 +393,7 @@ def test_a_turn_with_too_many_tool_calls_runs_only_the_first_ones(plan: Runner) 
     answers = tool_results(model, 1)
     assert len(answers) == MAX_CALLS_PER_TURN + 3
     assert [a.get("is_error", False) for a in answers[-3:]] == [True, True, True]
-    assert len(plan.sandboxes[0].requests) == MAX_CALLS_PER_TURN  # type: ignore[attr-defined]
+    assert len(plan.sandboxes[0].requests) == MAX_CALLS_PER_TURN
     assert result.valid
 
 
@@ -382,7 +402,7 @@ def test_tool_timeouts_end_with_the_run_time_limit(plan: Runner) -> None:
         [reply(use("Bash", {"command": "git log", "timeout": 600_000})), reply(say(VALID_PLAN))]
     )
     plan(model, limits=RunLimits(timeout_seconds=30))
-    [request] = plan.sandboxes[0].requests  # type: ignore[attr-defined]
+    [request] = plan.sandboxes[0].requests
     assert request.timeout is not None and 1 <= request.timeout <= 30
 
 
@@ -440,7 +460,7 @@ def test_the_turn_limit_ends_with_a_final_turn_without_tools(plan: Runner) -> No
     assert "final turn" in final_note and "tools are disabled" in final_note
     assert result.status is PlanStatus.INCOMPLETE
     assert "turn limit of 6" in result.reason and "final turn" in result.reason
-    assert result.plan_path is not None and "Add a --verbose flag" in result.plan_path.read_text()
+    assert "Add a --verbose flag" in written(result.plan_path)
     assert result.check is not None and result.check.ok
 
 

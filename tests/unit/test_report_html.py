@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,6 @@ def test_without_chromium_and_without_root_the_browser_tests_say_what_to_install
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(browser, "find_chromium", lambda: None)
-    monkeypatch.setattr(browser.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(browser.BrowserMissing, match="apt-get install chromium"):
         browser.ensure_chromium()

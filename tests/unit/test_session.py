@@ -108,7 +108,7 @@ def open_session(
         state,
         workspace=workspace,
         registry=Registry.load(workspace),
-        sandboxes=LocalSandboxes(workspace, tmp_path),  # type: ignore[arg-type]
+        sandboxes=LocalSandboxes(workspace, tmp_path),
         model=models,
         ui=ui,
         limits=RunLimits(max_turns=20),

@@ -579,7 +579,7 @@ def test_no_tags_file_is_written(tmp_path: Path, open_sandbox: OpenSandbox) -> N
         answer(sandbox, operation="references", file_path="pkg/app.py", symbol="helper")
         plan_dir = sandbox.spec.plan_dir
     assert sorted(path.relative_to(root) for path in root.rglob("*")) == before
-    assert list(plan_dir.iterdir()) == []
+    assert plan_dir is not None and list(plan_dir.iterdir()) == []
 
 
 def test_the_request_timeout_stops_ctags(tmp_path: Path, open_sandbox: OpenSandbox) -> None:
