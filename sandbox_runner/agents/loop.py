@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.budget import Budget
+from sandbox_runner.agents.conversation import conversation_from_transcript, summary_message
 from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.model_call import CallStopped, complete_within
 from sandbox_runner.agents.run_state import LimitReached, RunState
@@ -354,7 +355,7 @@ class AgentLoop:
     def compact(self, summary: str) -> None:
         """Replace the conversation with a summary of it; the transcript keeps everything."""
         self.log("compacted", summary=summary)
-        self.state.messages = [_summary_message(summary)]
+        self.state.messages = [summary_message(summary)]
 
     def add_note(self, text: str) -> None:
         """A note from planrun, added to the user turn the next call sends."""
@@ -394,40 +395,6 @@ class AgentLoop:
 
     def _tool_names(self) -> list[str]:
         return [tool.name for tool in self.tools()]
-
-
-def conversation_from_transcript(lines: list[str]) -> list[dict[str, Any]]:
-    """The messages of a conversation, rebuilt from its transcript (to resume a run).
-
-    User-side entries that follow each other (the task, tool results, planrun's notes)
-    form one user message, in order, as the loop sent them.
-    """
-    messages: list[dict[str, Any]] = []
-    for line in lines:
-        entry = json.loads(line)
-        kind = entry.get("type")
-        if kind == "compacted":
-            messages = [_summary_message(entry["summary"])]
-            continue
-        if kind == "assistant":
-            messages.append({"role": "assistant", "content": entry["content"]})
-            continue
-        if kind == "user":
-            block = {"type": "text", "text": entry["text"]}
-        elif kind == "tool_result":
-            block = ToolResult(entry["call_id"], entry["content"], entry["is_error"]).to_block()
-        else:
-            continue
-        if messages and messages[-1]["role"] == "user":
-            messages[-1]["content"].append(block)
-        else:
-            messages.append({"role": "user", "content": [block]})
-    return messages
-
-
-def _summary_message(summary: str) -> dict[str, Any]:
-    text = f"Summary of the conversation so far (older messages were compacted):\n\n{summary}"
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
 def _brief(arguments: dict[str, Any]) -> str:

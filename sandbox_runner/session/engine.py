@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
 
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.definitions import AgentDefinition
@@ -21,47 +20,16 @@ from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.session import prompts
 from sandbox_runner.session.plan_file import PlanFile
 from sandbox_runner.session.state import SessionState, SessionStore
-from sandbox_runner.session.subagents import SubagentSandboxes, TaskRunner
+from sandbox_runner.session.subagents import TaskRunner
+from sandbox_runner.session.ui import PlanReview, SessionSandboxes, SessionUI
 from sandbox_runner.tools.permissions import Ask, PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
-from sandbox_runner.types import ToolCall, ToolResult, ToolSpec, Usage
+from sandbox_runner.types import ToolCall, ToolResult, Usage
 
 PLAN_TOOLS_EXTRA = ("Write", "Edit", "ExitPlanMode", "Task")
 COMPACT_AT = 0.8
 """Compact when a call's input reaches this share of the context budget."""
-
-
-@dataclass(frozen=True)
-class PlanReview:
-    """The user's answer to a plan: accept (into a mode), or keep planning with feedback."""
-
-    accept: bool
-    mode: PermissionMode | None = None
-    feedback: str = ""
-
-
-class SessionUI(Protocol):
-    """What a session needs from its user interface (line mode, or the terminal)."""
-
-    def show(self, text: str) -> None:
-        """A line of information for the user."""
-
-    def event(self, event: AgentEvent) -> None:
-        """Progress of the agent (a tool call, a turn)."""
-
-    def approve(self, ask: Ask) -> Approval:
-        """Ask the user about a call the mode does not allow by itself."""
-
-    def review_plan(self, plan_file: Path, text: str) -> PlanReview:
-        """Show the plan and ask whether to accept it."""
-
-
-class SessionSandboxes(SubagentSandboxes, Protocol):
-    """Where a session's tools run."""
-
-    def plan(self, plan_dir: Path) -> Sandbox:
-        """The plan session's sandbox: workspace read-only, /plan kept in plan_dir."""
 
 
 class Session:
@@ -440,6 +408,4 @@ def _read_lines(path: Path) -> list[str]:
         return []
 
 
-def tools_of(loop: AgentLoop) -> list[ToolSpec]:
-    """The tools a loop offers now (for /status and tests)."""
-    return loop.tools()
+__all__ = ["PlanReview", "Session", "SessionSandboxes", "SessionUI"]

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from sandbox_runner.agents.conversation import conversation_from_transcript
 from sandbox_runner.agents.loop import (
     AgentLoop,
     Approval,
     Approver,
     Headless,
     LoopHooks,
-    conversation_from_transcript,
 )
 from sandbox_runner.tools.permissions import Ask, PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
