@@ -284,8 +284,11 @@ def test_signatures_are_not_checked_by_a_program_the_repository_names(
     subprocess.run(["git", "log"], cwd=workspace, capture_output=True)
     assert [path.name for path in markers.iterdir()] == ["signature"]
     (markers / "signature").unlink()
-    exit_code, output = bash(server, "git log && git log --show-signature && git show --stat")
-    assert exit_code == 0 and "signed" in output
+    exit_code, output = bash(server, "git log; git log --show-signature; git show --stat")
+    # The signature program is `false`: it exits before reading what git writes to it, so
+    # git may die of SIGPIPE (141) on `--show-signature`, at random; either way nothing of
+    # the repository's runs, and the commits are shown.
+    assert exit_code in (0, 141) and "signed" in output
     assert list(markers.iterdir()) == []
 
 
