@@ -58,7 +58,7 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
     sections = [
         _headline(report),
         _requirements(report["requirements"]),
-        _recommended(report.get("recommended"), bodies),
+        _recommended(report.get("recommended"), bodies, report["plans"]),
         _plans(report["plans"], bodies),
         critical_files_section(report),
         disagreements_section(report),
@@ -91,6 +91,7 @@ def _headline(report: dict[str, Any]) -> str:
         ("Repository", f"<code>{html_text(report['repository'])}</code> at {head}"),
         ("Workspace", html_text(workspace_words(report))),
         *([("Agent", html_text(report["agent_override"]))] if report["agent_override"] else []),
+        *_synthesis_fact(report),
         (
             "Time",
             f"{html_text(report['started_at'])} to {html_text(report['finished_at'])} "
@@ -130,6 +131,12 @@ def _agreement(report: dict[str, Any]) -> list[tuple[str, str]]:
     return [("Agreement", html_text(words))]
 
 
+def _synthesis_fact(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """Why there is no recommended plan, when there is none and a reason is known."""
+    note = (report.get("synthesis") or {}).get("note")
+    return [] if _has_rec(report) or not note else [("Recommended", html_text(f"none: {note}"))]
+
+
 def _has_rec(report: dict[str, Any]) -> bool:
     return isinstance(report.get("recommended"), dict)
 
@@ -149,13 +156,18 @@ def _requirements(requirements: str) -> str:
     )
 
 
-def _recommended(recommended: Any, bodies: Mapping[str, str]) -> str:
+def _recommended(recommended: Any, bodies: Mapping[str, str], plans: list[dict[str, Any]]) -> str:
     if not isinstance(recommended, dict):
         return ""
     body = bodies.get(str(recommended.get("label")), "")
+    names = {plan["label"]: plan_name(plan) for plan in plans}
+    sources = [
+        names.get(str(label), html_text(str(label))) for label in recommended.get("sources") or []
+    ]
+    merged = f'<p class="legend">Merged from {", ".join(sources)}.</p>' if sources else ""
     return (
         '<section class="recommended" id="recommended">\n<h2>Recommended plan</h2>\n'
-        f'<article class="plan">{_plan_header(recommended, "Recommended")}'
+        f'<article class="plan">{_plan_header(recommended, "Recommended")}{merged}'
         f"{_problems(recommended)}{_plan_body(body, recommended)}</article>\n</section>"
     )
 

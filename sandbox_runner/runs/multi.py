@@ -1,4 +1,5 @@
-"""Several Plan subagents at once, one per perspective, each in its own sandbox; then the report."""
+"""Several Plan subagents at once, one per perspective, each in its own sandbox; then the
+synthesis of a recommended plan, and the report."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.report import Report, RunRecord, write_report
-from sandbox_runner.plans.results import PlanResult
+from sandbox_runner.plans.results import PlanResult, Synthesis, SynthesisState
 from sandbox_runner.plans.workspace import (
     GitStatusRunner,
     WorkspaceComparison,
@@ -32,6 +33,13 @@ from sandbox_runner.plans.workspace import (
 )
 from sandbox_runner.runs.executor import Executor, ThreadExecutor
 from sandbox_runner.runs.plan_job import PlanJob, SandboxFactory, failed_result, run_plan
+from sandbox_runner.runs.synthesis import (
+    INTERRUPTED_NOTE,
+    SYNTHESIS_LABEL,
+    plan_synthesis,
+    synthesis_off,
+    synthesis_ran,
+)
 from sandbox_runner.types import ToolRequest
 
 T = TypeVar("T")
@@ -40,7 +48,7 @@ ModelFactory = Callable[[str], Model]
 
 EXIT_OK, EXIT_PLAN_FAILED, EXIT_WORKSPACE_CHANGED = 0, 1, 3  # 2 (usage) is the CLI's
 EXIT_INTERRUPTED = 130
-RESERVED_LABELS = frozenset({"report"})
+RESERVED_LABELS = frozenset({"report", SYNTHESIS_LABEL})
 GIT_STATUS_WAIT_SECONDS = 180.0
 INTERRUPT_GRACE_SECONDS = 1.0
 """After a signal, how long subagents get to stop and save their plans (they poll every 0.1 s)."""
@@ -67,6 +75,12 @@ class PlanRunSpec:
     allowed_tools: frozenset[str] | None = None
     agent_override: str = ""
     """Which file replaced the built-in agent, for the report ("" when none did)."""
+    synthesis: bool = True
+    """Whether a recommended plan is synthesised from two or more valid plans."""
+    synthesis_note: str = ""
+    """Why the synthesis is off, for the report ("" when it is on)."""
+    synthesis_agent_override: str = ""
+    """Which file replaced the built-in Synthesis agent ("" when none did)."""
 
     def jobs(self) -> list[PlanJob]:
         """One job per perspective, with unique labels (file names)."""
@@ -126,13 +140,15 @@ def execute(
     interrupted = False
     try:
         results = runner.run(jobs)
+        synthesis = runner.synthesise(jobs, results)
         after = snapshot(spec.workspace, exclude, git_in_sandbox(sandbox_factory))
     except (KeyboardInterrupt, SystemExit):
-        # Ctrl-C or SIGTERM at any point of the run: keep what finished, compare the tree
-        # only (if that is quick), and still write the report.
+        # Ctrl-C or SIGTERM at any point of the run (the synthesis included): keep what
+        # finished, compare the tree only (if that is quick), and still write the report.
         interrupted = True
         on_stop()
         results = runner.interrupted(jobs, stop_sandboxes)
+        synthesis = runner.interrupted_synthesis()
         tree = tree_fingerprint(
             spec.workspace, exclude=exclude, time_limit=INTERRUPTED_TREE_SECONDS
         )
@@ -145,6 +161,7 @@ def execute(
         after, why_not_later=INTERRUPTED_GIT_NOTE if interrupted else ""
     )
     record = _record(spec, jobs, results, comparison, started, interrupted=interrupted)
+    record = replace(record, synthesis=synthesis)
     try:
         report = write_report(record)
     except KeyboardInterrupt:
@@ -261,6 +278,8 @@ class _Runner:
         self.executor = executor or ThreadExecutor(spec.parallel)
         self.cancel = self.executor.cancelled
         self.futures: list[Future[PlanResult]] = []
+        self.synthesis_job: PlanJob | None = None
+        self.synthesis_future: Future[PlanResult] | None = None
 
     def run(self, jobs: list[PlanJob]) -> list[PlanResult]:
         self.futures = []
@@ -272,6 +291,47 @@ class _Runner:
             # A timeout keeps the main thread responsive to Ctrl-C.
             _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
         return [self._outcome(job, future) for job, future in zip(jobs, self.futures, strict=True)]
+
+    def synthesise(self, jobs: list[PlanJob], results: list[PlanResult]) -> Synthesis:
+        """Merge the valid plans into a recommended plan (when on and there are two or more).
+
+        It runs on the same executor, so Ctrl-C reaches it as it reaches the plans; however
+        it fails, the outcome is reported and the plans are untouched.
+        """
+        spec = self.spec
+        if not spec.synthesis:
+            return synthesis_off(spec.synthesis_note)
+        planned = plan_synthesis(
+            spec.requirements,
+            context=spec.context,
+            sections=spec.sections,
+            jobs=jobs,
+            results=results,
+        )
+        if isinstance(planned, Synthesis):
+            return planned
+        self.synthesis_job = planned
+        future = self.executor.submit("synthesis", functools.partial(self._one, planned))
+        self.synthesis_future = future
+        while not future.done():
+            wait([future], timeout=0.5)  # a timeout keeps the main thread responsive to Ctrl-C
+        return synthesis_ran(planned, self._outcome(planned, future), spec.synthesis_agent_override)
+
+    def interrupted_synthesis(self) -> Synthesis:
+        """The synthesis after a signal: kept if it finished, else reported as interrupted.
+
+        Call after interrupted(), which stopped it and gave it the grace period."""
+        spec, job, future = self.spec, self.synthesis_job, self.synthesis_future
+        if not spec.synthesis:
+            return synthesis_off(spec.synthesis_note)
+        if job is None:
+            return Synthesis(SynthesisState.SKIPPED, note=INTERRUPTED_NOTE)
+        finished = future is not None and future.done() and not future.cancelled()
+        if future is not None and finished and future.exception() is None:
+            result = future.result()
+        else:
+            result = failed_result(job, spec.model_id, "interrupted before it finished")
+        return synthesis_ran(job, result, spec.synthesis_agent_override)
 
     def _outcome(self, job: PlanJob, future: Future[PlanResult]) -> PlanResult:
         if future.cancelled():
@@ -314,7 +374,8 @@ class _Runner:
         """Stop every subagent, keep what finished, and mark the rest as interrupted."""
         self.executor.cancel()
         stop_sandboxes()
-        wait(self.futures, timeout=INTERRUPT_GRACE_SECONDS)
+        running = [*self.futures, *filter(None, [self.synthesis_future])]
+        wait(running, timeout=INTERRUPT_GRACE_SECONDS)
         results = []
         for index, job in enumerate(jobs):
             # Ctrl-C may come before every job had its future.
