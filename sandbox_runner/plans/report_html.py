@@ -107,7 +107,8 @@ def _headline(report: dict[str, Any]) -> str:
     chips += [
         _chip(plan, f"plan-{n}", plan_name(plan)) for n, plan in enumerate(report["plans"], 1)
     ]
-    toc = [("plans", "Plans"), ("critical-files", "Critical files")]
+    toc = [("recommended", "Recommended plan")] if _has_rec(report) else []
+    toc += [("plans", "Plans"), ("critical-files", "Critical files")]
     toc += [("disagreements", "Disagreements"), ("failures", "Failures")]
     toc += [("usage", "Tokens, cost and time")]
     nav = " ".join(f'<a href="#{anchor}">{text}</a>' for anchor, text in toc)
@@ -164,10 +165,10 @@ def _recommended(recommended: Any, bodies: Mapping[str, str], plans: list[dict[s
     sources = [
         names.get(str(label), html_text(str(label))) for label in recommended.get("sources") or []
     ]
-    merged = f'<p class="legend">Merged from {", ".join(sources)}.</p>' if sources else ""
+    merged = f"Merged from {', '.join(sources)}" if sources else ""
     return (
         '<section class="recommended" id="recommended">\n<h2>Recommended plan</h2>\n'
-        f'<article class="plan">{_plan_header(recommended, "Recommended")}{merged}'
+        f'<article class="plan">{_plan_header(recommended, "Recommended", merged)}'
         f"{_problems(recommended)}{_plan_body(body, recommended)}</article>\n</section>"
     )
 
@@ -188,7 +189,8 @@ def _plans(plans: list[dict[str, Any]], bodies: Mapping[str, str]) -> str:
     )
 
 
-def _plan_header(plan: dict[str, Any], name: str) -> str:
+def _plan_header(plan: dict[str, Any], name: str, note: str = "") -> str:
+    """The plan's name, badge, title and figures; note (HTML) is one more line below them."""
     title = html_text(plan.get("title") or "(no title)")
     meta = [
         f"<code>{html_text(plan.get('model') or '?')}</code>",
@@ -200,7 +202,9 @@ def _plan_header(plan: dict[str, Any], name: str) -> str:
         meta.append(file_link(plan["plan_file"]))
     return (
         f'<header><span class="name">{name}</span> {badge(plan)}'
-        f'<div class="title">{title}</div><div class="meta">{" · ".join(meta)}</div></header>'
+        f'<div class="title">{title}</div><div class="meta">{" · ".join(meta)}</div>'
+        + (f'<div class="meta">{note}</div>' if note else "")
+        + "</header>"
     )
 
 
