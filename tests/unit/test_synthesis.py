@@ -302,3 +302,22 @@ def test_a_perspective_cannot_take_the_recommended_plans_name(run: Run, tmp_path
     report = outcome.report.document
     assert [plan["label"] for plan in report["plans"]] == ["simplicity", "recommended-2"]
     assert report["recommended"]["label"] == "recommended" and report["recommended"]["valid"]
+
+
+def test_a_replay_without_a_recorded_synthesis_turns_it_off(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sandbox_runner.runs.prepare import PlanRequest, prepare
+
+    monkeypatch.setenv("PLANRUN_HOME", str(tmp_path / "home"))
+    request = PlanRequest("x", workspace, perspectives=["a", "b"])
+    prepared = prepare(request, lambda warning: None)
+    cassettes = tmp_path / "cassettes"
+    cassettes.mkdir()
+    (cassettes / "default.jsonl").write_text('{"cassette": 1}\n')
+    assert prepared.replaying(None).spec.synthesis
+    off = prepared.replaying(cassettes).spec
+    assert not off.synthesis and "holds no recorded synthesis" in off.synthesis_note
+    (cassettes / "recommended.jsonl").write_text('{"cassette": 1}\n')
+    assert prepared.replaying(cassettes).spec.synthesis
+    assert not prepared.replaying(cassettes / "default.jsonl").spec.synthesis
