@@ -6,13 +6,11 @@ from __future__ import annotations
 import functools
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
 
 from sandbox_runner import Model
 from sandbox_runner.agents.events import AgentEvent, EventSink
@@ -23,7 +21,6 @@ from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.report import Report, RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, Synthesis, SynthesisState
 from sandbox_runner.plans.workspace import (
-    GitStatusRunner,
     WorkspaceComparison,
     WorkspaceState,
     git_head,
@@ -32,6 +29,7 @@ from sandbox_runner.plans.workspace import (
     workspace_git_status,
 )
 from sandbox_runner.runs.executor import Executor, ThreadExecutor
+from sandbox_runner.runs.git_probe import git_in_sandbox, in_background, settled
 from sandbox_runner.runs.plan_job import PlanJob, SandboxFactory, failed_result, run_plan
 from sandbox_runner.runs.synthesis import (
     INTERRUPTED_NOTE,
@@ -40,9 +38,9 @@ from sandbox_runner.runs.synthesis import (
     synthesis_off,
     synthesis_ran,
 )
-from sandbox_runner.types import ToolRequest
 
-T = TypeVar("T")
+__all__ = ["PlanRunOutcome", "PlanRunSpec", "execute", "exit_code", "git_in_sandbox"]
+
 ModelFactory = Callable[[str], Model]
 """Makes the model of one plan, by label (a replayed cassette differs per perspective)."""
 
@@ -131,7 +129,7 @@ def execute(
     # container of its own, so it runs beside the subagents' start (they cannot write
     # the workspace, and any change would show in the fingerprint anyway).
     fingerprint = tree_fingerprint(spec.workspace, exclude=exclude)
-    git_before = _in_background(
+    git_before = in_background(
         workspace_git_status,
         spec.workspace,
         exclude,
@@ -156,7 +154,7 @@ def execute(
     finally:
         if sandbox_root != spec.out_dir / ".sandbox":
             shutil.rmtree(sandbox_root, ignore_errors=True)
-    git_status_before = _settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
+    git_status_before = settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
     comparison = WorkspaceState(fingerprint, git_status_before).compare(
         after, why_not_later=INTERRUPTED_GIT_NOTE if interrupted else ""
     )
@@ -199,44 +197,6 @@ def _record(
         exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, comparison.problem),
         agent_override=spec.agent_override,
     )
-
-
-def _in_background(function: Callable[..., T], *args: Any) -> Future[T]:
-    """Run function in a daemon thread; its Future carries the result or the error."""
-    future: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(function(*args))
-        except BaseException as error:
-            future.set_exception(error)
-
-    threading.Thread(target=run, name="git-status", daemon=True).start()
-    return future
-
-
-def _settled(future: Future[str | None], timeout: float) -> str | None:
-    """The future's result, or None if it failed or is not there in time."""
-    try:
-        return future.result(timeout=timeout)
-    except Exception:
-        return None
-
-
-def git_in_sandbox(sandbox_factory: SandboxFactory) -> GitStatusRunner:
-    """Runs git in a throwaway sandbox: a repository's config can name programs for git
-    to run (filters, diff drivers, fsmonitor), so git never runs on the host. The sandbox
-    has no plan directory: nothing it writes reaches the host."""
-
-    def run(command: str) -> str | None:
-        try:
-            with sandbox_factory(None) as sandbox:
-                result = sandbox.call(ToolRequest("bash", {"command": command}, timeout=120))
-        except PlanrunError:
-            return None
-        return result.output if result.ok and result.exit_code == 0 else None
-
-    return run
 
 
 def exit_code(results: list[PlanResult], workspace_problem: str) -> int:
