@@ -192,7 +192,7 @@ def _summarise(report: Report) -> None:
         reason = f" ({entry.reason})" if entry.reason else ""
         line = f"  {'recommended':<20} {verdict:<10} {entry.plan_file or '-'}{reason}"
         click.echo(one_line(line))
-    elif report.synthesis_note:
+    elif report.synthesis_note and len(report.plans) > 1:
         click.echo(one_line(f"  no recommended plan: {report.synthesis_note}"))
     if report.agent_override:
         click.echo(one_line(f"  agent: {report.agent_override}"))

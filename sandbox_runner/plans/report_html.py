@@ -135,7 +135,9 @@ def _agreement(report: dict[str, Any]) -> list[tuple[str, str]]:
 def _synthesis_fact(report: dict[str, Any]) -> list[tuple[str, str]]:
     """Why there is no recommended plan, when there is none and a reason is known."""
     note = (report.get("synthesis") or {}).get("note")
-    return [] if _has_rec(report) or not note else [("Recommended", html_text(f"none: {note}"))]
+    if _has_rec(report) or not note or len(report["plans"]) < 2:
+        return []
+    return [("Recommended", html_text(f"none: {note}"))]
 
 
 def _has_rec(report: dict[str, Any]) -> bool:

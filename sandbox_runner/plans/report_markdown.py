@@ -110,7 +110,8 @@ def _recommended(report: dict[str, Any]) -> str:
     synthesis = report.get("synthesis") or {}
     plan = report.get("recommended")
     if not isinstance(plan, dict):
-        note = synthesis.get("note")
+        # A single plan has nothing to merge: no need to say there is no recommended plan.
+        note = synthesis.get("note") if len(report["plans"]) > 1 else ""
         return f"## Recommended plan\n\nNone: {_safe(note)}." if note else ""
     names = {p["label"]: _name(p) for p in report["plans"]}
     sources = ", ".join(names.get(label, _safe(label)) for label in plan.get("sources", []))

@@ -40,7 +40,8 @@ Top level:
 - `synthesis`: the step that merges the valid plans into one recommended plan:
   - `state`: `ran` (see `recommended` for how it ended), `off` (turned off by
     `--no-synthesis` or `synthesis: false`, or `--replay` holds no recorded synthesis) or
-    `skipped` (fewer than two valid plans, or the run was interrupted before it started);
+    `skipped` (a single plan, fewer than two valid plans, or the run was interrupted
+    before it started);
   - `note`: why it did not run, `""` when it ran;
   - `agent_override`: which user or project file replaced the built-in Synthesis agent,
     or `null`.

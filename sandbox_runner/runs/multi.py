@@ -158,8 +158,7 @@ def execute(
     comparison = WorkspaceState(fingerprint, git_status_before).compare(
         after, why_not_later=INTERRUPTED_GIT_NOTE if interrupted else ""
     )
-    record = _record(spec, jobs, results, comparison, started, interrupted=interrupted)
-    record = replace(record, synthesis=synthesis)
+    record = _record(spec, jobs, results, synthesis, comparison, started, interrupted=interrupted)
     try:
         report = write_report(record)
     except KeyboardInterrupt:
@@ -175,6 +174,7 @@ def _record(
     spec: PlanRunSpec,
     jobs: list[PlanJob],
     results: list[PlanResult],
+    synthesis: Synthesis,
     comparison: WorkspaceComparison,
     started: datetime,
     *,
@@ -196,6 +196,7 @@ def _record(
         workspace_check_note=comparison.note,
         exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, comparison.problem),
         agent_override=spec.agent_override,
+        synthesis=synthesis,
     )
 
 

@@ -22,6 +22,7 @@ SYNTHESIS_LABEL = "recommended"
 """The recommended plan's label: `recommended.md`, `recommended.transcript.jsonl`, and the
 cassette `recommended.jsonl`. No perspective may take it."""
 MIN_VALID_PLANS = 2
+SINGLE_PLAN_NOTE = "a single plan has nothing to merge"
 INTERRUPTED_NOTE = "the run was interrupted before the synthesis started"
 
 
@@ -36,6 +37,8 @@ def plan_synthesis(
     """The synthesis job for these results, or (with fewer than two valid plans) the
     outcome that says why there is none."""
     valid = [(job, result) for job, result in zip(jobs, results, strict=True) if result.valid]
+    if len(results) < MIN_VALID_PLANS:
+        return Synthesis(SynthesisState.SKIPPED, note=SINGLE_PLAN_NOTE)
     if len(valid) < MIN_VALID_PLANS:
         return Synthesis(
             SynthesisState.SKIPPED,

@@ -321,3 +321,13 @@ def test_a_replay_without_a_recorded_synthesis_turns_it_off(
     (cassettes / "recommended.jsonl").write_text('{"cassette": 1}\n')
     assert prepared.replaying(cassettes).spec.synthesis
     assert not prepared.replaying(cassettes / "default.jsonl").spec.synthesis
+
+
+def test_a_single_plan_is_not_merged_and_the_report_does_not_say_so(
+    run: Run, tmp_path: Path
+) -> None:
+    outcome, _ = run({"simplicity": plan_script("simplicity")}, perspectives=["simplicity"])
+    report = outcome.report.document
+    assert report["synthesis"]["state"] == "skipped" and report["recommended"] is None
+    assert "Recommended" not in (tmp_path / "out" / "report.md").read_text()
+    assert "Recommended" not in (tmp_path / "out" / "report.html").read_text()
