@@ -1,9 +1,11 @@
-"""Writes the demo's cassettes: two scripted Plan conversations for examples/demo-repo.
+"""Writes the demo's cassettes: two scripted Plan conversations for examples/demo-repo, and
+the Synthesis conversation that merges their plans into the recommended plan.
 
 The demo has to run without an API key, so its "model" is a cassette played back by
-`planrun plan --replay`. These two conversations were written by hand (no model was
-called) in the shape a real run records with `--record`: the model explores with Glob,
-Read, Grep and git, tries one command plan mode refuses, writes its plan file and stops.
+`planrun plan --replay`. These conversations were written by hand (no model was called)
+in the shape a real run records with `--record`: each Plan model explores with Glob, Read,
+Grep and git, tries one command plan mode refuses, writes its plan file and stops; the
+Synthesis model checks the claims the plans disagree on, writes recommended.md and stops.
 
     python examples/make_demo_cassettes.py   # rewrites examples/cassettes/due-dates/
 """
@@ -142,6 +144,85 @@ Additive field; the atomic save is independent and can be reverted on its own.
 """
 
 
+RECOMMENDED_PLAN = """# Due dates, an overdue filter and atomic saves for todo
+
+## Understanding
+Tasks get an optional due date (`todo add "title" --due 2026-12-01`) and
+`todo list --overdue` shows only the open tasks whose due date is before today. Task
+files written by older versions, without a `due` key, must keep loading.
+
+## Constraints
+- The JSON file format stays backwards compatible: `due` is optional.
+- No new dependencies; dates are ISO `YYYY-MM-DD`.
+- The existing commands and their output do not change.
+
+## Assumptions
+- "Overdue" compares against the local date; a task due today is not overdue.
+- Lists stay in the hundreds of tasks; the performance plan's tens of thousands are
+  possible but unmeasured, so the design keeps the fast path without a cache.
+
+## Approach
+Add one optional field to `Task`, one argument to `add` and one flag to `list`, as the
+simplicity plan does; answer `--overdue` in one pass comparing ISO strings, and make
+`save()` atomic, both from the performance plan, because they cost a few lines each.
+
+## Decisions
+- `due: str | None = None` on `Task`, validated with `date.fromisoformat` at input (simplicity; performance agrees)
+- The overdue filter compares ISO strings in one pass, no per-task date parsing (performance)
+- The filter lives in `TaskStore.overdue(today)`, not in the CLI, so it is testable without argparse (performance)
+- `save()` writes a temporary file and renames it (performance)
+- No mtime cache of `load()` (simplicity)
+- `from_dict` drops unknown keys, so a rollback can read files that have `due` (simplicity)
+
+## Conflicts
+- Caching `load()`: performance adds an mtime-keyed cache, simplicity none; no cache: `store.py` reads the file once per command today, and the cache's staleness risk buys nothing at this size
+- Where the filter lives: simplicity filters in `cli.py`, performance in `store.py`; `store.py`, which keeps `cli.py` thin and gives the tests a plain function
+- Benchmarking first: performance wants a 50,000-task benchmark before any change; deferred to Next Actions, as no requirement asks for speed
+
+## Detailed Steps
+1. `todo/models.py`: add `due: str | None = None`; make `from_dict` keep only known
+   fields; add `is_overdue(today: str) -> bool` (`not done and due is not None and due < today`).
+2. `todo/store.py`: `add(title, due=None)`; `overdue(today: str) -> list[Task]`; `save()`
+   writes `path.with_suffix(".tmp")` and `os.replace`s it over the file.
+3. `todo/cli.py`: `add --due` with `type=date.fromisoformat` (a bad date is a usage
+   error, stored as `isoformat()`), `list --overdue` calling `store.overdue(date.today().isoformat())`.
+4. `README.md`: document both options.
+
+## Test Plan
+- `tests/test_store.py`: a due date round-trips; a file without `due` loads; a file with
+  an unknown key loads; `overdue()` for past, today, future, done and no date.
+- Atomic save: a failing write leaves the old file intact.
+- `python -m pytest` from the repository root.
+
+## Risks
+- A hand-edited, malformed `due` breaks the string comparison; `from_dict` validates it and drops a bad value with a warning.
+- Local midnight flips tasks to overdue; acceptable for a personal list.
+
+## Alternatives Considered
+- The performance plan's mtime cache and the 50,000-task benchmark: deferred (see Conflicts).
+- SQLite or a due-date index: a migration for a need nobody has yet.
+
+## Rollback and Mitigations
+Every change is additive. Because `from_dict` now ignores unknown keys, reverting the
+feature still reads files that have `due`; the atomic save can be reverted on its own.
+
+## Success Criteria
+- `todo add "x" --due 2020-01-01 && todo list --overdue` shows the task; a done task does not.
+- An old task file lists unchanged; all tests pass.
+
+## Next Actions
+- Implement steps 1-3 with their tests.
+- Run `pip install -e .` and `python -m pytest` (not run here: plan mode is read-only).
+- If lists grow past thousands of tasks, write the performance plan's benchmark first.
+
+### Critical Files for Implementation
+- todo/models.py - the optional `due` field, `is_overdue` and tolerant `from_dict`
+- todo/store.py - `add(due=...)`, the `overdue` query and the atomic save
+- todo/cli.py - the `--due` and `--overdue` options
+- tests/test_store.py - round trip, old files, overdue and atomic-save tests
+"""
+
+
 def tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
 
@@ -202,6 +283,46 @@ def conversation(
     ]
 
 
+def synthesis() -> list[dict[str, Any]]:
+    """The Synthesis agent: it checks the facts the plans disagree on, then writes one plan."""
+    return [
+        turn(
+            text(
+                "The plans agree on the field and the options; they differ on caching, where "
+                "the filter lives and atomic saves. I'll check how the store reads and writes."
+            ),
+            tool_use("recommended_1", "Read", {"file_path": "todo/store.py"}),
+            input_tokens=5200,
+        ),
+        turn(
+            tool_use(
+                "recommended_2",
+                "Grep",
+                {
+                    "pattern": "load\\(|save\\(",
+                    "path": "todo",
+                    "output_mode": "content",
+                    "-n": True,
+                },
+            ),
+            tool_use("recommended_3", "Read", {"file_path": "tests/test_store.py"}),
+        ),
+        turn(
+            text(
+                "Each command calls load() once, so the cache buys nothing; save() rewrites "
+                "the file in place, so the atomic save is worth keeping."
+            ),
+            tool_use(
+                "recommended_4",
+                "Write",
+                {"file_path": "/plan/recommended.md", "content": RECOMMENDED_PLAN},
+            ),
+            output_tokens=2300,
+        ),
+        turn(text("The recommended plan is in /plan/recommended.md."), output_tokens=30),
+    ]
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     cassettes = {
@@ -235,6 +356,7 @@ def main() -> None:
                 ),
             ],
         ),
+        "recommended": synthesis(),
     }
     for key, exchanges in cassettes.items():
         header = {

@@ -44,7 +44,7 @@ BUILTIN_PERSPECTIVES: dict[str, list[str]] = {"default": []}
 MODEL_SETTINGS = ("model", "planning_model")
 """What costs the user money: only the user (their file, environment, flags) sets these,
 unless trusted_projects names the repository."""
-FLAG_NAMES = {"planning_model": "--model"}
+FLAG_NAMES = {"planning_model": "--model", "synthesis": "--no-synthesis"}
 """Flags whose name differs from the setting they set."""
 
 
@@ -86,6 +86,8 @@ class Settings:
     """Sandbox image tag; unset means the tag computed from the image inputs."""
     planning_enabled: bool = True
     """Whether plan runs are allowed at all."""
+    synthesis: bool = True
+    """Whether a run with two or more valid plans merges them into a recommended plan."""
     max_plans: int = 8
     """Plans one run may start at most; more perspectives (after presets) are refused."""
     trusted_projects: list[str] = field(default_factory=list)

@@ -125,6 +125,7 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "pids": _at_least(1, _POSITIVE, integer=True),
     "image": _optional_text,
     "planning_enabled": _boolean,
+    "synthesis": _boolean,
     "max_plans": _at_least(1, _POSITIVE, integer=True),
     "trusted_projects": _texts,
 }
@@ -187,6 +188,8 @@ LOWER_ONLY = (
     "pids",
 )
 """Limits a project file may lower but never raise."""
+SWITCHES = {"planning_enabled": "planning", "synthesis": "the synthesis"}
+"""What a project file may turn off but never on, when the user's side turned it off."""
 
 
 def check_project_value(
@@ -224,9 +227,9 @@ def check_project_value(
             f"{where}: key {key!r} is {value!r}, but a project config may only lower "
             f"{name!r} (at most {limit!r} from {limit_source})"
         )
-    if name == "planning_enabled" and value and not limit:
+    if name in SWITCHES and value and not limit:
         raise ConfigError(
-            f"{where}: key {key!r}: a project config cannot enable planning; "
+            f"{where}: key {key!r}: a project config cannot enable {SWITCHES[name]}; "
             f"{limit_source} disables it"
         )
     if name == "allowed_tools":

@@ -1,4 +1,5 @@
-"""What a subagent is: its definition, the built-in Plan, Explore and general-purpose agents."""
+"""What a subagent is: its definition, the built-in Plan, Explore, general-purpose and
+Synthesis agents."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ GENERAL_PURPOSE_TOOLS: tuple[str, ...] = (*READ_ONLY_TOOLS, "Write", "Edit", "Ta
 # it), so it must count as a known name for those files to load.
 KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "NotebookEdit")
 
-BUILTIN_NAMES = frozenset({"Plan", "Explore", "general-purpose"})
+BUILTIN_NAMES = frozenset({"Plan", "Explore", "general-purpose", "Synthesis"})
 """The names of the built-in agents (BUILTINS)."""
+NOT_DISPATCHED = frozenset({"synthesis"})
+"""Built-ins (case-folded) that `planrun plan` runs itself and a Task tool never lists."""
 
 
 @dataclass(frozen=True)
@@ -166,4 +169,20 @@ GENERAL_PURPOSE = AgentDefinition(
         "when a search may take several rounds to find the right code"
     ),
 )
-BUILTINS: tuple[AgentDefinition, ...] = (PLAN, EXPLORE, GENERAL_PURPOSE)
+SYNTHESIS = AgentDefinition(
+    name="Synthesis",
+    description=(
+        "Merges the plans of several perspectives into one recommended plan: the best "
+        "decision on each point, where each came from, and how each conflict was resolved. "
+        "Read-only; it may check the plans' claims against the repository."
+    ),
+    system_prompt=_builtin_prompt("synthesis.md"),
+    tools=READ_ONLY_TOOLS,
+    file_path="<builtin:Synthesis>",
+    when_to_use=(
+        "Used by `planrun plan` after two or more plans are valid, to write recommended.md; "
+        "not meant to be dispatched on its own"
+    ),
+    read_only=True,
+)
+BUILTINS: tuple[AgentDefinition, ...] = (PLAN, EXPLORE, GENERAL_PURPOSE, SYNTHESIS)

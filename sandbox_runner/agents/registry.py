@@ -15,6 +15,7 @@ from sandbox_runner.agents.definitions import (
     BUILTINS,
     GENERAL_PURPOSE_TOOLS,
     KNOWN_TOOLS,
+    NOT_DISPATCHED,
     SCOPE_PRIORITY,
     AgentDefinition,
     Scope,
@@ -142,7 +143,9 @@ class Registry:
         allowed = None if only is None else {name.casefold() for name in only}
         lines = []
         for definition in self.all():
-            if allowed is not None and definition.name.casefold() not in allowed:
+            name = definition.name.casefold()
+            listed = name in allowed if allowed is not None else name not in NOT_DISPATCHED
+            if not listed:
                 continue
             tools = ", ".join(definition.effective_tools()) or "none"
             usage = definition.when_to_use or definition.description

@@ -75,6 +75,11 @@ PLAN_FILES = ("report.json", "report.md", "report.html")
     "--timeout", type=float, help="Wall-clock seconds per subagent, model calls included."
 )
 @click.option(
+    "--no-synthesis",
+    is_flag=True,
+    help="Do not merge the valid plans into a recommended plan (recommended.md).",
+)
+@click.option(
     "--replay",
     type=click.Path(path_type=Path),
     help="Play a recorded conversation (file or directory) instead of calling the API.",
@@ -96,7 +101,7 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     if options["replay"] is None:
         _warm_up_model_client()
     requirements = read_requirements(options["requirements"], options["requirements_file"])
-    prepared = prepare(_request(options, requirements), warn)
+    prepared = prepare(_request(options, requirements), warn).replaying(options["replay"])
     labels = prepared.labels
     check_model_options(options["replay"], options["record"], labels, os.environ)
     svc = services(ctx)
@@ -142,6 +147,7 @@ def _request(options: dict[str, Any], requirements: str) -> PlanRequest:
         parallel=options["parallel"],
         max_turns=options["max_turns"],
         timeout=options["timeout"],
+        synthesis=False if options["no_synthesis"] else None,
     )
 
 
@@ -180,9 +186,20 @@ def _summarise(report: Report) -> None:
         name = entry.perspective or entry.label
         reason = f" ({entry.reason})" if entry.reason else ""
         click.echo(one_line(f"  {name:<20} {verdict:<10} {entry.plan_file or '-'}{reason}"))
+    if report.recommended is not None:
+        entry = report.recommended
+        verdict = "valid" if entry.valid else entry.status
+        reason = f" ({entry.reason})" if entry.reason else ""
+        line = f"  {'recommended':<20} {verdict:<10} {entry.plan_file or '-'}{reason}"
+        click.echo(one_line(line))
+    elif report.synthesis_note and len(report.plans) > 1:
+        click.echo(one_line(f"  no recommended plan: {report.synthesis_note}"))
     if report.agent_override:
         click.echo(one_line(f"  agent: {report.agent_override}"))
     if not report.workspace_unchanged:
         click.echo(one_line(f"  WORKSPACE CHANGED: {report.workspace_problem}"))
+    if report.recommended is not None and report.recommended.plan_file:
+        path = report.json_path.parent / report.recommended.plan_file
+        click.echo(one_line(f"Recommended plan: {path}"))
     click.echo(one_line(f"Report: {report.markdown_path}"))
     click.echo(one_line(f"HTML report: {report.html_path}"))

@@ -51,6 +51,11 @@ def resolve_cassette(path: str | Path, key: str | None = None) -> Path:
     return keyed if keyed.is_file() else path / f"{DEFAULT_KEY}.jsonl"
 
 
+def has_own_cassette(path: Path, key: str) -> bool:
+    """Whether a cassette directory holds `<key>.jsonl` itself (default.jsonl does not count)."""
+    return path.is_dir() and (path / f"{key}.jsonl").is_file()
+
+
 def check_replay(path: Path, keys: list[str]) -> None:
     """Refuse, before a run starts, a cassette (or directory) that cannot serve every key.
 

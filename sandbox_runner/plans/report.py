@@ -15,8 +15,10 @@ from sandbox_runner.plans.document import strip_front_matter
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report_html import render_html
 from sandbox_runner.plans.report_markdown import REPORT_SCHEMA_DOC, render_markdown
-from sandbox_runner.plans.results import PlanResult, PlanStatus
-from sandbox_runner.plans.text import CODE_FENCE, shorten
+from sandbox_runner.plans.report_view import PlanLine, Report
+from sandbox_runner.plans.results import PlanResult, PlanStatus, Synthesis, SynthesisState
+from sandbox_runner.plans.sections import CONFLICTS_SECTION, DECISIONS_SECTION
+from sandbox_runner.plans.text import section_points, shorten
 from sandbox_runner.plans.validate import extract_section
 
 __all__ = [
@@ -31,15 +33,15 @@ __all__ = [
     "write_report",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 EXIT_INTERRUPTED = 130
 APPROACH_CHARS = 300
 RISK_CHARS = 240
 MAX_RISKS = 5
+MAX_SYNTHESIS_POINTS = 12
+SYNTHESIS_POINT_CHARS = 300
 
 _LEADING_TITLE = re.compile(r"\s*# [^\n]*\n")
-_LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)")
-_TABLE_RULE = re.compile(r"\|?[\s:|-]*-[\s:|-]*\|?")
 
 
 @dataclass
@@ -68,6 +70,8 @@ class RunRecord:
     """What `planrun plan` exits with; required, by keyword."""
     agent_override: str = field(default="", kw_only=True)
     """Which file replaced the built-in agent the plans ran with ("" when none did)."""
+    synthesis: Synthesis | None = field(default=None, kw_only=True)
+    """The synthesis of a recommended plan; None when the run had none (as if off)."""
 
     def __post_init__(self) -> None:
         if len(self.perspectives) != len(self.results):
@@ -89,7 +93,8 @@ def build_report(record: RunRecord) -> dict[str, Any]:
             record.results, record.perspectives, labels, strict=True
         )
     ]
-    bodies = plan_bodies(record)
+    bodies = _perspective_bodies(record)
+    recommended = _recommended_entry(record, labels)
     return {
         "schema_version": SCHEMA_VERSION,
         "run": record.name,
@@ -107,68 +112,14 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         "agent_override": record.agent_override or None,
         "workspace_check": record.workspace_check,
         "workspace_check_note": record.workspace_check_note,
+        "synthesis": _synthesis_entry(record.synthesis),
+        "recommended": recommended,
         "plans": plans,
         "critical_files": _critical_files(plans),
         "disagreements": _disagreements(plans, bodies),
         "failures": _failures(plans),
-        "totals": _totals(plans),
+        "totals": _totals(plans, recommended),
     }
-
-
-@dataclass(frozen=True)
-class PlanLine:
-    """One plan as a summary shows it."""
-
-    label: str
-    perspective: str | None
-    status: str
-    valid: bool
-    reason: str
-    plan_file: str | None
-
-
-@dataclass(frozen=True)
-class Report:
-    """A written report: what a caller prints, and the document report.json holds."""
-
-    document: dict[str, Any]
-    """Exactly what report.json holds (see REPORT_SCHEMA_DOC)."""
-    json_path: Path
-    markdown_path: Path
-    html_path: Path
-    status: str
-    exit_code: int
-    plans: tuple[PlanLine, ...]
-    agent_override: str | None
-    workspace_unchanged: bool
-    workspace_problem: str
-
-    @classmethod
-    def of(cls, document: dict[str, Any], paths: tuple[Path, Path, Path]) -> Report:
-        """The typed view of a report document."""
-        plans = tuple(
-            PlanLine(
-                label=entry["label"],
-                perspective=entry["perspective"],
-                status=entry["status"],
-                valid=entry["valid"],
-                reason=entry["reason"],
-                plan_file=entry["plan_file"],
-            )
-            for entry in document["plans"]
-        )
-        return cls(
-            document=document,
-            json_path=paths[0],
-            markdown_path=paths[1],
-            html_path=paths[2],
-            status=document["status"],
-            exit_code=document["exit_code"],
-            plans=plans,
-            agent_override=document["agent_override"],
-            workspace_unchanged=document["workspace_unchanged"],
-            workspace_problem=document["workspace_problem"],
-        )
 
 
 def write_report(record: RunRecord) -> Report:
@@ -185,12 +136,58 @@ def write_report(record: RunRecord) -> Report:
 
 
 def plan_bodies(record: RunRecord) -> dict[str, str]:
-    """Each plan's Markdown without front matter or `# Title`, by its label in the report."""
+    """Each plan's Markdown without front matter or `# Title`, by its label in the report;
+    the recommended plan's too, when there is one."""
+    bodies = _perspective_bodies(record)
+    result = _synthesis_result(record)
+    if result is not None:
+        bodies[_recommended_label(list(bodies), result.label)] = _plan_body(result.plan_text)
+    return bodies
+
+
+def _perspective_bodies(record: RunRecord) -> dict[str, str]:
     labels = _unique_labels(record.results)
     return {
         label: _plan_body(result.plan_text)
         for label, result in zip(labels, record.results, strict=True)
     }
+
+
+def _synthesis_result(record: RunRecord) -> PlanResult | None:
+    return record.synthesis.result if record.synthesis is not None else None
+
+
+def _recommended_label(labels: list[str], label: str) -> str:
+    """The recommended plan's label, which no perspective's label may shadow."""
+    unique, number = label, 2
+    while unique in labels:
+        unique, number = f"{label}-{number}", number + 1
+    return unique
+
+
+def _synthesis_entry(synthesis: Synthesis | None) -> dict[str, Any]:
+    if synthesis is None:
+        return {"state": SynthesisState.OFF.value, "note": "", "agent_override": None}
+    return {
+        "state": synthesis.state.value,
+        "note": synthesis.note,
+        "agent_override": synthesis.agent_override or None,
+    }
+
+
+def _recommended_entry(record: RunRecord, labels: list[str]) -> dict[str, Any] | None:
+    """The recommended plan as a plan entry, with its sources, decisions and conflicts."""
+    result = _synthesis_result(record)
+    if result is None or record.synthesis is None:
+        return None
+    entry = _plan_entry(record.out_dir, result, None, _recommended_label(labels, result.label))
+    body = _plan_body(result.plan_text)
+    entry["sources"] = list(record.synthesis.sources)
+    for key, title in (("decisions", DECISIONS_SECTION), ("conflicts", CONFLICTS_SECTION)):
+        text = extract_section(body, title) if body.strip() else None
+        points = section_points(text or "")[:MAX_SYNTHESIS_POINTS]
+        entry[key] = [shorten(point, SYNTHESIS_POINT_CHARS) for point in points]
+    return entry
 
 
 def _run_status(record: RunRecord) -> str:
@@ -277,7 +274,7 @@ def _disagreements(plans: list[dict[str, Any]], bodies: dict[str, str]) -> dict[
         if text := extract_section(body, "Approach"):
             approach[label] = shorten(text, APPROACH_CHARS)
         if text := extract_section(body, "Risks"):
-            risks[label] = [shorten(item, RISK_CHARS) for item in _items(text)[:MAX_RISKS]]
+            risks[label] = [shorten(item, RISK_CHARS) for item in section_points(text)[:MAX_RISKS]]
     counts: dict[str, int] = {}
     for plan in plans:
         for path in {entry["path"] for entry in plan["critical_files"]}:
@@ -310,17 +307,19 @@ def _failures(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return failures
 
 
-def _totals(plans: list[dict[str, Any]]) -> dict[str, Any]:
+def _totals(plans: list[dict[str, Any]], recommended: dict[str, Any] | None) -> dict[str, Any]:
+    """Tokens and cost of every agent (the synthesis included); counts of the plans only."""
+    agents = [*plans, *([recommended] if recommended else [])]
     tokens = {key: 0 for key in ("input", "output", "cache_creation", "cache_read", "total")}
-    for plan in plans:
+    for agent in agents:
         for key in tokens:
-            tokens[key] += plan["tokens"][key]
-    costs = [plan["cost_usd"] for plan in plans if plan["cost_usd"] is not None]
-    known = bool(costs) or not plans
+            tokens[key] += agent["tokens"][key]
+    costs = [agent["cost_usd"] for agent in agents if agent["cost_usd"] is not None]
+    known = bool(costs) or not agents
     return {
         "tokens": tokens,
         "cost_usd": round(sum(costs), 6) if known else None,
-        "cost_complete": len(costs) == len(plans),
+        "cost_complete": len(costs) == len(agents),
         "plans": len(plans),
         "complete": sum(plan["status"] == PlanStatus.COMPLETE.value for plan in plans),
         "valid": sum(bool(plan["valid"]) for plan in plans),
@@ -335,49 +334,6 @@ def _plan_body(plan_text: str) -> str:
     """
     body = strip_front_matter(plan_text)
     return body[title.end() :] if (title := _LEADING_TITLE.match(body)) else body
-
-
-def _items(section: str) -> list[str]:
-    """A section's points: its top-level list items, else its table rows, else paragraphs."""
-    lines = _unfenced_lines(section)
-    return _list_items(lines) or _table_rows(lines) or _paragraphs(lines)
-
-
-def _unfenced_lines(text: str) -> list[str]:
-    lines: list[str] = []
-    fence: str | None = None
-    for line in text.splitlines():
-        if fence is not None:
-            fence = None if line.strip().startswith(fence) else fence
-        elif opening := CODE_FENCE.match(line):
-            fence = opening.group(1)
-        else:
-            lines.append(line)
-    return lines
-
-
-def _list_items(lines: list[str]) -> list[str]:
-    items: list[tuple[int, list[str]]] = []
-    for line in lines:
-        if item := _LIST_ITEM.match(line):
-            items.append((len(item.group(1).expandtabs(4)), [item.group(2)]))
-        elif items and line[:1] in (" ", "\t") and line.strip():
-            items[-1][1].append(line.strip())
-    top = min((indent for indent, _ in items), default=0)
-    return [" ".join(parts) for indent, parts in items if indent == top and "".join(parts)]
-
-
-def _table_rows(lines: list[str]) -> list[str]:
-    rows = [line.strip() for line in lines if line.strip().startswith("|")]
-    if len(rows) > 1 and _TABLE_RULE.fullmatch(rows[1]):
-        rows = rows[2:]  # the header row and the rule below it
-    cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
-    return [" — ".join(filter(None, row)) for row in cells if any(row)]
-
-
-def _paragraphs(lines: list[str]) -> list[str]:
-    paragraphs = "\n".join(line.lstrip("#").strip() for line in lines).split("\n\n")
-    return [paragraph.strip() for paragraph in paragraphs if paragraph.strip()]
 
 
 def _write_atomically(path: Path, text: str) -> None:

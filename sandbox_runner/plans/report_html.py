@@ -58,7 +58,7 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
     sections = [
         _headline(report),
         _requirements(report["requirements"]),
-        _recommended(report.get("recommended"), bodies),
+        _recommended(report.get("recommended"), bodies, report["plans"]),
         _plans(report["plans"], bodies),
         critical_files_section(report),
         disagreements_section(report),
@@ -91,6 +91,7 @@ def _headline(report: dict[str, Any]) -> str:
         ("Repository", f"<code>{html_text(report['repository'])}</code> at {head}"),
         ("Workspace", html_text(workspace_words(report))),
         *([("Agent", html_text(report["agent_override"]))] if report["agent_override"] else []),
+        *_synthesis_fact(report),
         (
             "Time",
             f"{html_text(report['started_at'])} to {html_text(report['finished_at'])} "
@@ -106,7 +107,8 @@ def _headline(report: dict[str, Any]) -> str:
     chips += [
         _chip(plan, f"plan-{n}", plan_name(plan)) for n, plan in enumerate(report["plans"], 1)
     ]
-    toc = [("plans", "Plans"), ("critical-files", "Critical files")]
+    toc = [("recommended", "Recommended plan")] if _has_rec(report) else []
+    toc += [("plans", "Plans"), ("critical-files", "Critical files")]
     toc += [("disagreements", "Disagreements"), ("failures", "Failures")]
     toc += [("usage", "Tokens, cost and time")]
     nav = " ".join(f'<a href="#{anchor}">{text}</a>' for anchor, text in toc)
@@ -130,6 +132,14 @@ def _agreement(report: dict[str, Any]) -> list[tuple[str, str]]:
     return [("Agreement", html_text(words))]
 
 
+def _synthesis_fact(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """Why there is no recommended plan, when there is none and a reason is known."""
+    note = (report.get("synthesis") or {}).get("note")
+    if _has_rec(report) or not note or len(report["plans"]) < 2:
+        return []
+    return [("Recommended", html_text(f"none: {note}"))]
+
+
 def _has_rec(report: dict[str, Any]) -> bool:
     return isinstance(report.get("recommended"), dict)
 
@@ -149,13 +159,18 @@ def _requirements(requirements: str) -> str:
     )
 
 
-def _recommended(recommended: Any, bodies: Mapping[str, str]) -> str:
+def _recommended(recommended: Any, bodies: Mapping[str, str], plans: list[dict[str, Any]]) -> str:
     if not isinstance(recommended, dict):
         return ""
     body = bodies.get(str(recommended.get("label")), "")
+    names = {plan["label"]: plan_name(plan) for plan in plans}
+    sources = [
+        names.get(str(label), html_text(str(label))) for label in recommended.get("sources") or []
+    ]
+    merged = f"Merged from {', '.join(sources)}" if sources else ""
     return (
         '<section class="recommended" id="recommended">\n<h2>Recommended plan</h2>\n'
-        f'<article class="plan">{_plan_header(recommended, "Recommended")}'
+        f'<article class="plan">{_plan_header(recommended, "Recommended", merged)}'
         f"{_problems(recommended)}{_plan_body(body, recommended)}</article>\n</section>"
     )
 
@@ -176,7 +191,8 @@ def _plans(plans: list[dict[str, Any]], bodies: Mapping[str, str]) -> str:
     )
 
 
-def _plan_header(plan: dict[str, Any], name: str) -> str:
+def _plan_header(plan: dict[str, Any], name: str, note: str = "") -> str:
+    """The plan's name, badge, title and figures; note (HTML) is one more line below them."""
     title = html_text(plan.get("title") or "(no title)")
     meta = [
         f"<code>{html_text(plan.get('model') or '?')}</code>",
@@ -188,7 +204,9 @@ def _plan_header(plan: dict[str, Any], name: str) -> str:
         meta.append(file_link(plan["plan_file"]))
     return (
         f'<header><span class="name">{name}</span> {badge(plan)}'
-        f'<div class="title">{title}</div><div class="meta">{" · ".join(meta)}</div></header>'
+        f'<div class="title">{title}</div><div class="meta">{" · ".join(meta)}</div>'
+        + (f'<div class="meta">{note}</div>' if note else "")
+        + "</header>"
     )
 
 

@@ -118,6 +118,16 @@ def failures_section(report: dict[str, Any]) -> str:
             f"<td>{html_text(failure['status'])}</td><td>{html_text(failure['reason'])}</td>"
             f"<td>{_list(failure['problems']) if failure['problems'] else ''}</td></tr>"
         )
+    recommended = report.get("recommended")
+    if isinstance(recommended, dict) and not recommended.get("valid"):
+        reason = recommended.get("reason") or "the plan did not pass validation"
+        problems = recommended.get("problems") or []
+        rows.append(
+            '<tr class="failure"><td>Recommended</td>'
+            f"<td>{html_text(str(recommended.get('status')))}</td>"
+            f"<td>{html_text(reason)} (the synthesis; it does not change the exit code)</td>"
+            f"<td>{_list(problems) if problems else ''}</td></tr>"
+        )
     if not rows:
         none = "None: every plan is complete and valid, and the workspace is unchanged."
         return section("failures", "Failures and problems", f'<p class="empty">{none}</p>')
@@ -132,15 +142,17 @@ def usage_section(report: dict[str, Any]) -> str:
     columns = ["Plan", "Status", "Model", "Turns", "Tool calls", "Input", "Output"]
     columns += ["Cache write", "Cache read", "Tokens", "Cost", "Time"]
     rows = [_usage_row(plan_name(plan), plan) for plan in report["plans"]]
+    extra = ""
     if isinstance(report.get("recommended"), dict):
         rows.insert(0, _usage_row("Recommended", report["recommended"]))
+        extra = " + recommended"
     totals = report["totals"]
     total_cells = [
         totals["tokens"][key]
         for key in ("input", "output", "cache_creation", "cache_read", "total")
     ]
     rows.append(
-        f'<tr class="total"><td>Total</td><td>{plural(totals["plans"], "plan")}</td>'
+        f'<tr class="total"><td>Total</td><td>{plural(totals["plans"], "plan")}{extra}</td>'
         + "<td></td>" * 3
         + "".join(f'<td class="num">{value:,}</td>' for value in total_cells)
         + f'<td class="num">{html_text(cost_text(totals["cost_usd"]))}</td>'

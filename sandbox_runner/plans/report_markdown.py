@@ -6,7 +6,10 @@ import re
 from typing import Any
 from urllib.parse import quote
 
+from sandbox_runner.plans.report_schema import REPORT_SCHEMA_DOC
 from sandbox_runner.safe_text import markdown_text, one_line
+
+__all__ = ["REPORT_SCHEMA_DOC", "render_markdown"]
 
 REQUIREMENT_LINES = 20
 TABLE_SUMMARY_CHARS = 200
@@ -20,77 +23,6 @@ RUN_STATUS_WORDS = {
 }
 
 
-REPORT_SCHEMA_DOC = """\
-`report.json` (schema_version 1) is written next to the plans of a run, with `report.md`.
-Paths are relative to the directory that holds the report unless said otherwise; times
-are ISO 8601; costs are estimates at list price in USD, `null` when the model's price is
-unknown.
-
-Top level:
-
-- `schema_version`: 1; a change that breaks readers increments it.
-- `run`: the run's random name.
-- `out_dir`: the directory holding the plans and the report (absolute, as given).
-- `requirements`: the requirements the plans answer, in full.
-- `repository`: the workspace that was planned against.
-- `git_head`: the workspace's git HEAD commit, or `null` outside git.
-- `started_at`, `finished_at`: when the run started and finished.
-- `wall_seconds`: the run's elapsed time (plans run concurrently).
-- `exit_code`: the exit code of `planrun plan`.
-- `status`: the most serious of: `workspace_changed` when the workspace changed during
-  the run, whatever the plans did; `interrupted` when a signal (Ctrl-C, SIGTERM) stopped
-  the run; `plan_failed` when a plan failed or is incomplete (or no plan ran);
-  `plan_invalid` when every plan completed but one or more did not pass validation;
-  otherwise `ok` (every plan complete and valid, exit code 0).
-- `workspace_unchanged`: whether the workspace was left as it was, as far as it was
-  checked (see `workspace_check`).
-- `workspace_problem`: what changed in the workspace, `""` when nothing did.
-- `agent_override`: which user or project file replaced the built-in agent the plans
-  ran with (its prompt, tools or model), or `null`.
-- `workspace_check`: what was compared before and after the run: `full` (the tree
-  fingerprint and `git status`; outside git, the fingerprint is all there is), `files_only`
-  (the fingerprint only: `git status` could not run, or the run was interrupted) or
-  `none` (nothing could be compared).
-- `workspace_check_note`: why the check was not `full`, `""` when it was.
-- `plans`: one object per perspective, described below.
-- `critical_files`: the critical files across plans:
-  - `matrix`: one `{"path", "named_by": [labels], "count"}` per file any plan names,
-    most-named first, then by path;
-  - `shared_by_all`: the paths every plan that names critical files names;
-  - `first_choices`: `{label: path}`, each plan's first critical file;
-  - `agree_on_first`: whether all those first choices are the same file.
-- `disagreements`: where the plans differ:
-  - `approach`: `{label: text}`, the first ~300 characters of each plan's Approach section;
-  - `risks`: `{label: [text]}`, the first 5 points of each plan's Risks section;
-  - `unique_files`: `{label: [paths]}`, the critical files no other plan names.
-- `failures`: one `{"label", "perspective", "status", "reason", "problems"}` per plan
-  that failed, is incomplete, or did not pass validation.
-- `totals`: `tokens` (summed, same keys as a plan's), `cost_usd` (the sum of the known
-  costs, `null` if none is known), `cost_complete` (every plan's cost is known), and the
-  number of `plans`, of `complete` ones and of `valid` ones.
-
-Each plan:
-
-- `perspective`: the point of view it was planned from, or `null`.
-- `label`: its file-name-safe name, unique in the run; the key of the maps above.
-- `agent`, `model`: the subagent and the model id that wrote it.
-- `status`: `complete`, `incomplete` or `failed`.
-- `valid`: complete and passed validation (sections, 3-5 critical files that exist).
-- `reason`: why the run ended as it did (`""` when there is nothing to say).
-- `plan_file`: the plan, or `null` when none was written.
-- `transcript`: the agent's transcript (JSON lines), or `null`.
-- `title`, `summary`: the plan's title (or `null`) and its first paragraph.
-- `problems`: what validation found wrong.
-- `critical_files`: `{"path", "reason", "exists"}`, path relative to the repository.
-- `suggested_commands`: commands the plan asks a human to run.
-- `turns`, `tool_calls`: model turns and tool calls used.
-- `tokens`: `input`, `output`, `cache_creation`, `cache_read` and their `total`.
-- `cost_usd`: the estimated cost of those tokens.
-- `wall_seconds`: the plan's elapsed time.
-"""
-"""How report.json is laid out, field by field (Markdown, for the README)."""
-
-
 def render_markdown(report: dict[str, Any]) -> str:
     """The Markdown page (report.md) for a report built by build_report.
 
@@ -100,6 +32,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     parts = [
         _header(report),
         _requirements(report["requirements"]),
+        _recommended(report),
         _plans_table(report["plans"]),
         _critical_files(report),
         _disagreements(report),
@@ -170,6 +103,44 @@ def _requirements(requirements: str) -> str:
     if len(lines) > REQUIREMENT_LINES:
         quoted.append(f"> … ({len(lines) - REQUIREMENT_LINES} more lines in report.json)")
     return "## Requirements\n\n" + "\n".join(quoted)
+
+
+def _recommended(report: dict[str, Any]) -> str:
+    """The recommended plan: where it came from, its decisions and conflicts; or why none."""
+    synthesis = report.get("synthesis") or {}
+    plan = report.get("recommended")
+    if not isinstance(plan, dict):
+        # A single plan has nothing to merge: no need to say there is no recommended plan.
+        note = synthesis.get("note") if len(report["plans"]) > 1 else ""
+        return f"## Recommended plan\n\nNone: {_safe(note)}." if note else ""
+    names = {p["label"]: _name(p) for p in report["plans"]}
+    sources = ", ".join(names.get(label, _safe(label)) for label in plan.get("sources", []))
+    title = _safe(plan["title"] or "(no title)")
+    lines = ["## Recommended plan", ""]
+    lines.append(f"{_mark(plan)} **{title}** ({_state(plan)}) · {_link(plan['plan_file'])}  ")
+    lines.append(f"Merged from {sources or 'no plan'}; {_usage_words(plan)}.")
+    if plan["status"] != "complete" or not plan["valid"]:
+        reason = plan["reason"] or "; ".join(plan["problems"]) or plan["status"]
+        lines += ["", f"The synthesis did not succeed: {_safe(reason)}. The plans are unaffected."]
+    if plan["summary"]:
+        lines += ["", f"> {_safe(_clip(plan['summary'], 600))}"]
+    for key, heading in (
+        ("decisions", "Decisions"),
+        ("conflicts", "Conflicts and how they were resolved"),
+    ):
+        if plan.get(key):
+            lines += ["", f"**{heading}:**", "", *(f"- {_safe(point)}" for point in plan[key])]
+    if plan["critical_files"]:
+        files = ", ".join(_code(entry["path"]) for entry in plan["critical_files"])
+        lines += ["", f"**Critical files:** {files}"]
+    return "\n".join(lines)
+
+
+def _usage_words(plan: dict[str, Any]) -> str:
+    return (
+        f"{plan['tokens']['total']:,} tokens, cost {cost_text(plan['cost_usd'])}, "
+        f"{duration(plan['wall_seconds'])}"
+    )
 
 
 def _plans_table(plans: list[dict[str, Any]]) -> str:
@@ -277,6 +248,15 @@ def _failures(report: dict[str, Any]) -> str:
             f"{_safe(failure['reason'])}"
         )
         lines += [f"  - {_safe(problem)}" for problem in failure["problems"]]
+    recommended = report.get("recommended")
+    if isinstance(recommended, dict) and not recommended["valid"]:
+        mark = "❌" if recommended["status"] == "failed" else "⚠️"
+        reason = recommended["reason"] or "the plan did not pass validation"
+        lines.append(
+            f"- {mark} **recommended plan** ({recommended['status']}): {_safe(reason)} "
+            "(the synthesis; it does not change the exit code)"
+        )
+        lines += [f"  - {_safe(problem)}" for problem in recommended["problems"]]
     if len(lines) == 2:
         lines.append("None: every plan is complete and valid, and the workspace is unchanged.")
     return "\n".join(lines)
@@ -291,11 +271,16 @@ def _totals(report: dict[str, Any]) -> str:
         cost += f" (unknown for {plural(unpriced, 'plan')})"
     return (
         f"**Totals:** {plural(totals['plans'], 'plan')}, {totals['complete']} complete, "
-        f"{totals['valid']} valid · {tokens['total']:,} tokens (input {tokens['input']:,}, "
+        f"{totals['valid']} valid{_with_recommended(report)} · "
+        f"{tokens['total']:,} tokens (input {tokens['input']:,}, "
         f"output {tokens['output']:,}, cache write {tokens['cache_creation']:,}, "
         f"cache read {tokens['cache_read']:,}) · cost {cost} · "
         f"run time {duration(report['wall_seconds'])}"
     )
+
+
+def _with_recommended(report: dict[str, Any]) -> str:
+    return ", and the recommended plan" if isinstance(report.get("recommended"), dict) else ""
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

@@ -73,3 +73,29 @@ class PlanResult:
             "wall_seconds": self.wall_seconds,
             "transcript": str(self.transcript) if self.transcript else None,
         }
+
+
+class SynthesisState(StrEnum):
+    """Whether the synthesis of a recommended plan ran, and if not, why."""
+
+    RAN = "ran"
+    """It ran; its result says how it ended (a failure is reported, never fatal)."""
+    OFF = "off"
+    """Turned off (`--no-synthesis`, `synthesis: false`, or nothing recorded to replay)."""
+    SKIPPED = "skipped"
+    """Fewer than two valid plans, or the run was interrupted before it started."""
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    """The synthesis step of a run: the recommended plan, or why there is none."""
+
+    state: SynthesisState
+    note: str = ""
+    """Why it did not run ("" when it ran)."""
+    result: PlanResult | None = None
+    """The recommended plan's run, when it ran."""
+    sources: tuple[str, ...] = ()
+    """The labels of the plans it merged."""
+    agent_override: str = ""
+    """Which file replaced the built-in Synthesis agent ("" when none did)."""

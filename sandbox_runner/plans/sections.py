@@ -13,7 +13,9 @@ import re
 from sandbox_runner.plans.critical_files import CRITICAL_FILES_TITLE
 
 __all__ = [
+    "CONFLICTS_SECTION",
     "CRITICAL_FILES_TITLE",
+    "DECISIONS_SECTION",
     "DEFAULT_SECTIONS",
     "SECTION_NAMES",
     "accepted_names",
@@ -95,6 +97,11 @@ heading that carries the longer one: "Next steps" is Next Actions, not Detailed 
 
 DEFAULT_SECTIONS: tuple[str, ...] = tuple(SECTION_NAMES)
 """A plan's sections after its `# Title`, in order; the critical files come last."""
+
+DECISIONS_SECTION = "Decisions"
+"""A recommended plan's extra section: each major decision and the perspective it came from."""
+CONFLICTS_SECTION = "Conflicts"
+"""A recommended plan's extra section: each conflict between the plans and how it was resolved."""
 
 _STOP_WORDS = frozenset({"a", "an", "and", "or", "the", "of", "for", "to", "in", "on", "with"})
 _NON_WORD = re.compile(r"[\W_]+")

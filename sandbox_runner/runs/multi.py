@@ -1,17 +1,16 @@
-"""Several Plan subagents at once, one per perspective, each in its own sandbox; then the report."""
+"""Several Plan subagents at once, one per perspective, each in its own sandbox; then the
+synthesis of a recommended plan, and the report."""
 
 from __future__ import annotations
 
 import functools
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
 
 from sandbox_runner import Model
 from sandbox_runner.agents.events import AgentEvent, EventSink
@@ -20,9 +19,8 @@ from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.report import Report, RunRecord, write_report
-from sandbox_runner.plans.results import PlanResult
+from sandbox_runner.plans.results import PlanResult, Synthesis, SynthesisState
 from sandbox_runner.plans.workspace import (
-    GitStatusRunner,
     WorkspaceComparison,
     WorkspaceState,
     git_head,
@@ -31,16 +29,24 @@ from sandbox_runner.plans.workspace import (
     workspace_git_status,
 )
 from sandbox_runner.runs.executor import Executor, ThreadExecutor
+from sandbox_runner.runs.git_probe import git_in_sandbox, in_background, settled
 from sandbox_runner.runs.plan_job import PlanJob, SandboxFactory, failed_result, run_plan
-from sandbox_runner.types import ToolRequest
+from sandbox_runner.runs.synthesis import (
+    INTERRUPTED_NOTE,
+    SYNTHESIS_LABEL,
+    plan_synthesis,
+    synthesis_off,
+    synthesis_ran,
+)
 
-T = TypeVar("T")
+__all__ = ["PlanRunOutcome", "PlanRunSpec", "execute", "exit_code", "git_in_sandbox"]
+
 ModelFactory = Callable[[str], Model]
 """Makes the model of one plan, by label (a replayed cassette differs per perspective)."""
 
 EXIT_OK, EXIT_PLAN_FAILED, EXIT_WORKSPACE_CHANGED = 0, 1, 3  # 2 (usage) is the CLI's
 EXIT_INTERRUPTED = 130
-RESERVED_LABELS = frozenset({"report"})
+RESERVED_LABELS = frozenset({"report", SYNTHESIS_LABEL})
 GIT_STATUS_WAIT_SECONDS = 180.0
 INTERRUPT_GRACE_SECONDS = 1.0
 """After a signal, how long subagents get to stop and save their plans (they poll every 0.1 s)."""
@@ -67,6 +73,12 @@ class PlanRunSpec:
     allowed_tools: frozenset[str] | None = None
     agent_override: str = ""
     """Which file replaced the built-in agent, for the report ("" when none did)."""
+    synthesis: bool = True
+    """Whether a recommended plan is synthesised from two or more valid plans."""
+    synthesis_note: str = ""
+    """Why the synthesis is off, for the report ("" when it is on)."""
+    synthesis_agent_override: str = ""
+    """Which file replaced the built-in Synthesis agent ("" when none did)."""
 
     def jobs(self) -> list[PlanJob]:
         """One job per perspective, with unique labels (file names)."""
@@ -117,7 +129,7 @@ def execute(
     # container of its own, so it runs beside the subagents' start (they cannot write
     # the workspace, and any change would show in the fingerprint anyway).
     fingerprint = tree_fingerprint(spec.workspace, exclude=exclude)
-    git_before = _in_background(
+    git_before = in_background(
         workspace_git_status,
         spec.workspace,
         exclude,
@@ -126,13 +138,15 @@ def execute(
     interrupted = False
     try:
         results = runner.run(jobs)
+        synthesis = runner.synthesise(jobs, results)
         after = snapshot(spec.workspace, exclude, git_in_sandbox(sandbox_factory))
     except (KeyboardInterrupt, SystemExit):
-        # Ctrl-C or SIGTERM at any point of the run: keep what finished, compare the tree
-        # only (if that is quick), and still write the report.
+        # Ctrl-C or SIGTERM at any point of the run (the synthesis included): keep what
+        # finished, compare the tree only (if that is quick), and still write the report.
         interrupted = True
         on_stop()
         results = runner.interrupted(jobs, stop_sandboxes)
+        synthesis = runner.interrupted_synthesis()
         tree = tree_fingerprint(
             spec.workspace, exclude=exclude, time_limit=INTERRUPTED_TREE_SECONDS
         )
@@ -140,11 +154,11 @@ def execute(
     finally:
         if sandbox_root != spec.out_dir / ".sandbox":
             shutil.rmtree(sandbox_root, ignore_errors=True)
-    git_status_before = _settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
+    git_status_before = settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
     comparison = WorkspaceState(fingerprint, git_status_before).compare(
         after, why_not_later=INTERRUPTED_GIT_NOTE if interrupted else ""
     )
-    record = _record(spec, jobs, results, comparison, started, interrupted=interrupted)
+    record = _record(spec, jobs, results, synthesis, comparison, started, interrupted=interrupted)
     try:
         report = write_report(record)
     except KeyboardInterrupt:
@@ -160,6 +174,7 @@ def _record(
     spec: PlanRunSpec,
     jobs: list[PlanJob],
     results: list[PlanResult],
+    synthesis: Synthesis,
     comparison: WorkspaceComparison,
     started: datetime,
     *,
@@ -181,45 +196,8 @@ def _record(
         workspace_check_note=comparison.note,
         exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, comparison.problem),
         agent_override=spec.agent_override,
+        synthesis=synthesis,
     )
-
-
-def _in_background(function: Callable[..., T], *args: Any) -> Future[T]:
-    """Run function in a daemon thread; its Future carries the result or the error."""
-    future: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(function(*args))
-        except BaseException as error:
-            future.set_exception(error)
-
-    threading.Thread(target=run, name="git-status", daemon=True).start()
-    return future
-
-
-def _settled(future: Future[str | None], timeout: float) -> str | None:
-    """The future's result, or None if it failed or is not there in time."""
-    try:
-        return future.result(timeout=timeout)
-    except Exception:
-        return None
-
-
-def git_in_sandbox(sandbox_factory: SandboxFactory) -> GitStatusRunner:
-    """Runs git in a throwaway sandbox: a repository's config can name programs for git
-    to run (filters, diff drivers, fsmonitor), so git never runs on the host. The sandbox
-    has no plan directory: nothing it writes reaches the host."""
-
-    def run(command: str) -> str | None:
-        try:
-            with sandbox_factory(None) as sandbox:
-                result = sandbox.call(ToolRequest("bash", {"command": command}, timeout=120))
-        except PlanrunError:
-            return None
-        return result.output if result.ok and result.exit_code == 0 else None
-
-    return run
 
 
 def exit_code(results: list[PlanResult], workspace_problem: str) -> int:
@@ -261,6 +239,8 @@ class _Runner:
         self.executor = executor or ThreadExecutor(spec.parallel)
         self.cancel = self.executor.cancelled
         self.futures: list[Future[PlanResult]] = []
+        self.synthesis_job: PlanJob | None = None
+        self.synthesis_future: Future[PlanResult] | None = None
 
     def run(self, jobs: list[PlanJob]) -> list[PlanResult]:
         self.futures = []
@@ -272,6 +252,47 @@ class _Runner:
             # A timeout keeps the main thread responsive to Ctrl-C.
             _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
         return [self._outcome(job, future) for job, future in zip(jobs, self.futures, strict=True)]
+
+    def synthesise(self, jobs: list[PlanJob], results: list[PlanResult]) -> Synthesis:
+        """Merge the valid plans into a recommended plan (when on and there are two or more).
+
+        It runs on the same executor, so Ctrl-C reaches it as it reaches the plans; however
+        it fails, the outcome is reported and the plans are untouched.
+        """
+        spec = self.spec
+        if not spec.synthesis:
+            return synthesis_off(spec.synthesis_note)
+        planned = plan_synthesis(
+            spec.requirements,
+            context=spec.context,
+            sections=spec.sections,
+            jobs=jobs,
+            results=results,
+        )
+        if isinstance(planned, Synthesis):
+            return planned
+        self.synthesis_job = planned
+        future = self.executor.submit("synthesis", functools.partial(self._one, planned))
+        self.synthesis_future = future
+        while not future.done():
+            wait([future], timeout=0.5)  # a timeout keeps the main thread responsive to Ctrl-C
+        return synthesis_ran(planned, self._outcome(planned, future), spec.synthesis_agent_override)
+
+    def interrupted_synthesis(self) -> Synthesis:
+        """The synthesis after a signal: kept if it finished, else reported as interrupted.
+
+        Call after interrupted(), which stopped it and gave it the grace period."""
+        spec, job, future = self.spec, self.synthesis_job, self.synthesis_future
+        if not spec.synthesis:
+            return synthesis_off(spec.synthesis_note)
+        if job is None:
+            return Synthesis(SynthesisState.SKIPPED, note=INTERRUPTED_NOTE)
+        finished = future is not None and future.done() and not future.cancelled()
+        if future is not None and finished and future.exception() is None:
+            result = future.result()
+        else:
+            result = failed_result(job, spec.model_id, "interrupted before it finished")
+        return synthesis_ran(job, result, spec.synthesis_agent_override)
 
     def _outcome(self, job: PlanJob, future: Future[PlanResult]) -> PlanResult:
         if future.cancelled():
@@ -314,7 +335,8 @@ class _Runner:
         """Stop every subagent, keep what finished, and mark the rest as interrupted."""
         self.executor.cancel()
         stop_sandboxes()
-        wait(self.futures, timeout=INTERRUPT_GRACE_SECONDS)
+        running = [*self.futures, *filter(None, [self.synthesis_future])]
+        wait(running, timeout=INTERRUPT_GRACE_SECONDS)
         results = []
         for index, job in enumerate(jobs):
             # Ctrl-C may come before every job had its future.

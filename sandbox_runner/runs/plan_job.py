@@ -46,6 +46,8 @@ class PlanJob:
     """A project template's sections, replacing the default ones."""
     name: str | None = None
     """The plan's file name (without .md); derived from the perspective when None."""
+    sources: tuple[str, ...] = ()
+    """For a synthesis: the labels of the plans it merges (in its front matter)."""
 
     @property
     def label(self) -> str:
@@ -201,6 +203,7 @@ def plan_metadata(
         "critical_files": [entry["path"] for entry in summary["critical_files"]],
         "problems": summary["problems"],
         "suggested_commands": result.suggested_commands,
+        **({"synthesised_from": list(job.sources)} if job.sources else {}),
     }
 
 

@@ -9,14 +9,17 @@ from pathlib import Path
 
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.registry import Registry
+from sandbox_runner.agents.synthesis import SYNTHESIS_AGENT
 from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.model.replay import has_own_cassette
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.inputs import read_context_files, read_template
 from sandbox_runner.plans.names import claim_directory
 from sandbox_runner.plans.workspace import git_metadata_problem
 from sandbox_runner.runs.multi import PlanRunSpec
 from sandbox_runner.runs.plan_job import plan_agent
+from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
 from sandbox_runner.sandbox.spec import resolve_workspace
 
 PLAN_FILES = ("report.json", "report.md")
@@ -40,6 +43,8 @@ class PlanRequest:
     parallel: int | None = None
     max_turns: int | None = None
     timeout: float | None = None
+    synthesis: bool | None = None
+    """False turns the synthesis of a recommended plan off (`--no-synthesis`)."""
     overrides: dict[str, object] = field(default_factory=dict)
     """Further settings, with the precedence of flags (a batch task's `overrides`)."""
 
@@ -51,6 +56,7 @@ class PlanRequest:
             "parallel": self.parallel,
             "max_turns": self.max_turns,
             "timeout": self.timeout,
+            "synthesis": self.synthesis,
         }
 
 
@@ -67,6 +73,16 @@ class PreparedRun:
     def labels(self) -> list[str]:
         """The file-name-safe names of its plans."""
         return [job.label for job in self.spec.jobs()]
+
+    def replaying(self, cassettes: Path | None) -> PreparedRun:
+        """The run as it replays `cassettes` (None: it calls the model): without a synthesis
+        unless they hold a recorded one, `recommended.jsonl` (another conversation cannot
+        stand in for it)."""
+        spec = self.spec
+        if cassettes is None or not spec.synthesis or has_own_cassette(cassettes, SYNTHESIS_LABEL):
+            return self
+        note = f"--replay {cassettes} holds no recorded synthesis ({SYNTHESIS_LABEL}.jsonl)"
+        return replace(self, spec=replace(spec, synthesis=False, synthesis_note=note))
 
     def claim(self, requested_out: Path | None) -> PlanRunSpec:
         """The spec with its run directory: --out, or a new ~/.planrun/plans/<name>/."""
@@ -102,6 +118,13 @@ def prepare(request: PlanRequest, warn: Warn) -> PreparedRun:
     elif template is not None:
         sections = template.sections
     context = read_context_files(request.context_files, workspace, loaded.resolved_extra_dirs())
+    synthesis_override = ""
+    if settings.synthesis:
+        # Found now, not after the plans ran: a file that makes Synthesis unfit is a usage error.
+        synthesiser = plan_agent(registry, SYNTHESIS_AGENT)
+        synthesis_override = agent_override(synthesiser)
+        if synthesis_override:
+            warn(f"agent {synthesis_override}")
     spec = PlanRunSpec(
         name="",
         requirements=request.requirements,
@@ -116,6 +139,9 @@ def prepare(request: PlanRequest, warn: Warn) -> PreparedRun:
         limits=loaded.run_limits(),
         allowed_tools=frozenset(settings.allowed_tools),
         agent_override=agent_override(agent),
+        synthesis=settings.synthesis,
+        synthesis_note="" if settings.synthesis else f"turned off by {loaded.sources['synthesis']}",
+        synthesis_agent_override=synthesis_override,
     )
     return PreparedRun(spec, loaded, registry, agent)
 

@@ -28,6 +28,7 @@ from tests.support.fake_messages_api import (
 )
 from tests.support.plan_scripts import PerspectiveScript, writes_plan
 from tests.unit.test_plan_loop import VALID_PLAN
+from tests.unit.test_synthesis import RECOMMENDED_PLAN
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,7 +85,7 @@ def test_two_perspectives_in_parallel_with_json(
     )
     assert result.exit_code == 0, result.output
     report = report_of(result)
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert report["status"] == "ok" and report["exit_code"] == 0
     assert [p["perspective"] for p in report["plans"]] == ["simplicity", "performance"]
     assert all(p["valid"] for p in report["plans"])
@@ -96,6 +97,58 @@ def test_two_perspectives_in_parallel_with_json(
     assert (out / "simplicity.md").is_file() and (out / "performance.md").is_file()
     assert json.loads((out / "report.json").read_text()) == report
     assert (out / "report.md").read_text().startswith("# Plan report")
+
+
+def test_two_perspectives_and_their_recommended_plan(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    api.script = PerspectiveScript(
+        {
+            "simplicity": writes_plan("simplicity", VALID_PLAN),
+            "performance": writes_plan("performance", VALID_PLAN.replace("# Add", "# Speed up")),
+            "recommended": [
+                message(tool_use("Read", {"file_path": "src/util.py"})),
+                *writes_plan("recommended", RECOMMENDED_PLAN)[1:],
+            ],
+        }
+    )
+    out = tmp_path / "out"
+    arguments = ["x", "--repo", str(repo), "--out", str(out)]
+    result = plan(*arguments, "--perspective", "simplicity", "--perspective", "performance")
+    assert result.exit_code == 0, result.output
+    assert f"Recommended plan: {out / 'recommended.md'}" in result.output
+    report = json.loads((out / "report.json").read_text())
+    recommended = report["recommended"]
+    assert recommended["valid"] and recommended["plan_file"] == "recommended.md"
+    assert recommended["sources"] == ["simplicity", "performance"]
+    assert recommended["tool_calls"] == 2 and recommended["cost_usd"] > 0
+    assert (out / "recommended.md").read_text().startswith("---\nid: ")
+    first_synthesis_request = next(
+        request.body
+        for request in api.message_requests
+        if "/plan/recommended.md" in json.dumps(request.body["system"])
+    )
+    task = json.dumps(first_synthesis_request["messages"][0])
+    assert "# Add a --verbose flag" in task and "# Speed up a --verbose flag" in task
+    assert "## Recommended plan" in (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    assert html.index('id="recommended"') < html.index('id="plans"')
+    assert "Add a --verbose flag (recommended)" in html
+    off = plan(
+        "x",
+        "--repo",
+        str(repo),
+        "--out",
+        str(tmp_path / "off"),
+        "--no-synthesis",
+        "--perspective",
+        "simplicity",
+        "--perspective",
+        "performance",
+    )
+    assert off.exit_code == 0, off.output
+    assert "no recommended plan: turned off by flag --no-synthesis" in off.output
+    assert not (tmp_path / "off" / "recommended.md").exists()
 
 
 def test_one_failing_perspective_does_not_stop_the_others(
@@ -412,6 +465,12 @@ def test_make_demo_runs(tmp_path: Path) -> None:
         line for line in result.stdout.splitlines() if line.startswith("HTML report: ")
     )
     assert Path(html_line.removeprefix("HTML report: ")).is_file()
+    recommended_line = next(
+        line for line in result.stdout.splitlines() if line.startswith("Recommended plan: ")
+    )
+    assert Path(recommended_line.removeprefix("Recommended plan: ")).is_file()
+    assert report["recommended"]["valid"]
+    assert report["recommended"]["sources"] == ["simplicity", "performance"]
 
 
 def test_git_never_runs_repository_programs_on_the_host(
@@ -464,6 +523,7 @@ def test_record_then_replay_without_the_api(
         {
             "simplicity": writes_plan("simplicity", VALID_PLAN),
             "speed": writes_plan("speed", VALID_PLAN),
+            "recommended": writes_plan("recommended", RECOMMENDED_PLAN),
         }
     )
     cassettes = tmp_path / "cassettes"
@@ -482,7 +542,8 @@ def test_record_then_replay_without_the_api(
         "--json",
     )
     assert recorded.exit_code == 0, recorded.output
-    assert sorted(p.name for p in cassettes.iterdir()) == ["simplicity.jsonl", "speed.jsonl"]
+    names = sorted(p.name for p in cassettes.iterdir())
+    assert names == ["recommended.jsonl", "simplicity.jsonl", "speed.jsonl"]
     served = len(api.requests)
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name)
@@ -506,6 +567,29 @@ def test_record_then_replay_without_the_api(
     assert [p["critical_files"] for p in first["plans"]] == [
         p["critical_files"] for p in second["plans"]
     ]
+    assert first["recommended"]["valid"] and second["recommended"]["valid"]
+    assert first["recommended"]["title"] == second["recommended"]["title"]
+    (cassettes / "recommended.jsonl").unlink()
+    older = plan(
+        "x",
+        "--repo",
+        str(repo),
+        "--out",
+        str(tmp_path / "c"),
+        "--replay",
+        str(cassettes),
+        "--perspective",
+        "simplicity",
+        "--perspective",
+        "speed",
+        "--json",
+    )
+    assert older.exit_code == 0, older.output
+    assert report_of(older)["synthesis"] == {
+        "state": "off",
+        "note": f"--replay {cassettes} holds no recorded synthesis (recommended.jsonl)",
+        "agent_override": None,
+    }
 
 
 def test_a_perspective_called_report_keeps_its_plan(

@@ -17,14 +17,17 @@ from tests.support.browser import BrowserMissing, dump_dom, ensure_chromium, scr
 from tests.support.fake_messages_api import FakeMessagesAPI, error
 from tests.support.plan_scripts import PerspectiveScript, writes_plan
 from tests.unit.test_plan_loop import VALID_PLAN
+from tests.unit.test_synthesis import RECOMMENDED_PLAN
 
 ROOT = Path(__file__).resolve().parents[2]
-HOSTILE = VALID_PLAN.replace(
-    "## Approach\n",
-    "## Approach\n<script>document.title='owned'</script> <img src=http://evil.example/b.png> "
+HOSTILE_APPROACH = (
+    "<script>document.title='owned'</script> <img src=http://evil.example/b.png> "
     "![beacon](http://evil.example/p.png) [run](javascript:alert(1)) "
-    '<a href="javascript:alert(2)">x</a> [docs](https://example.com/)\n',
-    1,
+    '<a href="javascript:alert(2)">x</a> [docs](https://example.com/)\n'
+)
+HOSTILE = VALID_PLAN.replace("## Approach\n", "## Approach\n" + HOSTILE_APPROACH, 1)
+HOSTILE_RECOMMENDED = RECOMMENDED_PLAN.replace(
+    "## Approach\n", "## Approach\n" + HOSTILE_APPROACH, 1
 )
 
 
@@ -84,12 +87,15 @@ def test_the_demo_report_in_a_browser(tmp_path: Path) -> None:
     assert "<h1>Plan report: demo" in dom
     titles = re.findall(r'<div class="title">([^<]+)</div>', dom)
     assert titles == [
+        "Due dates, an overdue filter and atomic saves for todo",
         "Due dates and an overdue filter for todo",
         "Due dates with a fast overdue query",
     ]
     shared = re.findall(r'<tr class="shared"><td><code>([^<]+)</code>', dom)
     assert "todo/models.py" in shared and "todo/store.py" in shared
     assert "None: every plan is complete and valid" in dom
+    assert dom.index('id="recommended"') < dom.index('id="plans"')
+    assert "Merged from simplicity, performance" in dom
     png = screenshot(page, tmp_path / "report.png")
     assert png_size(png) == (1400, 1800)
     assert png.stat().st_size > 50_000, "the screenshot looks blank"
@@ -103,6 +109,7 @@ def test_a_hostile_plan_and_a_failure_in_a_browser(
             "simplicity": writes_plan("simplicity", VALID_PLAN),
             "security": writes_plan("security", HOSTILE),
             "performance": [error(400, "invalid_request_error", "prompt is too long")],
+            "recommended": writes_plan("recommended", HOSTILE_RECOMMENDED),
         }
     )
     out = tmp_path / "out"
@@ -122,6 +129,9 @@ def test_a_hostile_plan_and_a_failure_in_a_browser(
     failures = re.findall(r'<tr class="failure">(.*?)</tr>', dom, re.DOTALL)
     assert len(failures) == 1
     assert "performance" in failures[0] and "context window" in failures[0]
+    assert '<section class="recommended" id="recommended">' in dom
+    recommended = dom[dom.index('id="recommended"') : dom.index('id="plans"')]
+    assert "&lt;script&gt;document.title='owned'&lt;/script&gt;" in recommended
     assert re.findall(r'<article class="plan" id="plan-\d">', dom) == [
         f'<article class="plan" id="plan-{n}">' for n in (1, 2, 3)
     ]

@@ -75,6 +75,7 @@ def test_explore_is_read_only_search_and_general_purpose_can_write(fs: FakeFiles
         "Explore",
         "general-purpose",
         "Plan",
+        "Synthesis",
     ]
     assert registry.warnings == []
 
@@ -181,6 +182,7 @@ def test_invalid_file_is_a_warning_and_others_still_load(
         "general-purpose",
         "good",
         "Plan",
+        "Synthesis",
     }
 
 
@@ -248,7 +250,12 @@ def test_project_agent_files_linking_to_host_files_are_not_read(tmp_path: Path) 
     registry = Registry.load(repo, home=tmp_path / "home")
     assert registry.get("Plan").scope == "builtin"
     assert "Host prompt." not in registry.get("Plan").system_prompt
-    assert [name.name for name in registry.all()] == ["Explore", "general-purpose", "Plan"]
+    assert [name.name for name in registry.all()] == [
+        "Explore",
+        "general-purpose",
+        "Plan",
+        "Synthesis",
+    ]
     messages = [str(warning) for warning in registry.warnings]
     assert len(messages) == 2 and all("leads outside" in message for message in messages)
 
@@ -284,7 +291,7 @@ def test_same_name_twice_in_one_directory_keeps_the_first(fs: FakeFilesystem) ->
 def test_unknown_agent_error_lists_the_known_names(fs: FakeFilesystem) -> None:
     with pytest.raises(ConfigError, match="unknown agent 'Planner'") as raised:
         load().get("Planner")
-    assert "Explore, general-purpose, Plan" in str(raised.value)
+    assert "Explore, general-purpose, Plan, Synthesis" in str(raised.value)
 
 
 def test_lookup_prefers_an_exact_name_then_ignores_case(fs: FakeFilesystem) -> None:

@@ -145,3 +145,23 @@ def test_config_show_reports_an_ignored_project_model(repo: Path) -> None:
     assert result.exit_code == 0
     assert "asks for model 'opus'; ignored" in result.stderr
     assert json.loads(result.stdout)["settings"]["model"] == "claude-sonnet-4-6"
+
+
+def test_a_synthesis_agent_that_can_write_is_refused_unless_the_synthesis_is_off(
+    repo: Path, planrun_home: Path
+) -> None:
+    agents = repo / ".planrun" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "synthesis.md").write_text("---\nname: Synthesis\ntools: Read, Write\n---\nMerge.\n")
+    result = plan("x", "--repo", str(repo), "--perspective", "a", "--perspective", "b")
+    assert_usage_error(result, planrun_home, "Synthesis", "Write")
+
+    class Reached(Exception):
+        """Docker is asked for: every check before it passed."""
+
+    def docker() -> Any:
+        raise Reached
+
+    args = ["plan", "x", "--repo", str(repo), "--no-synthesis", "--perspective", "a"]
+    result = CliRunner().invoke(cli, args, obj=Services(docker=docker))
+    assert isinstance(result.exception, Reached), result.output

@@ -716,3 +716,27 @@ def test_the_api_timeout_and_retries_are_settings(tmp_path: Path) -> None:
     assert loaded.sources["api_retries"] == "environment variable PLANRUN_API_RETRIES"
     with pytest.raises(ConfigError, match="'api_retries' must be a whole number, 0 or more"):
         load_settings(None, home=home, env={"PLANRUN_API_RETRIES": "-1"})
+
+
+def test_synthesis_is_on_by_default_and_each_source_can_turn_it_off(
+    fs: FakeFilesystem, repo: Path
+) -> None:
+    loaded = load()
+    assert loaded.settings.synthesis is True and loaded.sources["synthesis"] == "default"
+    off = load(env={"PLANRUN_SYNTHESIS": "no"})
+    assert off.settings.synthesis is False
+    assert off.sources["synthesis"] == "environment variable PLANRUN_SYNTHESIS"
+    assert load(flags={"synthesis": False}).sources["synthesis"] == "flag --no-synthesis"
+    fs.create_file(PROJECT_YAML, contents="synthesis: false\n")
+    assert load().settings.synthesis is False
+
+
+def test_a_project_cannot_turn_on_a_synthesis_the_user_turned_off(
+    fs: FakeFilesystem, repo: Path
+) -> None:
+    fs.create_file(USER_YAML, contents="synthesis: false\n")
+    fs.create_file(PROJECT_YAML, contents="synthesis: true\n")
+    assert config_error() == (
+        f"{PROJECT_YAML}: key 'synthesis': a project config cannot enable the synthesis; "
+        f"the user config {USER_YAML} disables it"
+    )

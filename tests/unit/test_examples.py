@@ -30,7 +30,7 @@ def test_github_workflow_plans_with_real_options_and_uploads_the_report() -> Non
 def test_demo_cassettes_play_in_order() -> None:
     from sandbox_runner.model.replay import load_cassette
 
-    for name in ("simplicity", "performance"):
+    for name in ("simplicity", "performance", "recommended"):
         responses = load_cassette(EXAMPLES / "cassettes" / "due-dates" / f"{name}.jsonl")
         assert responses[-1]["stop_reason"] == "end_turn"
         writes = [
@@ -40,3 +40,26 @@ def test_demo_cassettes_play_in_order() -> None:
             if block.get("type") == "tool_use" and block["name"] == "Write"
         ]
         assert [w["input"]["file_path"] for w in writes] == [f"/plan/{name}.md"]
+
+
+def test_the_demo_recommended_plan_is_valid_and_says_where_each_decision_came_from() -> None:
+    from sandbox_runner.agents.synthesis import synthesis_sections
+    from sandbox_runner.model.replay import load_cassette
+    from sandbox_runner.plans.validate import extract_section, validate_plan
+
+    responses = load_cassette(EXAMPLES / "cassettes" / "due-dates" / "recommended.jsonl")
+    plan = next(
+        block["input"]["content"]
+        for response in responses
+        for block in response["content"]
+        if block.get("type") == "tool_use" and block["name"] == "Write"
+    )
+    check = validate_plan(
+        plan, sections=list(synthesis_sections(None)), workspace=EXAMPLES / "demo-repo"
+    )
+    assert check.ok, check.problems
+    decisions = (extract_section(plan, "Decisions") or "").splitlines()
+    assert decisions and all(
+        "simplicity" in line or "performance" in line for line in decisions if line.strip()
+    )
+    assert "performance" in (extract_section(plan, "Conflicts") or "")

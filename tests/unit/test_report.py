@@ -309,7 +309,7 @@ def test_estimate_cost_is_none_for_unknown_models(model: str) -> None:
 
 def test_run_fields_pass_through(three: RunRecord) -> None:
     report = build_report(three)
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert report["run"] == "gentle-breeze"
     assert report["exit_code"] == 1
     assert report["status"] == "plan_failed"

@@ -1,0 +1,69 @@
+"""The synthesis step of a run: one recommended plan merged from the perspectives' valid plans.
+
+It runs after the perspectives, as one more read-only agent (the built-in Synthesis) in its
+own sandbox, with the valid plans as its task. It writes `recommended.md`, validated like any
+plan. Its failure is reported and never fails the run: the perspectives' plans stand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sandbox_runner.agents.synthesis import (
+    SYNTHESIS_AGENT,
+    SourcePlan,
+    synthesis_sections,
+    synthesis_task,
+)
+from sandbox_runner.plans.results import PlanResult, Synthesis, SynthesisState
+from sandbox_runner.runs.plan_job import PlanJob
+
+SYNTHESIS_LABEL = "recommended"
+"""The recommended plan's label: `recommended.md`, `recommended.transcript.jsonl`, and the
+cassette `recommended.jsonl`. No perspective may take it."""
+MIN_VALID_PLANS = 2
+SINGLE_PLAN_NOTE = "a single plan has nothing to merge"
+INTERRUPTED_NOTE = "the run was interrupted before the synthesis started"
+
+
+def plan_synthesis(
+    requirements: str,
+    *,
+    context: str,
+    sections: Sequence[str] | None,
+    jobs: Sequence[PlanJob],
+    results: Sequence[PlanResult],
+) -> PlanJob | Synthesis:
+    """The synthesis job for these results, or (with fewer than two valid plans) the
+    outcome that says why there is none."""
+    valid = [(job, result) for job, result in zip(jobs, results, strict=True) if result.valid]
+    if len(results) < MIN_VALID_PLANS:
+        return Synthesis(SynthesisState.SKIPPED, note=SINGLE_PLAN_NOTE)
+    if len(valid) < MIN_VALID_PLANS:
+        return Synthesis(
+            SynthesisState.SKIPPED,
+            note=f"it needs at least {MIN_VALID_PLANS} valid plans; "
+            f"{len(valid)} of {len(results)} {'is' if len(valid) == 1 else 'are'} valid",
+        )
+    sources = [SourcePlan(job.label, job.perspective, result.plan_text) for job, result in valid]
+    return PlanJob(
+        requirements=synthesis_task(requirements, sources),
+        perspective=None,
+        agent=SYNTHESIS_AGENT,
+        context=context,
+        sections=synthesis_sections(sections),
+        name=SYNTHESIS_LABEL,
+        sources=tuple(source.label for source in sources),
+    )
+
+
+def synthesis_ran(job: PlanJob, result: PlanResult, agent_override: str) -> Synthesis:
+    """The outcome of a synthesis that ran (or was started), however it ended."""
+    return Synthesis(
+        SynthesisState.RAN, result=result, sources=job.sources, agent_override=agent_override
+    )
+
+
+def synthesis_off(note: str) -> Synthesis:
+    """The outcome of a run whose synthesis was turned off."""
+    return Synthesis(SynthesisState.OFF, note=note or "turned off")
