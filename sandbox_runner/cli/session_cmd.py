@@ -72,7 +72,8 @@ class DockerSessionSandboxes:
 
 @reports_errors
 def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
-    """Open (or resume) a session and drive it: line mode when input is not a terminal."""
+    """Open (or resume) a session and drive it: the terminal session on a terminal, line
+    mode otherwise."""
     from sandbox_runner.sandbox.spec import resolve_workspace
 
     workspace = resolve_workspace(options["repo"] or ".")
@@ -95,8 +96,12 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
     else:
         store, state = SessionStore.create(workspace, model_id)
         resumed = False
-    out = sys.stdout
-    ui = LineUI(lambda: _read_line(), out)
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        from sandbox_runner.session.terminal import TerminalUI, run_terminal
+
+        ui: LineUI | TerminalUI = TerminalUI()
+    else:
+        ui = LineUI(_read_line, sys.stdout)
     session = Session(
         store,
         state,
@@ -107,6 +112,8 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         ui=ui,
         limits=loaded.run_limits(),
     )
+    if isinstance(ui, TerminalUI):
+        ui.session = session
     commands = Commands(session, loaded.resolved_extra_dirs())
     if resumed:
         plan = f", plan file {state.plan_file}" if state.plan_file else ""
@@ -120,7 +127,10 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
             session.set_mode(PermissionMode(wanted))
             if session.state.plan_file:
                 ui.show(f"plan mode: the plan file is {session.state.plan_file}")
-        run_lines(session, commands, ui)
+        if isinstance(ui, TerminalUI):
+            run_terminal(session, commands, ui, store.directory / "history")
+        else:
+            run_lines(session, commands, ui)
     finally:
         session.close()
 
