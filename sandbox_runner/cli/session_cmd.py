@@ -96,12 +96,14 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
     else:
         store, state = SessionStore.create(workspace, model_id)
         resumed = False
-    if sys.stdin.isatty() and sys.stdout.isatty():
-        from sandbox_runner.session.terminal import TerminalUI, run_terminal
+    # Imported here: the other commands start without prompt_toolkit.
+    from sandbox_runner.session import terminal
 
-        ui: LineUI | TerminalUI = TerminalUI()
-    else:
-        ui = LineUI(_read_line, sys.stdout)
+    ui: LineUI | terminal.TerminalUI = (
+        terminal.TerminalUI()
+        if sys.stdin.isatty() and sys.stdout.isatty()
+        else LineUI(_read_line, sys.stdout)
+    )
     session = Session(
         store,
         state,
@@ -112,7 +114,7 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         ui=ui,
         limits=loaded.run_limits(),
     )
-    if isinstance(ui, TerminalUI):
+    if isinstance(ui, terminal.TerminalUI):
         ui.session = session
     commands = Commands(session, loaded.resolved_extra_dirs())
     if resumed:
@@ -127,8 +129,8 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
             session.set_mode(PermissionMode(wanted))
             if session.state.plan_file:
                 ui.show(f"plan mode: the plan file is {session.state.plan_file}")
-        if isinstance(ui, TerminalUI):
-            run_terminal(session, commands, ui, store.directory / "history")
+        if isinstance(ui, terminal.TerminalUI):
+            terminal.run_terminal(session, commands, ui, store.directory / "history")
         else:
             run_lines(session, commands, ui)
     finally:

@@ -159,6 +159,7 @@ class Session:
     def _turn(self, which: str, text: str) -> None:
         loop = self._loop(which)
         self.cancel.clear()
+        loop.state.final_text = ""  # an interrupted turn must not repeat the last answer
         try:
             if loop.state.messages:
                 loop.run_turn(text)

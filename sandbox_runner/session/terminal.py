@@ -55,12 +55,12 @@ class TerminalUI:
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def show(self, text: str) -> None:
-        self.console.print(Markdown(terminal_text(text)))
-        self.redraw()
+        self._emit(lambda console: console.print(Markdown(terminal_text(text))))
 
-    def say(self, line: str) -> None:
-        """A plain line of planrun's own (a command's output)."""
-        self.console.print(terminal_text(line), markup=False, highlight=False)
+    def say(self, *lines: str) -> None:
+        """Plain lines of planrun's own (a command's output, a tool call)."""
+        text = "\n".join(terminal_text(line) for line in lines)
+        self._emit(lambda console: console.print(text, markup=False, highlight=False))
 
     def event(self, event: AgentEvent) -> None:
         activity, key, finished = self.activity, f"{event.label}/{event.tool}", None
@@ -91,12 +91,28 @@ class TerminalUI:
         loop = self.loop
         if loop is None or not loop.is_running() or _on_loop(loop):
             return func()
-        return asyncio.run_coroutine_threadsafe(self._in_terminal(func), loop).result()
+        future = asyncio.run_coroutine_threadsafe(self._in_terminal(func, True), loop)
+        return future.result()
 
-    async def _in_terminal(self, func: Callable[[], T]) -> T:
+    def _emit(self, render: Callable[[Console], None]) -> None:
+        """Print above the prompt, in order with dialogs: both go through run_in_terminal
+        (stdout written from a thread would land late, after a dialog, or be overdrawn)."""
+        loop = self.loop
+
+        def draw() -> None:
+            render(self.console)
+
+        if loop is None or not loop.is_running():
+            draw()
+        elif _on_loop(loop):
+            run_in_terminal(draw)
+        else:
+            asyncio.run_coroutine_threadsafe(self._in_terminal(draw, False), loop)
+
+    async def _in_terminal(self, func: Callable[[], T], in_executor: bool) -> T:
         assert self.app is not None
         with set_app(self.app):
-            return await run_in_terminal(func, in_executor=True)
+            return await run_in_terminal(func, in_executor=in_executor)
 
     def redraw(self) -> None:
         if self.app is not None and self.loop is not None:
@@ -276,13 +292,15 @@ class Terminal:
                 job()
             finally:
                 self.ui.activity.end()
+                if self.hint.startswith("interrupting"):
+                    self.hint = QUIT_HINT if self.quit_armed else ""
                 self.ui.redraw()
 
         self.worker.submit(run)
 
     def _print(self, lines: list[str]) -> None:
-        for line in lines:
-            self.ui.say(line)
+        if lines:
+            self.ui.say(*lines)
 
     async def _tick(self) -> None:
         """Keep the spinner turning while the agent works."""
@@ -294,9 +312,10 @@ class Terminal:
 
 def run_terminal(session: Session, commands: Commands, ui: TerminalUI, history: Path) -> None:
     """The full terminal session on a real terminal, until the user quits."""
+    # planrun's own output goes straight to the terminal (in run_in_terminal); anything
+    # else printed meanwhile lands above the prompt.
+    ui.console = Console(file=sys.stdout, highlight=False)
     with patch_stdout(raw=True):
-        # Created inside patch_stdout, so the agent's output lands above the prompt.
-        ui.console = Console(file=sys.stdout, highlight=False)
         terminal = Terminal(session, commands, ui, history=FileHistory(str(history)))
         asyncio.run(terminal.run())
 
