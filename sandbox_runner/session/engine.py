@@ -147,6 +147,10 @@ class Session:
     def _working(self) -> Iterator[None]:
         """While the agent works, mode changes from other threads wait for its next step."""
         with self._mode_lock:
+            if not self._busy:
+                # A new piece of work; an interrupt from here on stops it, even one that
+                # comes before its first model call.
+                self.cancel.clear()
             self._busy += 1
         try:
             yield
@@ -158,7 +162,6 @@ class Session:
 
     def _turn(self, which: str, text: str) -> None:
         loop = self._loop(which)
-        self.cancel.clear()
         loop.state.final_text = ""  # an interrupted turn must not repeat the last answer
         try:
             if loop.state.messages:
@@ -414,6 +417,7 @@ class Session:
             self.plan_file.sync_out()
         review, self._accepted = self._accepted, None
         if review is not None:
+            self.cancel.clear()  # set by ExitPlanMode to end the plan turn, not by the user
             self.accept(review.feedback, review.mode)
         self._account()
         if loop.state.last_call_tokens > COMPACT_AT * self.limits.context_budget:

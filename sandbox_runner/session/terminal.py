@@ -169,6 +169,8 @@ class Terminal:
         self.worker = Worker(ui.say)
         self.hint = ""
         self.quit_armed = False
+        self._queued = self._dropped = 0
+        """Jobs queued so far, and the last one an interrupt dropped."""
         self._target: PermissionMode | None = None
         """A mode chosen with Shift+Tab that the worker has not applied yet."""
         self.prompt: PromptSession[str] = PromptSession(
@@ -176,12 +178,18 @@ class Terminal:
             history=history or InMemoryHistory(),
             completer=SlashCompleter(),
             complete_while_typing=True,
-            bottom_toolbar=lambda: toolbar(session, self.shown_mode, ui.activity, self.hint),
+            bottom_toolbar=self._toolbar,
             key_bindings=self._bindings(),
             style=STYLE,
             input=input,
             output=output,
         )
+        self.prompt.default_buffer.on_text_changed += self._disarm
+
+    def _disarm(self, _: object) -> None:
+        """Typing after a Ctrl-C: the next Ctrl-C no longer quits."""
+        if self.quit_armed and not self.ui.activity.busy:
+            self.quit_armed, self.hint = False, ""
 
     @property
     def shown_mode(self) -> PermissionMode:
@@ -191,7 +199,7 @@ class Terminal:
         """Shift+Tab: the badge changes at once; the engine switches in the background
         (entering plan mode may talk to a container), or at the turn's next tool call."""
         target = self.shown_mode.next()
-        self.hint = ""
+        self.quit_armed, self.hint = False, ""
         if self.session.working:
             self.session.request_mode(target)
             return
@@ -207,6 +215,10 @@ class Terminal:
             if self._target is target:
                 self._target = None
             self.ui.redraw()
+
+    def _toolbar(self) -> Any:
+        width = self.prompt.app.output.get_size().columns
+        return toolbar(self.session, self.shown_mode, self.ui.activity, self.hint, width)
 
     def _message(self) -> Any:
         plan = self.shown_mode is PermissionMode.PLAN
@@ -228,14 +240,14 @@ class Terminal:
 
         @bindings.add("escape", filter=working)
         def _interrupt(event: KeyPressEvent) -> None:
-            self.session.interrupt()
+            self.interrupt()
             self.hint = "interrupting…"
 
         @bindings.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:
             buffer = event.current_buffer
             if self.ui.activity.busy:
-                self.session.interrupt()
+                self.interrupt()
                 self.quit_armed, self.hint = True, "interrupting… " + QUIT_HINT
             elif buffer.text:
                 buffer.reset()
@@ -282,11 +294,20 @@ class Terminal:
         self._queue(lambda: self.session.send(self.commands.message(message)))
         return True
 
+    def interrupt(self) -> None:
+        """Esc, Ctrl-C: stop the turn, and drop what was queued behind it."""
+        self._dropped = self._queued
+        self.session.interrupt()
+
     def _queue(self, job: Callable[[], None]) -> None:
         if not self.worker.idle:
             self.ui.say("(queued: it runs when the agent's turn is over)")
+        self._queued += 1
+        number = self._queued
 
         def run() -> None:
+            if number <= self._dropped:
+                return  # interrupted before it started
             self.ui.activity.begin()
             try:
                 job()

@@ -120,7 +120,9 @@ class Activity:
             return f"{frame} {self.current} · {elapsed:.0f}s · {tokens} · esc to interrupt"
 
 
-def toolbar(session: Session, shown: PermissionMode, activity: Activity, hint: str) -> Any:
+def toolbar(
+    session: Session, shown: PermissionMode, activity: Activity, hint: str, width: int = 80
+) -> Any:
     """The bottom toolbar: progress (while the agent works), the badge and the footer
     facts, and in plan mode the tooltip that says what plan mode means and how to leave."""
     fragments: StyleAndTextTuples = []
@@ -134,17 +136,24 @@ def toolbar(session: Session, shown: PermissionMode, activity: Activity, hint: s
     if shown is not session.state.permission_mode:
         fragments += [("class:hint", "  (switching at the next step)")]
     if shown is PermissionMode.PLAN and state.plan_file:
-        fragments += [
-            ("", "\n"),
-            (
-                "class:tooltip",
-                f"read-only · edits only to {state.plan_file} · /apply-plan to implement · "
-                "/exit-plan to leave · shift+tab to cycle",
-            ),
-        ]
+        parts = ["read-only", f"edits only to {state.plan_file}", "/apply-plan to implement"]
+        parts += ["/exit-plan to leave", "shift+tab to cycle"]
+        for line in wrap_parts(parts, width):
+            fragments += [("", "\n"), ("class:tooltip", line)]
     if hint:
         fragments += [("", "\n"), ("class:hint", hint)]
     return fragments
+
+
+def wrap_parts(parts: list[str], width: int) -> list[str]:
+    """PARTS joined with ` · ` into lines of at most WIDTH (a long part gets a line)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines
 
 
 def tool_line(event: AgentEvent, call: str) -> str:

@@ -45,7 +45,10 @@ class Tmux:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
@@ -61,7 +64,9 @@ class Tmux:
         args = ["capture-pane", "-p", "-t", self.name] + (["-e"] if colours else [])
         return self._tmux(*args)
 
-    def wait_for(self, pattern: str, *, colours: bool = False, timeout: float = WAIT_SECONDS) -> str:
+    def wait_for(
+        self, pattern: str, *, colours: bool = False, timeout: float = WAIT_SECONDS
+    ) -> str:
         """Poll the screen until PATTERN (a regex) is on it; the screen then."""
         deadline = time.monotonic() + timeout
         while True:
