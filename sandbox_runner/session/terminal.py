@@ -208,8 +208,9 @@ class Terminal:
 
     def _apply_mode(self, target: PermissionMode) -> None:
         try:
+            had_plan_file = self.session.state.plan_file is not None
             self.session.request_mode(target)
-            if target is PermissionMode.PLAN and self.session.state.plan_file:
+            if target is PermissionMode.PLAN and not had_plan_file and self.session.state.plan_file:
                 self.ui.say(f"plan mode: the plan file is {self.session.state.plan_file}")
         finally:
             if self._target is target:
@@ -258,9 +259,12 @@ class Terminal:
 
         return bindings
 
-    async def run(self) -> None:
-        """Read lines until Ctrl-D, a second Ctrl-C or /quit; the agent works meanwhile."""
+    async def run(self, first: Callable[[], None] | None = None) -> None:
+        """Read lines until Ctrl-D, a second Ctrl-C or /quit; the agent works meanwhile.
+        FIRST (starting containers, say) runs in the worker while the prompt comes up."""
         self.ui.loop, self.ui.app = asyncio.get_running_loop(), self.prompt.app
+        if first is not None:
+            self.worker.submit(first)
         ticker = asyncio.create_task(self._tick())
         try:
             while True:
@@ -331,14 +335,20 @@ class Terminal:
                 self.prompt.app.invalidate()
 
 
-def run_terminal(session: Session, commands: Commands, ui: TerminalUI, history: Path) -> None:
+def run_terminal(
+    session: Session,
+    commands: Commands,
+    ui: TerminalUI,
+    history: Path,
+    first: Callable[[], None] | None = None,
+) -> None:
     """The full terminal session on a real terminal, until the user quits."""
     # planrun's own output goes straight to the terminal (in run_in_terminal); anything
     # else printed meanwhile lands above the prompt.
     ui.console = Console(file=sys.stdout, highlight=False)
     with patch_stdout(raw=True):
         terminal = Terminal(session, commands, ui, history=FileHistory(str(history)))
-        asyncio.run(terminal.run())
+        asyncio.run(terminal.run(first))
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
