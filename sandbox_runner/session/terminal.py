@@ -68,7 +68,7 @@ class TerminalUI:
             activity.tokens = max(activity.tokens, event.tokens)
             if event.kind == "turn_started":
                 activity.current = "thinking"
-            elif event.kind in ("waiting", "model_retry"):
+            elif event.kind == "model_retry":
                 activity.current = one_line(event.detail)
             elif event.kind == "tool_call":
                 activity.current = f"{event.tool} {one_line(event.detail)}".strip()
@@ -304,7 +304,7 @@ class Terminal:
         self.session.interrupt()
 
     def _queue(self, job: Callable[[], None]) -> None:
-        if not self.worker.idle:
+        if self.ui.activity.busy:
             self.ui.say("(queued: it runs when the agent's turn is over)")
         self._queued += 1
         number = self._queued

@@ -37,8 +37,17 @@ class Tmux:
         # The program runs under `env`, so only the variables given reach it; when it
         # ends the pane stays (remain-on-exit) for the test to read its last screen.
         shell = f"env -i {exports} {shlex.join(command)}"
-        self._tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
-                   "-c", str(cwd), shell)  # fmt: skip
+        new = ["new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height)]
+        new += ["-c", str(cwd), shell]
+        # A tmux server whose last session just ended may still be exiting, and refuse.
+        for attempt in range(20):
+            try:
+                self._tmux(*new)
+                break
+            except subprocess.CalledProcessError:
+                if attempt == 19:
+                    raise
+                time.sleep(POLL_SECONDS)
         self._tmux("set-option", "-t", self.name, "remain-on-exit", "on")
 
     def __enter__(self) -> Self:
