@@ -335,6 +335,37 @@ def bench_first_line(repo: Path, scratch: Path) -> Figure:
     )
 
 
+def bench_terminal_figures() -> list[Figure]:
+    """Shift+Tab to the redrawn badge, and `planrun` start to an interactive prompt."""
+    from benchmarks.terminal import (
+        REDRAW_TARGET_MS,
+        START_TARGET_SECONDS,
+        bench_terminal,
+    )
+
+    (ours, bare), (starts, python) = bench_terminal()
+    redraw, bare_p50 = percentile(ours, 0.95), statistics.median(bare)
+    start = statistics.median(starts)
+    return [
+        Figure(
+            "Shift+Tab to the badge redrawn (session prompt, p95)",
+            f"p95 {redraw:.1f} ms, p50 {statistics.median(ours):.1f} ms",
+            f"bare prompt_toolkit prompt, toolbar flip: p50 {bare_p50:.1f} ms",
+            statistics.median(ours) / bare_p50,
+            f"<= {REDRAW_TARGET_MS:.0f} ms",
+            redraw <= REDRAW_TARGET_MS,
+        ),
+        Figure(
+            "`planrun` start to an interactive prompt (tmux, p50)",
+            f"p50 {start:.2f} s, max {max(starts):.2f} s",
+            f"`python -c pass`: {python:.2f} s",
+            start / START_TARGET_SECONDS,
+            f"<= {START_TARGET_SECONDS} s",
+            start <= START_TARGET_SECONDS,
+        ),
+    ]
+
+
 def main() -> int:
     client = connect()
     image = require_image(client)
@@ -368,6 +399,10 @@ def main() -> int:
         figures.append(
             measured("stop on a signal", lambda: bench_stop(repo, Path(scratch), client))
         )
+        try:
+            figures += bench_terminal_figures()
+        except Exception as error:
+            figures.append(Figure("terminal session", f"failed: {error!r}", "-", None, "-", False))
     return report(figures)
 
 

@@ -6,9 +6,10 @@ import datetime
 import json
 import sys
 import tempfile
+import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,22 +25,43 @@ from sandbox_runner.session.line import LineUI, run_lines
 from sandbox_runner.session.state import SessionStore, all_sessions, latest_for
 from sandbox_runner.tools.permissions import PermissionMode
 
+if TYPE_CHECKING:
+    from sandbox_runner.sandbox.docker_provider import DockerProvider
+
 
 class DockerSessionSandboxes:
     """A session's containers: the work one (workspace writable), the plan one, and one
     per Task subagent."""
 
     def __init__(self, ctx: click.Context, workspace: Path, loaded: LoadedSettings, session: str):
-        from sandbox_runner.sandbox.image import require_image
-
-        svc = services(ctx)
-        self.provider = svc.provider()
-        self.image = require_image(self.provider.docker_client, loaded.settings.image)
+        self.services = services(ctx)
+        self.settings = loaded.settings
         self.workspace = workspace
         self.extra_dirs = tuple(loaded.resolved_extra_dirs())
         self.limits = loaded.limits()
         self.session = session
         self.scratch = Path(tempfile.mkdtemp(prefix="planrun-task-"))
+        self._lock = threading.Lock()
+        self._docker: tuple[DockerProvider, str] | None = None
+
+    @property
+    def provider(self) -> DockerProvider:
+        return self._connect()[0]
+
+    @property
+    def image(self) -> str:
+        return self._connect()[1]
+
+    def _connect(self) -> tuple[DockerProvider, str]:
+        """Docker and the image, the first time a container is needed (the terminal's
+        prompt is up before this: it runs in the background)."""
+        with self._lock:
+            if self._docker is None:
+                from sandbox_runner.sandbox.image import require_image
+
+                provider = self.services.provider()
+                self._docker = provider, require_image(provider.docker_client, self.settings.image)
+            return self._docker
 
     def plan(self, plan_dir: Path) -> Sandbox:
         from sandbox_runner.sandbox.spec import SandboxSpec
@@ -72,7 +94,8 @@ class DockerSessionSandboxes:
 
 @reports_errors
 def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
-    """Open (or resume) a session and drive it: line mode when input is not a terminal."""
+    """Open (or resume) a session and drive it: the terminal session on a terminal, line
+    mode otherwise."""
     from sandbox_runner.sandbox.spec import resolve_workspace
 
     workspace = resolve_workspace(options["repo"] or ".")
@@ -95,8 +118,14 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
     else:
         store, state = SessionStore.create(workspace, model_id)
         resumed = False
-    out = sys.stdout
-    ui = LineUI(lambda: _read_line(), out)
+    # Imported here: the other commands start without prompt_toolkit.
+    from sandbox_runner.session import terminal
+
+    ui: LineUI | terminal.TerminalUI = (
+        terminal.TerminalUI()
+        if sys.stdin.isatty() and sys.stdout.isatty()
+        else LineUI(_read_line, sys.stdout)
+    )
     # The first line comes before Docker is asked anything: the containers start in the
     # background, and a missing engine or image is still one line and exit status 2.
     if resumed:
@@ -114,17 +143,35 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         ui=ui,
         limits=loaded.run_limits(),
     )
+    if isinstance(ui, terminal.TerminalUI):
+        ui.session = session
     commands = Commands(session, loaded.resolved_extra_dirs())
     try:
-        session.start()
         wanted = PermissionMode.PLAN if options["start_in_plan"] else options["mode"]
-        if wanted is not None and not resumed:
-            session.set_mode(PermissionMode(wanted))
-            if session.state.plan_file:
-                ui.show(f"plan mode: the plan file is {session.state.plan_file}")
-        run_lines(session, commands, ui)
+        if isinstance(ui, terminal.TerminalUI):
+            # The prompt comes up at once; containers start and the SDK loads behind it.
+            def first() -> None:
+                session.start()
+                if wanted is not None and not resumed:
+                    session.set_mode(PermissionMode(wanted))
+                    if session.state.plan_file:
+                        ui.show(f"plan mode: the plan file is `{session.state.plan_file}`")
+                _load_model_sdk()
+
+            terminal.run_terminal(session, commands, ui, store.directory / "history", first)
+        else:
+            session.start()
+            if wanted is not None and not resumed:
+                session.set_mode(PermissionMode(wanted))
+                if session.state.plan_file:
+                    ui.show(f"plan mode: the plan file is {session.state.plan_file}")
+            run_lines(session, commands, ui)
     finally:
         session.close()
+
+
+def _load_model_sdk() -> None:
+    import sandbox_runner.model.anthropic_model  # noqa: F401
 
 
 def _read_line() -> str | None:

@@ -4,7 +4,8 @@ active, the permission mode, the plan file and its snapshot, and every change sa
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -63,6 +64,10 @@ class Session:
         """The first message of the work session after a plan was accepted."""
         self._accepted: PlanReview | None = None
         """A plan the user accepted from ExitPlanMode, applied once the plan turn ends."""
+        self._mode_lock = threading.Lock()
+        self._busy = 0
+        self._pending_mode: PermissionMode | None = None
+        """A mode asked for during a turn, applied by the turn's thread at its next step."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -94,18 +99,37 @@ class Session:
     def send(self, text: str) -> None:
         """A user message to the active session; returns when the agent's turn is over
         (and, when the plan was accepted meanwhile, when the work session's first turn is)."""
-        self._turn(self.state.active, text)
-        self.run_pending()
+        with self._working():
+            self._turn(self.state.active, text)
+            self.run_pending()
 
     def run_pending(self) -> None:
         """Start implementing an accepted plan: the work session's kickoff turn."""
-        while self._kickoff is not None:
-            text, self._kickoff = self._kickoff, None
-            self._turn("work", text)
+        with self._working():
+            while self._kickoff is not None:
+                text, self._kickoff = self._kickoff, None
+                self._turn("work", text)
+
+    @contextmanager
+    def _working(self) -> Iterator[None]:
+        """While the agent works, mode changes from other threads wait for its next step."""
+        with self._mode_lock:
+            if not self._busy:
+                # A new piece of work; an interrupt from here on stops it, even one that
+                # comes before its first model call.
+                self.cancel.clear()
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._mode_lock:
+                self._busy -= 1
+            if not self._busy:
+                self._apply_pending_mode()
 
     def _turn(self, which: str, text: str) -> None:
         loop = self._loop(which)
-        self.cancel.clear()
+        loop.state.final_text = ""  # an interrupted turn must not repeat the last answer
         try:
             if loop.state.messages:
                 loop.run_turn(text)
@@ -117,6 +141,7 @@ class Session:
         except PlanrunError as error:
             self.ui.show(f"error: {error}")
         finally:
+            self._apply_pending_mode()
             self._after_turn(which)
         if loop.state.final_text.strip() and which == self.state.active:
             self.ui.show(loop.state.final_text.strip())
@@ -147,6 +172,31 @@ class Session:
         self._note("work", prompts.mode_changed(mode.value))
         self.store.event("mode_changed", mode=mode.value, previous=old.value)
         self.save()
+
+    @property
+    def working(self) -> bool:
+        """Whether the agent is in a turn (send or run_pending under way)."""
+        return self._busy > 0
+
+    @property
+    def wanted_mode(self) -> PermissionMode:
+        """The mode the user chose last: the current one, or one a turn will switch to."""
+        return self._pending_mode or self.state.permission_mode
+
+    def request_mode(self, mode: PermissionMode) -> None:
+        """Switch to MODE from any thread (Shift+Tab while the agent works): at once when
+        no turn runs, else the turn's own thread switches before its next tool call."""
+        with self._mode_lock:
+            if self._busy:
+                self._pending_mode = mode
+                return
+        self.set_mode(mode)
+
+    def _apply_pending_mode(self) -> None:
+        with self._mode_lock:
+            mode, self._pending_mode = self._pending_mode, None
+        if mode is not None:
+            self.set_mode(mode)
 
     def enter_plan(self) -> None:
         """Switch to the plan session; the plan file is chosen once, and snapshotted."""
@@ -334,6 +384,7 @@ class Session:
             self.plan_file.sync_out()
         review, self._accepted = self._accepted, None
         if review is not None:
+            self.cancel.clear()  # set by ExitPlanMode to end the plan turn, not by the user
             self.accept(review.feedback, review.mode)
         self._account()
         if loop.state.last_call_tokens > COMPACT_AT * self.limits.context_budget:
@@ -348,6 +399,8 @@ class Session:
         self.state.cost_usd = round(estimate_cost(self.state.model, usage) or 0.0, 6)
 
     def _on_event(self, event: AgentEvent) -> None:
+        if event.kind in ("turn_started", "tool_call"):
+            self._apply_pending_mode()  # before the loop reads the mode for this step
         if event.kind == "plan_written" and self.state.plan_file is not None:
             self.plan_file.sync_out()  # the plan file is current after every write
         self.ui.event(event)

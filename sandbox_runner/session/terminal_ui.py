@@ -1,0 +1,265 @@
+"""What the terminal session draws: the mode badge and the bottom toolbar, slash-command
+completion, the agent's progress, and the approval and plan-review dialogs."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
+from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.styles import Style
+
+from sandbox_runner.agents.events import AgentEvent
+from sandbox_runner.agents.loop import Approval
+from sandbox_runner.safe_text import one_line, terminal_text
+from sandbox_runner.session.commands import COMMANDS
+from sandbox_runner.session.engine import PlanReview
+from sandbox_runner.tools.permissions import Ask, PermissionMode
+
+if TYPE_CHECKING:
+    from sandbox_runner.session.engine import Session
+
+BADGES: dict[PermissionMode, tuple[str, str]] = {
+    PermissionMode.DEFAULT: ("class:badge.default", "default mode (shift+tab to cycle)"),
+    PermissionMode.ACCEPT_EDITS: (
+        "class:badge.accept-edits",
+        "⏵⏵ accept edits on (shift+tab to cycle)",
+    ),
+    PermissionMode.PLAN: ("class:badge.plan", "⏸ plan mode on (shift+tab to cycle)"),
+}
+STYLE = Style.from_dict(
+    {
+        # The toolbar's default is reverse video, which would turn the badge colours
+        # into backgrounds; plain text on the terminal's background reads better.
+        "bottom-toolbar": "noreverse",
+        "badge.default": "fg:ansibrightblack",
+        "badge.accept-edits": "fg:ansimagenta bold",
+        "badge.plan": "fg:ansicyan bold",
+        "tooltip": "fg:ansicyan",
+        "facts": "fg:ansibrightblack",
+        "spinner": "fg:ansiyellow",
+        "hint": "fg:ansiyellow",
+    }
+)
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+ARGUMENTS: dict[str, list[str]] = {
+    "/mode": ["default", "acceptEdits", "plan"],
+    "/apply-plan": ["acceptEdits", "default"],
+    "/save-plan": ["PLAN.md", "--force"],
+}
+KEEP_PLANNING = "No, keep planning (tell the agent what to change)"
+
+
+class SlashCompleter(Completer):
+    """Completes `/command` names (dashes included) and their arguments."""
+
+    def __init__(self) -> None:
+        self.paths = PathCompleter(expanduser=True)
+
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/") or "\n" in text:
+            return
+        if " " not in text:
+            for name, meta in COMMANDS.items():
+                if name.startswith(text):
+                    yield Completion(name, start_position=-len(text), display_meta=meta)
+            return
+        command, _, argument = text.partition(" ")
+        if command == "/attach":
+            yield from self.paths.get_completions(Document(argument), complete_event)
+            return
+        word = argument.rsplit(" ", 1)[-1]
+        for value in ARGUMENTS.get(command, []):
+            if value.startswith(word) and value != word:
+                yield Completion(value, start_position=-len(word))
+
+
+class Activity:
+    """The turn under way, as the toolbar shows it: elapsed time, tokens, the step now."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started: float | None = None
+        self.tokens = 0
+        self.current = ""
+        self.calls: dict[str, str] = {}
+
+    def begin(self) -> None:
+        with self.lock:
+            self.started, self.tokens, self.current = time.monotonic(), 0, "thinking"
+
+    def end(self) -> None:
+        with self.lock:
+            self.started, self.current = None, ""
+            self.calls.clear()
+
+    @property
+    def busy(self) -> bool:
+        return self.started is not None
+
+    def line(self) -> str:
+        with self.lock:
+            if self.started is None:
+                return ""
+            elapsed = time.monotonic() - self.started
+            frame = SPINNER[int(elapsed * 10) % len(SPINNER)]
+            tokens = f"{self.tokens:,} tokens"
+            return f"{frame} {self.current} · {elapsed:.0f}s · {tokens} · esc to interrupt"
+
+
+def toolbar(
+    session: Session, shown: PermissionMode, activity: Activity, hint: str, width: int = 80
+) -> Any:
+    """The bottom toolbar: progress (while the agent works), the badge and the footer
+    facts, and in plan mode the tooltip that says what plan mode means and how to leave."""
+    fragments: StyleAndTextTuples = []
+    progress = activity.line()
+    if progress:
+        fragments += [("class:spinner", one_line(progress)[:200] + "\n")]
+    style, text = BADGES[shown]
+    state = session.state
+    facts = f"{state.model} · {state.tokens:,} tokens · ${state.cost_usd:.2f} · {state.id}"
+    fragments += [(style, text), ("", "  "), ("class:facts", facts)]
+    if shown is not session.state.permission_mode:
+        fragments += [("class:hint", "  (switching at the next step)")]
+    if shown is PermissionMode.PLAN and state.plan_file:
+        parts = ["read-only", f"edits only to {state.plan_file}", "/apply-plan to implement"]
+        parts += ["/exit-plan to leave", "shift+tab to cycle"]
+        for line in wrap_parts(parts, width):
+            fragments += [("", "\n"), ("class:tooltip", line)]
+    if hint:
+        fragments += [("", "\n"), ("class:hint", hint)]
+    return fragments
+
+
+def wrap_parts(parts: list[str], width: int) -> list[str]:
+    """PARTS joined with ` · ` into lines of at most WIDTH (a long part gets a line)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def tool_line(event: AgentEvent, call: str) -> str:
+    """One line per tool call: the tool, its argument, and how it ended."""
+    outcome = "✗ error" if event.detail == "error" else "✓"
+    return one_line(f"● {call} {outcome}")[:300]
+
+
+def edit_preview(ask: Ask) -> str:
+    """What an approval shows: the command, or a diff of the edit."""
+    args = ask.request.args
+    if "old_string" in args and "new_string" in args:
+        diff = difflib.unified_diff(
+            str(args["old_string"]).splitlines(),
+            str(args["new_string"]).splitlines(),
+            fromfile=str(args.get("file_path", "")),
+            tofile=str(args.get("file_path", "")),
+            lineterm="",
+        )
+        return "\n".join(list(diff)[:40])
+    if "content" in args:
+        lines = str(args["content"]).splitlines()
+        more = f"\n… {len(lines) - 20} more lines" if len(lines) > 20 else ""
+        return "\n".join(f"+{line}" for line in lines[:20]) + more
+    return ""
+
+
+def approval_dialog(ask: Ask) -> Approval:
+    """The approval as a small dialog (run with the terminal released to it)."""
+    from prompt_toolkit.shortcuts import choice, prompt
+
+    if ask.prefix:
+        always = f"Yes, and don't ask again for `{ask.prefix}` commands this session"
+    else:
+        always = "Yes, and don't ask again for edits this session"
+    preview = edit_preview(ask)
+    message = terminal_text(f"Allow the agent to {ask.question}?")
+    if preview:
+        message += "\n\n" + terminal_text(preview)
+    try:
+        answer = choice(
+            message=message,
+            options=[
+                ("yes", "Yes"),
+                ("always", always),
+                ("no", "No, and tell the agent what to do differently"),
+            ],
+            default="yes",
+        )
+    except (KeyboardInterrupt, EOFError):
+        return Approval(False, feedback="")
+    if answer == "no":
+        try:
+            feedback = prompt("What should the agent do instead? (enter to skip) ")
+        except (KeyboardInterrupt, EOFError):
+            feedback = ""
+        return Approval(False, feedback=feedback.strip())
+    return Approval(True, always=answer == "always")
+
+
+def review_dialog(plan_file: Path, text: str, restage: Callable[[], None]) -> PlanReview:
+    """The plan review: the plan rendered, its path, and four answers; the cursor starts
+    on the safe yes (edits still need approval)."""
+    from prompt_toolkit.shortcuts import choice, prompt
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.rule import Rule
+
+    console = Console(file=sys.__stdout__, highlight=False)
+    while True:
+        console.print(Rule("The plan"))
+        console.print(Markdown(terminal_text(text)))
+        console.print(Rule(terminal_text(str(plan_file)), style="dim"))
+        try:
+            answer = choice(
+                message="The agent has written a plan and is ready to implement it. Proceed?",
+                options=[
+                    ("auto", "Yes, and auto-accept edits"),
+                    ("manual", "Yes, manually approve edits"),
+                    ("edit", "Edit the plan in $EDITOR first"),
+                    ("keep", KEEP_PLANNING),
+                ],
+                default="manual",
+            )
+        except (KeyboardInterrupt, EOFError):
+            return PlanReview(False, feedback="")
+        if answer == "auto":
+            return PlanReview(True, PermissionMode.ACCEPT_EDITS)
+        if answer == "manual":
+            return PlanReview(True, PermissionMode.DEFAULT)
+        if answer == "edit":
+            edit_file(plan_file)
+            restage()
+            text = plan_file.read_text(errors="replace")
+            continue
+        try:
+            feedback = prompt("What should the agent change? ")
+        except (KeyboardInterrupt, EOFError):
+            feedback = ""
+        return PlanReview(False, feedback=feedback.strip())
+
+
+def edit_file(path: Path) -> None:
+    """Open PATH in $VISUAL or $EDITOR (vi when neither is set) and wait for it."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    try:
+        subprocess.run([*shlex.split(editor), str(path)], check=False)
+    except OSError as error:
+        print(f"could not start {editor}: {error}", file=sys.__stderr__)
