@@ -15,12 +15,11 @@ from sandbox_runner.cli.batch_progress import BatchProgress
 from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.model import check_model_options
-from sandbox_runner.plans.history import remember_run
+from sandbox_runner.plans.history import batches_dir, remember_run
 from sandbox_runner.runs.batch_driver import BatchDriver, NoEvents, WorkFor
 from sandbox_runner.runs.batch_file import load_batch_file
 from sandbox_runner.runs.batch_ledger import BatchLock
 from sandbox_runner.runs.batch_output import (
-    batches_dir,
     open_batch_dir,
     record_run,
     scratch_root,

@@ -174,9 +174,10 @@ class BatchDriver:
     def _task_report(self, task_id: str, workspace_problem: str = "") -> None:
         """Rewrite a task's report once every job of it has a record."""
         jobs = [job for job in self.jobs if job.payload.task_id == task_id]
-        current = [self.records.get(job.key) for job in jobs]
-        if any(r is None or r.fingerprint != job.fingerprint for r, job in zip(current, jobs, strict=True)):
-            return
+        for job in jobs:
+            record = self.records.get(job.key)
+            if record is None or record.fingerprint != job.fingerprint:
+                return
         write_task_report(
             jobs[0].task, jobs, self.records, self.out_dir, workspace_problem=workspace_problem
         )

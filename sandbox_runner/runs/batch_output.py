@@ -11,15 +11,11 @@ from typing import Any
 from sandbox_runner import __version__
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.paths import planrun_home
+from sandbox_runner.plans.history import batches_dir
 from sandbox_runner.plans.names import claim_directory
 
 MANIFEST = "batch.json"
 SCRATCH = ".scratch"
-
-
-def batches_dir() -> Path:
-    """Where `planrun batch` puts a batch when no --out is given."""
-    return planrun_home() / "batches"
 
 
 def open_batch_dir(requested: Path | None, workspaces: list[Path]) -> Path:
