@@ -90,6 +90,9 @@ def batch_run(ctx: click.Context, /, **options: Any) -> None:
     if options["dry_run"]:
         _dry_run(prepared, options)
         return
+    if options["engine"] == "local":
+        # The API key is this machine's (with Ray, each node's own).
+        check_model_options(None, None, [], os.environ)
     out_dir = open_batch_dir(options["out_dir"], workspaces)
     with BatchLock(out_dir):
         jobs = decide_all(
@@ -99,8 +102,6 @@ def batch_run(ctx: click.Context, /, **options: Any) -> None:
             redo=options["redo"],
         )
         to_run = [job for job in jobs if job.decision.action in RUNS]
-        if to_run and options["engine"] == "local":
-            check_model_options(None, None, [], os.environ)
         record_run(out_dir, batch_file.path, batch_file.digest, options["engine"])
         _remember(out_dir, prepared)
         code, summary = _drive(ctx, out_dir, jobs, to_run, prepared, workspaces, options)
