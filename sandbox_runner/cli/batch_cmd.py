@@ -171,8 +171,11 @@ def _local(
     executor: ThreadExecutor,
 ) -> WorkFor:
     from sandbox_runner.runs.batch_local import local_work_for
+    from sandbox_runner.sandbox.docker_sandbox import collect_garbage
 
     svc = services(ctx)
+    # Containers of an earlier driver of this batch that died (SIGKILL, a crash).
+    collect_garbage(svc.docker(), session=f"batch-{out_dir.name}")
     factories = {}
     for job in to_run:
         task_id = job.payload.task_id

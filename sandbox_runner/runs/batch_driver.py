@@ -170,6 +170,10 @@ class BatchDriver:
             if decision.action is Action.ADOPT:
                 self._record(adopted_record(job, self.out_dir))
                 self._task_report(job.payload.task_id)
+        for task_id in dict.fromkeys(job.payload.task_id for job in self.jobs):
+            # The driver may have died between a task's last ledger line and its report.
+            if not (task_dir(self.out_dir, task_id) / "report.json").exists():
+                self._task_report(task_id)
 
     def _task_report(self, task_id: str, workspace_problem: str = "") -> None:
         """Rewrite a task's report once every job of it has a record."""
