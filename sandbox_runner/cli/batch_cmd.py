@@ -137,7 +137,7 @@ def _drive(
         from sandbox_runner.runs.batch_ray import RayEngine
 
         engine = RayEngine.connect(options["address"], parallel, warn)
-        executor, work_for = engine.executor, engine.work_for(out_dir.name, jobs)
+        executor, work_for = engine.executor, engine.work_for(out_dir.name, jobs, out_dir)
     else:
         thread_executor = ThreadExecutor(parallel)
         executor = thread_executor
