@@ -5,10 +5,10 @@ through the object store. The API key is each node's own: never in arguments or 
 from __future__ import annotations
 
 import fcntl
-import importlib
-import logging
 import hashlib
+import importlib
 import io
+import logging
 import os
 import queue
 import tarfile
