@@ -337,6 +337,17 @@ def main() -> int:
         figures.append(
             measured("stop on a signal", lambda: bench_stop(repo, Path(scratch), client))
         )
+        from benchmarks.batch import bench_batch_local, bench_resume_decision
+
+        figures.append(
+            measured(
+                "batch, local engine",
+                lambda: bench_batch_local(repo, Path(scratch), client, image, SESSION, Figure),
+            )
+        )
+        figures.append(
+            measured("resume decision", lambda: bench_resume_decision(repo, Path(scratch), Figure))
+        )
     return report(figures)
 
 
