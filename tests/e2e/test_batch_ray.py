@@ -3,6 +3,7 @@ under a temporary directory, token auth on, usage stats off, ports outside Ray's
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -88,10 +89,8 @@ class Cluster:
         # Only this cluster's processes: those whose command line names its temp dir.
         found = subprocess.run(["pgrep", "-f", str(self.root / "ray")], capture_output=True)
         for pid in [int(p) for p in found.stdout.split()]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 @pytest.fixture
