@@ -52,7 +52,7 @@ class _BatchGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
-@cli.group("batch", cls=_BatchGroup, short_help="Plan many tasks, resumably (a batch file).")
+@cli.group("batch", cls=_BatchGroup, short_help="Plan many tasks (a batch file).")
 def batch() -> None:
     """Plan every task of a batch file (YAML or JSONL) from its perspectives.
 
