@@ -8,6 +8,7 @@ import click
 
 from sandbox_runner.cli import (  # noqa: F401
     agents,
+    batch_cmd,
     config_cmd,
     infra,
     plan_cmd,

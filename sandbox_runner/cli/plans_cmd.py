@@ -12,7 +12,7 @@ from sandbox_runner.cli.app import cli, reports_errors, services
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
-from sandbox_runner.plans.history import find_run, index_path, list_runs, runs_dir
+from sandbox_runner.plans.history import batches_dir, find_run, index_path, list_runs, runs_dir
 from sandbox_runner.safe_text import one_line, terminal_text
 
 
@@ -46,7 +46,7 @@ def plans_list(as_json: bool) -> None:
             click.echo(json.dumps(entry))
             continue
         # An --out run is shown by its path, so that `plans show PATH` finds it.
-        name = run.name if run.path.parent == runs_dir() else str(run.path)
+        name = run.name if run.path.parent == runs_dir() else _shown_path(run.path)
         if run.problem:
             line = f"{name:<28} (unreadable report: {run.problem})"
         elif not run.has_report:
@@ -57,6 +57,13 @@ def plans_list(as_json: bool) -> None:
             names = ", ".join(run.perspectives)
             line = f"{name:<28} {started:<16}  {run.status:<17} [{names}]  {first_line}"
         click.echo(one_line(line))
+
+
+def _shown_path(path: Path) -> str:
+    """An --out run by its path; a batch's task as `<batch>/<task>` under batches/."""
+    if path.parent.name == "tasks" and path.parent.parent.parent == batches_dir():
+        return f"batch:{path.parent.parent.name}/{path.name}"
+    return str(path)
 
 
 @plans.command("show")

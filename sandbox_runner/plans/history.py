@@ -38,6 +38,12 @@ def runs_dir() -> Path:
     return planrun_home() / "plans"
 
 
+def batches_dir() -> Path:
+    """Where `planrun batch` puts a batch when no --out is given; each task of a batch is
+    an ordinary run directory, `<batch>/tasks/<task id>/`."""
+    return planrun_home() / "batches"
+
+
 def index_path() -> Path:
     """The index of runs written outside runs_dir() with --out."""
     return planrun_home() / INDEX_NAME
@@ -56,6 +62,8 @@ def run_directories() -> list[Path]:
     """Every run directory that still exists: runs_dir()'s, then the indexed ones."""
     root = runs_dir()
     found = [path for path in sorted(root.iterdir()) if path.is_dir()] if root.is_dir() else []
+    if batches_dir().is_dir():
+        found += sorted(path for path in batches_dir().glob("*/tasks/*") if path.is_dir())
     for path in _indexed():
         if path not in found and path.is_dir():
             found.append(path)
@@ -86,7 +94,14 @@ def list_runs() -> list[RunSummary]:
 
 
 def find_run(name: str) -> Path | None:
-    """The run directory called name (the newest of that name), or at that path."""
+    """The run directory called name (the newest of that name), at that path, or a
+    batch's task as `batch:<batch>/<task>`."""
+    if name.startswith("batch:"):
+        batch, _, task = name.removeprefix("batch:").partition("/")
+        if not batch or not task or batch.startswith(".") or task.startswith(".") or "/" in task:
+            return None
+        path = batches_dir() / batch / "tasks" / task
+        return path if (path / "report.json").is_file() else None
     if "/" in name:
         path = Path(name).expanduser()
         return path.resolve() if (path / "report.json").is_file() else None

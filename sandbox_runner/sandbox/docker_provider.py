@@ -38,16 +38,20 @@ class DockerProvider:
         return self.live.stop_all()
 
 
-def collect_garbage(docker_client: Any, *, everything: bool = False) -> list[str]:
+def collect_garbage(
+    docker_client: Any, *, everything: bool = False, session: str | None = None
+) -> list[str]:
     """Remove planrun containers whose owner process on this host is gone (or all, with
     everything); those of other hosts are left alone unless everything is asked for.
+    With session, only that session's containers are considered (a batch's, say).
 
     Returns:
         The short ids of the removed containers.
     """
     removed = []
     hostname = os.uname().nodename
-    for container in docker_client.containers.list(all=True, filters={"label": MANAGED_LABEL}):
+    labels = [MANAGED_LABEL] + ([f"io.planrun.session={session}"] if session else [])
+    for container in docker_client.containers.list(all=True, filters={"label": labels}):
         if not everything and not _abandoned(container.labels, hostname):
             continue
         try:

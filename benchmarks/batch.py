@@ -1,0 +1,114 @@
+"""Batch figures for `make bench`: the local engine's overhead per job, and the resume decision."""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner.runs.batch_driver import BatchDriver
+from sandbox_runner.runs.batch_file import load_batch_file
+from sandbox_runner.runs.batch_ledger import Ledger, LedgerRecord
+from sandbox_runner.runs.batch_local import local_work_for
+from sandbox_runner.runs.batch_resume import Action
+from sandbox_runner.runs.batch_setup import batch_jobs, decide_all, prepare_tasks
+from sandbox_runner.runs.executor import ThreadExecutor
+from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+from sandbox_runner.sandbox.spec import SandboxSpec
+
+JOBS, PARALLEL, TASKS = 32, 8, 16
+RESUME_JOBS = 10_000
+
+
+def _batch(scratch: Path, repo: Path, tasks: int) -> Path:
+    lines = [f"defaults: {{repo: {repo}, perspectives: [p0, p1]}}", "tasks:"]
+    lines += [f"  - {{id: t{n}, requirements: Plan task {n}}}" for n in range(tasks)]
+    path = scratch / f"batch-{tasks}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def bench_batch_local(
+    repo: Path, scratch: Path, client: Any, image: str, session: str, Figure: Any
+) -> Any:
+    """32 jobs at --parallel 8, the model answering at once, real containers: wall time
+    per job, everything included (containers, tool calls, commits, ledger, reports)."""
+    from sandbox_runner.model.anthropic_model import AnthropicModel
+    from tests.support.fake_messages_api import FakeMessagesAPI
+    from tests.support.plan_scripts import PerspectiveScript, writes_plan
+    from tests.unit.test_plan_loop import VALID_PLAN
+
+    batch = load_batch_file(_batch(scratch, repo, TASKS))
+    prepared = prepare_tasks(batch, batch.tasks, PARALLEL, lambda _: None)
+    out = scratch / "batch-out"
+    out.mkdir()
+    jobs = decide_all(batch_jobs(prepared, out), out)
+
+    def sandboxes(plan_dir: Path | None) -> DockerSandbox:
+        if plan_dir is None:
+            return DockerSandbox(SandboxSpec.probe(repo, image, session=session), client)
+        spec = SandboxSpec.plan(repo, plan_dir, image, session=session, agent=plan_dir.name)
+        return DockerSandbox(spec, client)
+
+    script = PerspectiveScript({label: writes_plan(label, VALID_PLAN) for label in ("p0", "p1")})
+    with FakeMessagesAPI(script) as api:
+        executor = ThreadExecutor(PARALLEL)
+        work = local_work_for(lambda _: sandboxes, out / ".scratch", executor.cancelled)
+
+        def work_for(job: Any) -> Any:
+            unit = work(job)
+            assert isinstance(unit, functools.partial)
+            model = AnthropicModel("claude-sonnet-4-6", api_key="b", base_url=api.base_url)
+            return lambda: unit.func(*unit.args, **{**unit.keywords, "model": lambda _: model})
+
+        start = time.perf_counter()
+        outcome = BatchDriver("bench", out, jobs, executor, work_for).run()
+        elapsed = time.perf_counter() - start
+    if outcome.exit_code != 0:
+        raise RuntimeError(f"bench batch failed: {outcome.summary['counts']}")
+    per_job = elapsed / JOBS
+    target = 0.25
+    return Figure(
+        f"batch of {JOBS} jobs, local engine, --parallel {PARALLEL}, model answering at once",
+        f"{elapsed:.1f} s in all, {per_job:.2f} s per job",
+        "3 model turns, 2 tool calls and one container per job; 2 CPUs shared",
+        per_job / target,
+        f"<= {target:.2f} s per job",
+        per_job <= target,
+    )
+
+
+def bench_resume_decision(repo: Path, scratch: Path, Figure: Any) -> Any:
+    """Deciding what to skip when 10,000 jobs are recorded complete."""
+    batch = load_batch_file(_batch(scratch, repo, 1))
+    prepared = prepare_tasks(batch, batch.tasks, None, lambda _: None)
+    out = scratch / "resume-out"
+    out.mkdir()
+    template = batch_jobs(prepared, out)[0]
+    jobs = []
+    ledger = Ledger(out)
+    lines = []
+    for n in range(RESUME_JOBS):
+        payload = replace(template.payload, key=f"t{n // 2}/p{n % 2}", task_id=f"t{n // 2}")
+        jobs.append(replace(template, payload=payload))
+        record = LedgerRecord(payload.key, template.fingerprint, "complete", 1, tokens=1000)
+        lines.append(record.to_json())
+    ledger.path.write_text("\n".join(lines) + "\n")
+    samples = []
+    for _ in range(3):
+        start = time.perf_counter()
+        decided = decide_all(jobs, out)
+        samples.append(time.perf_counter() - start)
+    assert all(job.decision.action is Action.SKIP_COMPLETE for job in decided)
+    best = min(samples)
+    target = 1.0
+    return Figure(
+        f"resume decision, {RESUME_JOBS:,} finished jobs",
+        f"{best:.2f} s",
+        "ledger read + one decision per job",
+        best / target,
+        f"<= {target:.1f} s",
+        best <= target,
+    )

@@ -1,0 +1,145 @@
+"""Progress of a batch: a rich bar, counts and the running jobs on a terminal; plain lines
+elsewhere. Skipped jobs are not in the bar's total, so the ETA covers only work left to do."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Self, TextIO
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    SpinnerColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichProgress
+from rich.table import Table
+from rich.text import Text
+
+from sandbox_runner.agents.events import AgentEvent
+from sandbox_runner.safe_text import one_line
+
+
+@dataclass
+class _Running:
+    key: str
+    started: float
+    turn: int = 0
+    tool: str = ""
+    tokens: int = 0
+
+
+class BatchProgress:
+    """Receives job events (driver thread) and agent events (worker threads)."""
+
+    def __init__(
+        self, to_run: int, skipped: int, *, live: bool, stream: TextIO | None = None
+    ) -> None:
+        self._stream = stream or sys.stderr
+        self._lock = threading.Lock()
+        self.to_run, self.skipped = to_run, skipped
+        self.done = self.failed = 0
+        self.cost = 0.0
+        self._running: dict[str, _Running] = {}
+        self._live: Live | None = None
+        self._bar: RichProgress | None = None
+        if live:
+            console = Console(file=self._stream)
+            self._bar = RichProgress(
+                SpinnerColumn(),
+                TextColumn("Plans"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[cost]}"),
+                console=console,
+                speed_estimate_period=300,
+            )
+            self._task = self._bar.add_task("plans", total=to_run, cost="$0.00")
+            self._live = Live(console=console, refresh_per_second=4, get_renderable=self._view)
+
+    def job_started(self, key: str) -> None:
+        with self._lock:
+            self._running[key] = _Running(key, time.monotonic())
+        if self._live is None:
+            self._say(f"[{key}] started")
+
+    def job_finished(self, key: str, status: str, cost_usd: float | None) -> None:
+        with self._lock:
+            self._running.pop(key, None)
+            if status == "complete":
+                self.done += 1
+            else:
+                self.failed += 1
+            self.cost += cost_usd or 0.0
+            if self._bar is not None:
+                self._bar.update(self._task, advance=1, cost=f"${self.cost:.2f}")
+        if self._live is None:
+            self._say(f"[{key}] {status} ({self.counts()})")
+
+    def agent_event(self, key: str, event: AgentEvent) -> None:
+        """A turn or tool call of a running job (local engine)."""
+        with self._lock:
+            running = self._running.get(key)
+            if running is None:
+                return
+            running.turn, running.tokens = event.turn, event.tokens
+            if event.kind == "tool_call":
+                running.tool = one_line(f"{event.tool} {event.detail}".strip())
+
+    def stopping(self) -> None:
+        if self._live is None:
+            self._say("stopping… (finished plans are kept; run the same command to resume)")
+
+    def counts(self) -> str:
+        queued = self.to_run - self.done - self.failed - len(self._running)
+        return (
+            f"done {self.done} · failed {self.failed} · running {len(self._running)} · "
+            f"queued {max(queued, 0)} · skipped (earlier) {self.skipped}"
+        )
+
+    def _say(self, message: str) -> None:
+        print(one_line(f"planrun: {message}"), file=self._stream, flush=True)
+
+    def _view(self) -> Group:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for column in ("job", "turn", "tokens", "elapsed", "current"):
+            table.add_column(column, no_wrap=column != "current", overflow="ellipsis")
+        now = time.monotonic()
+        with self._lock:
+            for running in list(self._running.values())[:12]:
+                table.add_row(
+                    Text(running.key),
+                    str(running.turn),
+                    f"{running.tokens:,}",
+                    f"{now - running.started:.0f} s",
+                    Text(running.tool[:80]),
+                )
+            counts = self.counts()
+        assert self._bar is not None
+        return Group(self._bar, Text(counts), table)
+
+    def __enter__(self) -> Self:
+        if self._live is not None:
+            self._live.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.stop()

@@ -1,0 +1,182 @@
+"""The driver's writes into a task's run directory: plans committed link-or-fail, earlier
+attempts moved aside (never deleted), the ledger line, and the task's report."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner.plans.document import render_document, split_document
+from sandbox_runner.plans.files import write_new
+from sandbox_runner.plans.pricing import estimate_cost
+from sandbox_runner.plans.report import RunRecord, write_report
+from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.validate import validate_plan
+from sandbox_runner.plans.workspace import git_head
+from sandbox_runner.runs.batch_job import JobOutcome
+from sandbox_runner.runs.batch_ledger import LedgerRecord
+from sandbox_runner.runs.batch_resume import ATTEMPT_KEY, FINGERPRINT_KEY
+from sandbox_runner.runs.batch_setup import BatchJob, PreparedTask, task_dir
+from sandbox_runner.runs.plan_job import failed_result, required_sections
+from sandbox_runner.types import Usage
+
+ATTEMPTS_DIR = ".attempts"
+
+
+def ledger_status(result: PlanResult) -> str:
+    """complete (and valid), invalid, incomplete or failed."""
+    if result.valid:
+        return "complete"
+    if result.status is PlanStatus.COMPLETE:
+        return "invalid"
+    return result.status.value
+
+
+def move_aside(directory: Path, label: str, tag: str) -> Path | None:
+    """Move a job's plan and transcript to `.attempts/<label>/<tag>/`; nothing is deleted."""
+    files = [directory / f"{label}.md", directory / f"{label}.transcript.jsonl"]
+    present = [path for path in files if path.exists() or path.is_symlink()]
+    if not present:
+        return None
+    target = directory / ATTEMPTS_DIR / label / tag
+    number = 2
+    while target.exists():
+        target, number = directory / ATTEMPTS_DIR / label / f"{tag}-{number}", number + 1
+    target.mkdir(parents=True)
+    for path in present:
+        os.rename(path, target / path.name)
+    return target
+
+
+def commit(job: BatchJob, outcome: JobOutcome, out_dir: Path) -> LedgerRecord:
+    """Write the outcome's transcript and plan (never over a file), and the ledger record
+    to append. The plan's front matter carries the job's fingerprint and attempt, so a
+    plan whose ledger line was lost can be adopted."""
+    directory = task_dir(out_dir, job.payload.task_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    attempt = job.decision.attempt
+    result = outcome.result
+    if outcome.transcript:
+        write_new(directory / f"{job.label}.transcript.jsonl", outcome.transcript)
+    if outcome.document:
+        metadata, body = split_document(outcome.document)
+        metadata |= {FINGERPRINT_KEY: job.fingerprint, ATTEMPT_KEY: attempt}
+        write_new(directory / f"{job.label}.md", render_document(metadata, body))
+    cost = estimate_cost(result.model, result.usage)
+    return LedgerRecord(
+        key=job.key,
+        fingerprint=job.fingerprint,
+        status=ledger_status(result),
+        attempt=attempt,
+        reason=result.reason,
+        node=outcome.node,
+        started_at=outcome.started_at,
+        finished_at=outcome.finished_at,
+        tokens=result.usage.total,
+        cost_usd=None if cost is None else round(cost, 6),
+        wall_seconds=result.wall_seconds,
+        result=result.to_dict(),
+    )
+
+
+def adopted_record(job: BatchJob, out_dir: Path) -> LedgerRecord:
+    """The ledger record of a complete plan committed before a crash took its line."""
+    directory = task_dir(out_dir, job.payload.task_id)
+    metadata, _ = split_document((directory / f"{job.label}.md").read_text(errors="replace"))
+    return LedgerRecord(
+        key=job.key,
+        fingerprint=job.fingerprint,
+        status="complete",
+        attempt=job.decision.attempt,
+        reason="adopted: committed before the driver stopped",
+        finished_at=str(metadata.get("finished_at") or ""),
+        wall_seconds=float(metadata.get("wall_seconds") or 0.0),
+    )
+
+
+def recorded_result(job: BatchJob, record: LedgerRecord | None, out_dir: Path) -> PlanResult:
+    """A job's result for its task's report, rebuilt from its ledger record and plan file."""
+    payload = job.payload
+    if record is None:
+        return failed_result(payload.job, payload.model_id, "not run yet")
+    directory = task_dir(out_dir, payload.task_id)
+    plan_file = directory / f"{job.label}.md"
+    transcript = directory / f"{job.label}.transcript.jsonl"
+    try:
+        plan_text = split_document(plan_file.read_text(errors="replace"))[1]
+    except OSError:
+        plan_text = ""
+    check = None
+    if plan_text.strip():
+        sections = required_sections(payload.job)
+        check = validate_plan(plan_text, sections=sections, workspace=payload.workspace)
+    data = record.result
+    found = data.get("tokens")
+    tokens: dict[str, Any] = found if isinstance(found, dict) else {}
+    status = "complete" if record.status in ("complete", "invalid") else record.status
+    return PlanResult(
+        label=job.label,
+        agent=str(data.get("agent") or payload.job.agent),
+        model=str(data.get("model") or payload.model_id),
+        status=PlanStatus(status if status in PlanStatus._value2member_map_ else "failed"),
+        reason=record.reason,
+        plan_path=plan_file if plan_text.strip() else None,
+        plan_text=plan_text,
+        check=check,
+        suggested_commands=list(data.get("suggested_commands") or []),
+        turns=int(data.get("turns") or 0),
+        tool_calls=int(data.get("tool_calls") or 0),
+        usage=Usage(
+            int(tokens.get("input", 0)),
+            int(tokens.get("output", 0)),
+            int(tokens.get("cache_creation", 0)),
+            int(tokens.get("cache_read", 0)),
+        ),
+        wall_seconds=record.wall_seconds,
+        transcript=transcript if transcript.exists() else None,
+    )
+
+
+def write_task_report(
+    task: PreparedTask,
+    jobs: list[BatchJob],
+    records: dict[str, LedgerRecord],
+    out_dir: Path,
+    *,
+    workspace_problem: str = "",
+) -> None:
+    """report.json/md/html of one task, as `planrun plan` writes them (rewritten after a retry)."""
+    spec = task.prepared.spec
+    results = [recorded_result(job, records.get(job.key), out_dir) for job in jobs]
+    valid = all(result.valid for result in results)
+    now = datetime.now(UTC)
+    started = min(
+        (_parse_time(records[j.key].started_at) for j in jobs if j.key in records), default=now
+    )
+    record = RunRecord(
+        name=task.task.id,
+        out_dir=task_dir(out_dir, task.task.id),
+        requirements=spec.requirements,
+        repository=str(spec.workspace),
+        git_head=git_head(spec.workspace),
+        started_at=started,
+        finished_at=now,
+        results=results,
+        perspectives=[job.payload.job.perspective for job in jobs],
+        workspace_unchanged=not workspace_problem,
+        workspace_problem=workspace_problem,
+        workspace_check="files_only",
+        workspace_check_note="a batch compares each repository's files before and after",
+        exit_code=3 if workspace_problem else (0 if valid else 1),
+        agent_override=spec.agent_override,
+    )
+    write_report(record)
+
+
+def _parse_time(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return datetime.now(UTC)

@@ -1,0 +1,246 @@
+"""The batch driver: runs the jobs on an executor and is the only writer of the output
+directory (plans, ledger, reports, summary), committing each job as it finishes."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from sandbox_runner.plans.workspace import tree_fingerprint
+from sandbox_runner.runs.batch_commit import (
+    adopted_record,
+    commit,
+    move_aside,
+    write_task_report,
+)
+from sandbox_runner.runs.batch_job import JobOutcome
+from sandbox_runner.runs.batch_ledger import Ledger, LedgerRecord
+from sandbox_runner.runs.batch_resume import RUNS, Action
+from sandbox_runner.runs.batch_setup import BatchJob, task_dir
+from sandbox_runner.runs.batch_summary import JobRow, summary_document, write_summary
+from sandbox_runner.runs.executor import Executor
+
+EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
+INTERRUPT_GRACE_SECONDS = 1.0
+WorkFor = Callable[[BatchJob], Callable[[], JobOutcome]]
+"""Turns a job into the unit of work an executor runs (engine-specific)."""
+
+
+class BatchEvents(Protocol):
+    """Job-level progress: what the driver tells the display."""
+
+    def job_started(self, key: str) -> None: ...
+
+    def job_finished(self, key: str, status: str, cost_usd: float | None) -> None: ...
+
+
+class NoEvents:
+    """Progress that shows nothing (--json, tests, benchmarks)."""
+
+    def job_started(self, key: str) -> None:
+        pass
+
+    def job_finished(self, key: str, status: str, cost_usd: float | None) -> None:
+        pass
+
+
+@dataclass
+class BatchOutcome:
+    """How a batch run ended."""
+
+    exit_code: int
+    summary: dict[str, Any]
+    interrupted: bool = False
+
+
+@dataclass
+class BatchDriver:
+    """One run of a batch over its jobs (decided already; see batch_setup.decide_all)."""
+
+    name: str
+    out_dir: Path
+    jobs: list[BatchJob]
+    executor: Executor
+    work_for: WorkFor
+    events: BatchEvents = field(default_factory=NoEvents)
+    stop_sandboxes: Callable[[], object] = lambda: None
+    on_stop: Callable[[], object] = lambda: None
+    ledger: Ledger = field(init=False)
+    records: dict[str, LedgerRecord] = field(init=False)
+    attempts: dict[str, int] = field(init=False)
+    running: set[str] = field(default_factory=set)
+    started: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.ledger = Ledger(self.out_dir)
+        found = self.ledger.last_by_key()
+        self.records = {key: record for key, (record, _) in found.items()}
+        self.attempts = {key: count for key, (_, count) in found.items()}
+
+    def run(self) -> BatchOutcome:
+        """Run every job that is to run; Ctrl-C (KeyboardInterrupt) ends it with 130."""
+        self._tidy()
+        trees = self._trees()
+        self._set_aside_and_adopt()
+        self._write_summary(None, "running")
+        to_run = [job for job in self.jobs if job.decision.action in RUNS]
+        futures: dict[Future[JobOutcome], BatchJob] = {}
+        interrupted = False
+        try:
+            for job in to_run:
+                futures[self.executor.submit(job.key, self._started(job))] = job
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    self._finish(futures[future], future)
+        except (KeyboardInterrupt, SystemExit):
+            interrupted = True
+            self._interrupt(futures)
+        problem = "" if interrupted else self._workspace_problem(trees)
+        if problem:
+            for task_id in {job.payload.task_id for job in self.jobs}:
+                self._task_report(task_id, problem)
+        code = self._exit_code(interrupted, problem)
+        summary = self._write_summary(code, "interrupted" if interrupted else "finished")
+        return BatchOutcome(code, summary, interrupted)
+
+    def _started(self, job: BatchJob) -> Callable[[], JobOutcome]:
+        work = self.work_for(job)
+
+        def run() -> JobOutcome:
+            self.running.add(job.key)
+            self.events.job_started(job.key)
+            return work()
+
+        return run
+
+    def _finish(self, job: BatchJob, future: Future[JobOutcome]) -> None:
+        self.running.discard(job.key)
+        if future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            from sandbox_runner.runs.plan_job import failed_result
+
+            reason = f"the engine gave up: {type(error).__name__}: {error}"
+            outcome = JobOutcome(job.key, failed_result(job.payload.job, "", reason), None, "")
+            record = replace(commit(job, outcome, self.out_dir), status="error")
+        else:
+            record = commit(job, future.result(), self.out_dir)
+        self._record(record)
+        self.events.job_finished(job.key, record.status, record.cost_usd)
+        self._task_report(job.payload.task_id)
+        self._write_summary(None, "running")
+
+    def _record(self, record: LedgerRecord) -> None:
+        self.ledger.append(record)
+        self.records[record.key] = record
+        self.attempts[record.key] = self.attempts.get(record.key, 0) + 1
+
+    def _interrupt(self, futures: dict[Future[JobOutcome], BatchJob]) -> None:
+        """Keep what finished before the signal; the rest stays pending for the next run."""
+        finished_before = [f for f in futures if f.done() and not f.cancelled()]
+        self.executor.cancel()
+        self.on_stop()
+        self.stop_sandboxes()
+        for future in finished_before:
+            if self._unrecorded(futures[future]):
+                self._finish(futures[future], future)
+        wait(list(futures), timeout=INTERRUPT_GRACE_SECONDS)
+        self.running.clear()
+
+    def _unrecorded(self, job: BatchJob) -> bool:
+        record = self.records.get(job.key)
+        return record is None or record.attempt < job.decision.attempt
+
+    def _set_aside_and_adopt(self) -> None:
+        for job in self.jobs:
+            decision = job.decision
+            directory = task_dir(self.out_dir, job.payload.task_id)
+            if decision.move_aside:
+                previous = max(decision.attempt - 1, 1)
+                tag = f"superseded-{previous}" if decision.action is Action.REDO else str(previous)
+                move_aside(directory, job.label, tag)
+            if decision.action is Action.ADOPT:
+                self._record(adopted_record(job, self.out_dir))
+                self._task_report(job.payload.task_id)
+        for task_id in dict.fromkeys(job.payload.task_id for job in self.jobs):
+            # The driver may have died between a task's last ledger line and its report.
+            if not (task_dir(self.out_dir, task_id) / "report.json").exists():
+                self._task_report(task_id)
+
+    def _task_report(self, task_id: str, workspace_problem: str = "") -> None:
+        """Rewrite a task's report once every job of it has a record."""
+        jobs = [job for job in self.jobs if job.payload.task_id == task_id]
+        for job in jobs:
+            record = self.records.get(job.key)
+            if record is None or record.fingerprint != job.fingerprint:
+                return
+        write_task_report(
+            jobs[0].task, jobs, self.records, self.out_dir, workspace_problem=workspace_problem
+        )
+
+    def rows(self) -> list[JobRow]:
+        """The summary's row of every job, in batch-file order."""
+        rows = []
+        for job in self.jobs:
+            record = self.records.get(job.key)
+            current = record is not None and record.fingerprint == job.fingerprint
+            if job.key in self.running:
+                status = "running"
+            elif current and record is not None:
+                status = record.status
+            else:
+                status = "pending"
+            attempts = self.attempts.get(job.key, 0)
+            rows.append(JobRow(job.key, job.payload.job.perspective, status, attempts, record))
+        return rows
+
+    def _write_summary(self, exit_code: int | None, state: str) -> dict[str, Any]:
+        keys = {job.key for job in self.jobs}
+        document = summary_document(
+            self.name,
+            self.out_dir,
+            self.rows(),
+            exit_code=exit_code,
+            state=state,
+            not_in_batch=sorted(set(self.records) - keys),
+            wall_seconds=time.monotonic() - self.started,
+        )
+        write_summary(self.out_dir, document)
+        return document
+
+    def _exit_code(self, interrupted: bool, workspace_problem: str) -> int:
+        if interrupted:
+            return EXIT_INTERRUPTED
+        if workspace_problem:
+            return EXIT_WORKSPACE_CHANGED
+        statuses = [row.status for row in self.rows()]
+        return EXIT_OK if all(status == "complete" for status in statuses) else EXIT_FAILED
+
+    def _trees(self) -> dict[Path, str | None]:
+        workspaces = {job.payload.workspace for job in self.jobs if job.decision.action in RUNS}
+        return {path: tree_fingerprint(path, exclude=self._exclude(path)) for path in workspaces}
+
+    def _workspace_problem(self, before: dict[Path, str | None]) -> str:
+        changed = [
+            str(path)
+            for path, tree in before.items()
+            if tree_fingerprint(path, exclude=self._exclude(path)) != tree
+        ]
+        return f"files changed in {', '.join(changed)} during the batch" if changed else ""
+
+    def _exclude(self, workspace: Path) -> Path | None:
+        return self.out_dir if self.out_dir.is_relative_to(workspace) else None
+
+    def _tidy(self) -> None:
+        """Remove what a dead driver left half-written: temporary files and scratch."""
+        for stale in self.out_dir.glob(".tmp-*"):
+            stale.unlink(missing_ok=True)
+        shutil.rmtree(self.out_dir / ".scratch", ignore_errors=True)

@@ -1,0 +1,130 @@
+"""One batch job on a worker: run one plan in a scratch directory and return its files as
+values. Workers never write the batch's output directory; the driver commits what they return."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sandbox_runner import Model
+from sandbox_runner.agents.events import EventSink
+from sandbox_runner.agents.registry import Registry
+from sandbox_runner.errors import PlanrunError
+from sandbox_runner.limits import RunLimits
+from sandbox_runner.plans.results import PlanResult
+from sandbox_runner.runs.plan_job import PlanJob, SandboxFactory, failed_result, run_plan
+from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+
+MAX_RETURNED_BYTES = 64 * 1024 * 1024
+"""A plan or transcript larger than this is not sent back (a transcript is a log, not a plan)."""
+
+
+@dataclass(frozen=True)
+class JobPayload:
+    """What a worker needs to run one job; no secrets (the API key is the node's own)."""
+
+    key: str
+    task_id: str
+    job: PlanJob
+    workspace: Path
+    model_id: str
+    limits: RunLimits = field(default_factory=RunLimits)
+    allowed_tools: frozenset[str] | None = None
+    api_timeout: float | None = None
+    api_retries: int | None = None
+    resume_transcript: str = ""
+    """A failed attempt's transcript to continue from ("" to start afresh)."""
+
+    @property
+    def label(self) -> str:
+        return self.job.label
+
+
+@dataclass
+class JobOutcome:
+    """What a job produced, as values: the result, the plan document and the transcript."""
+
+    key: str
+    result: PlanResult
+    document: str | None
+    transcript: str
+    node: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+
+
+def default_model(payload: JobPayload) -> Model:
+    """The API model of a job; the key comes from this machine's environment or config."""
+    from sandbox_runner.model import create_model
+
+    return create_model(
+        payload.model_id,
+        key=payload.label,
+        timeout=payload.api_timeout,
+        max_retries=payload.api_retries,
+    )
+
+
+def run_job(
+    payload: JobPayload,
+    *,
+    sandbox_factory: SandboxFactory,
+    scratch_root: Path,
+    registry: Registry | None = None,
+    model: Callable[[JobPayload], Model] = default_model,
+    on_event: EventSink | None = None,
+    cancel: threading.Event | None = None,
+) -> JobOutcome:
+    """Run one job in `<scratch_root>/<unique>/`, read back its files, remove the scratch.
+
+    Never raises for a failing plan: the outcome carries a failed result instead.
+    """
+    started = _now()
+    scratch = scratch_root / f"{payload.task_id}.{payload.label}.{uuid.uuid4().hex[:8]}"
+    scratch.mkdir(parents=True)
+    job = payload.job
+    try:
+        result = run_plan(
+            job,
+            workspace=payload.workspace,
+            out_dir=scratch,
+            model=model(payload),
+            model_id=payload.model_id,
+            sandbox_factory=sandbox_factory,
+            registry=registry,
+            limits=payload.limits,
+            on_event=on_event,
+            cancel=cancel,
+            allowed_tools=payload.allowed_tools,
+        )
+    except (PlanrunError, OSError) as error:
+        result = failed_result(job, payload.model_id, str(error))
+    except Exception as error:
+        result = failed_result(job, payload.model_id, f"internal error: {type(error).__name__}")
+    try:
+        document = _read(scratch / f"{job.label}.md")
+        transcript = _read(scratch / f"{job.label}.transcript.jsonl") or ""
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    result = replace(result, plan_path=None, transcript=None)
+    return JobOutcome(
+        payload.key, result, document, transcript, socket.gethostname(), started, _now()
+    )
+
+
+def _read(path: Path) -> str | None:
+    try:
+        data = read_untrusted_bytes(path, MAX_RETURNED_BYTES, follow_symlinks=False)
+    except (UnsafeFileError, OSError):
+        return None
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

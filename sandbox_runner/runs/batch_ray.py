@@ -1,0 +1,243 @@
+"""The Ray engine of a batch (optional extra `planrun[ray]`): each job is a Ray task on a
+node that advertises the `planrun_sandbox` resource; the repository travels as a tarball
+through the object store. The API key is each node's own: never in arguments or runtime_env."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib
+import io
+import logging
+import os
+import queue
+import tarfile
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sandbox_runner import Sandbox
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.limits import Limits
+from sandbox_runner.paths import planrun_home
+from sandbox_runner.runs.batch_driver import WorkFor
+from sandbox_runner.runs.batch_job import JobOutcome, JobPayload, run_job
+from sandbox_runner.runs.batch_setup import BatchJob
+
+T = TypeVar("T")
+RESOURCE = "planrun_sandbox"
+MAX_REPO_BYTES = 512 * 1024 * 1024
+"""Ray's own limit for a single object sent in a task (GRPC message size)."""
+NODE_RETRIES = 2
+"""Ray re-runs a job whose node or worker died; never one that raised (that would pay twice)."""
+
+
+def repo_tarball(workspace: Path, exclude: Path | None) -> bytes:
+    """The workspace as `planrun plan --repo` sees it, .git included, as a gzip tarball."""
+    buffer = io.BytesIO()
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        if exclude is not None and (workspace / info.name).resolve().is_relative_to(exclude):
+            return None
+        return info
+
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as archive:
+        archive.add(workspace, arcname=".", filter=keep)
+    data = buffer.getvalue()
+    if len(data) > MAX_REPO_BYTES:
+        raise ConfigError(
+            f"{workspace} is {len(data)} bytes as a tarball; Ray ships at most 512 MB"
+        )
+    return data
+
+
+def node_repository(blob_ref: Any, digest: str) -> Path:
+    """The node's cached copy of a shipped repository, extracted once and checked by digest."""
+    import ray
+
+    cache = planrun_home() / "batch-cache" / "repos"
+    cache.mkdir(parents=True, exist_ok=True)
+    target = cache / digest
+    with (cache / f"{digest}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        marker = target / ".planrun-digest"
+        if target.is_dir() and marker.is_file() and marker.read_text() == digest:
+            return target / "repo"
+        blob: bytes = ray.get(blob_ref)
+        if hashlib.sha256(blob).hexdigest() != digest:
+            raise ConfigError("the shipped repository does not match its digest")
+        staging = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=cache))
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as archive:
+            archive.extractall(staging / "repo", filter="data")
+        (staging / ".planrun-digest").write_text(digest)
+        os.replace(staging, target)
+    return target / "repo"
+
+
+@dataclass(frozen=True)
+class RemoteJob:
+    """One job as shipped to a node: picklable, no secrets."""
+
+    payload: JobPayload
+    repo_ref: Any
+    repo_digest: str
+    image: str | None
+    limits: Limits
+    session: str
+    trust_project: bool = False
+
+    def __call__(self) -> JobOutcome:
+        from sandbox_runner.agents.registry import Registry
+        from sandbox_runner.sandbox.docker_provider import collect_garbage
+        from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+        from sandbox_runner.sandbox.engine import connect
+        from sandbox_runner.sandbox.image import require_image
+        from sandbox_runner.sandbox.spec import SandboxSpec
+
+        workspace = node_repository(self.repo_ref, self.repo_digest)
+        client = connect()
+        # Containers of attempts whose worker died with its node (this host only).
+        collect_garbage(client, session=self.session)
+        image = require_image(client, self.image)
+
+        def sandboxes(plan_dir: Path | None) -> Sandbox:
+            if plan_dir is None:
+                spec = SandboxSpec.probe(workspace, image, (), self.limits, session=self.session)
+            else:
+                spec = SandboxSpec.plan(
+                    workspace, plan_dir, image, (), self.limits,
+                    session=self.session, agent=plan_dir.name,
+                )  # fmt: skip
+            return DockerSandbox(spec, client)
+
+        with tempfile.TemporaryDirectory(prefix="planrun-batch-") as scratch:
+            return run_job(
+                replace(self.payload, workspace=workspace),
+                sandbox_factory=sandboxes,
+                scratch_root=Path(scratch),
+                registry=Registry.load(workspace, trust_project=self.trust_project),
+            )
+
+
+def _call(work: Callable[[], T]) -> T:
+    return work()
+
+
+class RayExecutor:
+    """Ray tasks behind the Executor seam; at most `parallel` submitted at once."""
+
+    def __init__(self, ray: Any, parallel: int) -> None:
+        self._ray = ray
+        self._remote = ray.remote(_call).options(
+            num_cpus=0, resources={RESOURCE: 1}, max_retries=NODE_RETRIES, retry_exceptions=False
+        )
+        self._slots = threading.Semaphore(max(1, parallel))
+        self._queue: queue.Queue[tuple[Callable[[], Any], Future[Any]]] = queue.Queue()
+        self._cancelled = threading.Event()
+        self._in_flight: set[Any] = set()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._dispatch, name="ray-dispatch", daemon=True).start()
+
+    @property
+    def cancelled(self) -> threading.Event:
+        return self._cancelled
+
+    def submit(self, name: str, work: Callable[[], T]) -> Future[T]:
+        future: Future[T] = Future()
+        self._queue.put((work, future))
+        return future
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        with self._lock:
+            refs = list(self._in_flight)
+        for ref in refs:
+            self._ray.cancel(ref, force=True)
+
+    def _dispatch(self) -> None:
+        while True:
+            work, future = self._queue.get()
+            self._slots.acquire()
+            if self._cancelled.is_set():
+                future.cancel()
+                self._slots.release()
+                continue
+            future.set_running_or_notify_cancel()
+            ref = self._remote.remote(work)
+            with self._lock:
+                self._in_flight.add(ref)
+            ref.future().add_done_callback(lambda done, r=ref, f=future: self._settle(r, f, done))
+
+    def _settle(self, ref: Any, future: Future[Any], done: Future[Any]) -> None:
+        with self._lock:
+            self._in_flight.discard(ref)
+        self._slots.release()
+        error = done.exception()
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(done.result())
+
+
+@dataclass
+class RayEngine:
+    """A connected Ray cluster: the executor, and how jobs become Ray work."""
+
+    ray: Any
+    executor: RayExecutor
+
+    @classmethod
+    def connect(
+        cls, address: str | None, parallel: int, warn: Callable[[object], None]
+    ) -> RayEngine:
+        """Connect to the cluster at address (or RAY_ADDRESS); it must offer planrun_sandbox.
+
+        Raises:
+            ConfigError: no address, no connection, or no node with the resource.
+        """
+        ray: Any = importlib.import_module("ray")
+        address = address or os.environ.get("RAY_ADDRESS")
+        if not address:
+            raise ConfigError(
+                "--engine ray needs --address (or RAY_ADDRESS): auto, host:port or ray://"
+            )
+        try:
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+        except Exception as error:
+            raise ConfigError(f"cannot connect to Ray at {address}: {error}") from None
+        capacity = ray.cluster_resources().get(RESOURCE, 0)
+        if capacity < 1:
+            raise ConfigError(
+                f"no Ray node advertises {RESOURCE}; start nodes with "
+                f"ray start ... --resources='{{\"{RESOURCE}\": N}}'"
+            )
+        warn(f"Ray cluster at {address}: {int(capacity)} sandbox slot(s)")
+        return cls(ray, RayExecutor(ray, parallel))
+
+    def work_for(self, batch: str, jobs: list[BatchJob], out_dir: Path) -> WorkFor:
+        """Each job becomes a RemoteJob; each distinct repository is put in the store once."""
+        shipped: dict[Path, tuple[Any, str]] = {}
+
+        def work(job: BatchJob) -> Callable[[], JobOutcome]:
+            workspace = job.payload.workspace
+            if workspace not in shipped:
+                exclude = out_dir if out_dir.is_relative_to(workspace) else None
+                blob = repo_tarball(workspace, exclude)
+                shipped[workspace] = (self.ray.put(blob), hashlib.sha256(blob).hexdigest())
+            ref, digest = shipped[workspace]
+            loaded = job.task.prepared.settings
+            return RemoteJob(
+                job.payload,
+                ref,
+                digest,
+                loaded.settings.image,
+                loaded.limits(),
+                f"batch-{batch}",
+                loaded.project_trusted,
+            )
+
+        return work

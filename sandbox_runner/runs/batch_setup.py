@@ -1,0 +1,206 @@
+"""Before a batch starts: every task prepared and checked, every job keyed, fingerprinted and
+given its resume decision. Nothing here starts a container or writes a file."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox_runner.errors import ConfigError, PlanrunError
+from sandbox_runner.plans.workspace import tree_fingerprint
+from sandbox_runner.runs.batch_file import BatchFile, BatchFileError, BatchTask
+from sandbox_runner.runs.batch_job import JobPayload
+from sandbox_runner.runs.batch_ledger import Ledger
+from sandbox_runner.runs.batch_resume import (
+    Action,
+    Decision,
+    decide,
+    fingerprint,
+    plan_on_disk,
+)
+from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, Warn, prepare
+
+TASKS_DIR = "tasks"
+
+
+class ChangedTaskError(ConfigError):
+    """Tasks whose inputs changed since their plans were written (exit 2)."""
+
+    def __init__(self, task_ids: list[str]) -> None:
+        names = ", ".join(task_ids)
+        super().__init__(
+            f"task {names} changed since its plan was written; use a new --out, or "
+            + " ".join(f"--redo {task_id}" for task_id in task_ids)
+        )
+        self.task_ids = task_ids
+
+
+@dataclass
+class PreparedTask:
+    """A task of the batch file, prepared as `planrun plan` would prepare it."""
+
+    task: BatchTask
+    prepared: PreparedRun
+
+
+@dataclass
+class BatchJob:
+    """One job (task x perspective): what to run and what to do with it this time."""
+
+    payload: JobPayload
+    task: PreparedTask
+    fingerprint: str
+    decision: Decision = field(default_factory=lambda: Decision(Action.RUN))
+
+    @property
+    def key(self) -> str:
+        return self.payload.key
+
+    @property
+    def label(self) -> str:
+        return self.payload.label
+
+
+def select_tasks(batch: BatchFile, only: str | None) -> list[BatchTask]:
+    """The tasks whose id matches --only (all without it)."""
+    if only is None:
+        return list(batch.tasks)
+    try:
+        pattern = re.compile(only)
+    except re.error as error:
+        raise ConfigError(f"--only {only!r} is not a regular expression: {error}") from None
+    chosen = [task for task in batch.tasks if pattern.search(task.id)]
+    if not chosen:
+        raise ConfigError(f"--only {only!r} matches no task id of {batch.path}")
+    return chosen
+
+
+def prepare_tasks(
+    batch: BatchFile, tasks: list[BatchTask], parallel: int | None, warn: Warn
+) -> list[PreparedTask]:
+    """Prepare every task; the first bad one is an error naming it.
+
+    Raises:
+        BatchFileError: a task's repository, perspectives, agent, template, context or
+            overrides are wrong.
+    """
+    prepared = []
+    for task in tasks:
+        request = PlanRequest(
+            requirements=task.requirements,
+            repo=task.repo,
+            perspectives=task.perspectives,
+            agent=task.agent,
+            model=task.model,
+            template=task.template,
+            context_files=task.context,
+            parallel=parallel,
+            overrides=task.overrides,
+        )
+        try:
+            run = prepare(request, _prefixed(warn, task.id))
+        except PlanrunError as error:
+            raise BatchFileError(batch.path, str(error), task.id) from None
+        prepared.append(PreparedTask(task, run))
+    return prepared
+
+
+def _prefixed(warn: Warn, task_id: str) -> Warn:
+    def say(message: object) -> None:
+        warn(f"{task_id}: {message}")
+
+    return say
+
+
+def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob]:
+    """Every job with its key and fingerprint (the repository's tree is hashed once)."""
+    trees: dict[Path, str | None] = {}
+    jobs = []
+    for prepared_task in tasks:
+        spec = prepared_task.prepared.spec
+        workspace = spec.workspace
+        if workspace not in trees:
+            exclude = out_dir if out_dir is not None and out_dir.is_relative_to(workspace) else None
+            trees[workspace] = tree_fingerprint(workspace, exclude=exclude)
+        agent = prepared_task.prepared.agent
+        settings = prepared_task.prepared.settings.settings
+        for job in spec.jobs():
+            parts: dict[str, object] = {
+                "requirements": job.requirements,
+                "context": job.context,
+                "repository": trees[workspace],
+                "agent": [agent.name, agent.system_prompt, list(agent.tools)],
+                "model": spec.model_id,
+                "sections": job.sections,
+                "perspective": job.perspective,
+                "limits": [
+                    spec.limits.max_turns,
+                    spec.limits.max_output_tokens,
+                    spec.limits.max_total_tokens,
+                ],
+                "allowed_tools": sorted(spec.allowed_tools or []),
+            }
+            payload = JobPayload(
+                key=f"{prepared_task.task.id}/{job.label}",
+                task_id=prepared_task.task.id,
+                job=job,
+                workspace=workspace,
+                model_id=spec.model_id,
+                limits=spec.limits,
+                allowed_tools=spec.allowed_tools,
+                api_timeout=settings.api_timeout,
+                api_retries=settings.api_retries,
+            )
+            jobs.append(BatchJob(payload, prepared_task, fingerprint(parts)))
+    return jobs
+
+
+def task_dir(out_dir: Path, task_id: str) -> Path:
+    """The ordinary run directory of one task."""
+    return out_dir / TASKS_DIR / task_id
+
+
+def decide_all(
+    jobs: list[BatchJob],
+    out_dir: Path,
+    *,
+    retry_failed: bool = False,
+    redo: Collection[str] = (),
+) -> list[BatchJob]:
+    """Give each job its resume decision from the ledger and the files on disk.
+
+    Raises:
+        ChangedTaskError: a recorded job's fingerprint differs and its task is not in redo.
+        ConfigError: --redo names a task that is not in the batch.
+    """
+    unknown = sorted(set(redo) - {job.payload.task_id for job in jobs})
+    if unknown:
+        raise ConfigError(f"--redo {unknown[0]}: no such task in this batch (or not --only)")
+    records = Ledger(out_dir).last_by_key()
+    changed: list[str] = []
+    for job in jobs:
+        last, attempts = records.get(job.key, (None, 0))
+        directory = task_dir(out_dir, job.payload.task_id)
+        plan_file = directory / f"{job.label}.md"
+        transcript = directory / f"{job.label}.transcript.jsonl"
+        settled = last is not None and last.complete and last.fingerprint == job.fingerprint
+        redone = job.payload.task_id in redo
+        # A complete job's plan is the recorded attempt's: its front matter need not be
+        # parsed (10,000 finished jobs are decided in well under a second).
+        disk = None if settled and not redone else plan_on_disk(plan_file)
+        job.decision = decide(
+            job.fingerprint,
+            last,
+            attempts,
+            disk,
+            leftovers=not settled and (plan_file.exists() or transcript.exists()),
+            retry_failed=retry_failed,
+            redo=job.payload.task_id in redo,
+        )
+        if job.decision.action is Action.REFUSED and job.payload.task_id not in changed:
+            changed.append(job.payload.task_id)
+    if changed:
+        raise ChangedTaskError(changed)
+    return jobs

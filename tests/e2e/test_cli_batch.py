@@ -1,0 +1,129 @@
+"""`planrun batch` end to end: real containers, the SDK against the fake API, SIGKILL, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.fake_messages_api import FakeMessagesAPI, Scripted
+from tests.support.plan_scripts import PerspectiveScript, label_of, writes_plan
+from tests.unit.test_plan_loop import VALID_PLAN
+
+TASKS = ("alpha", "beta", "gamma")
+PERSPECTIVES = ("simplicity", "security")
+TASK_MARK = re.compile(r"TASK-([a-z]+)")
+
+
+@pytest.fixture(autouse=True)
+def needs_docker(sandbox_image: str) -> None:
+    """Every test here runs real sandboxes."""
+
+
+class CountingScript:
+    """Answers every job its short conversation, slowly, and counts requests per job."""
+
+    def __init__(self, delay: float) -> None:
+        self.inner = PerspectiveScript(
+            {label: writes_plan(label, VALID_PLAN) for label in PERSPECTIVES},
+            delays=dict.fromkeys(PERSPECTIVES, delay),
+        )
+        self.requests: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Scripted:
+        match = TASK_MARK.search(json.dumps(body.get("messages", [])[:1]))
+        key = f"{match.group(1) if match else '?'}/{label_of(body)}"
+        with self.lock:
+            self.requests[key] += 1
+        return self.inner(body)
+
+
+def batch_file(tmp_path: Path, repo: Path) -> Path:
+    tasks = "".join(f"  - id: {task}\n    requirements: Plan TASK-{task}.\n" for task in TASKS)
+    path = tmp_path / "batch.yaml"
+    path.write_text(f"defaults:\n  repo: {repo}\n  perspectives: [{', '.join(PERSPECTIVES)}]\n")
+    path.write_text(path.read_text() + "tasks:\n" + tasks)
+    return path
+
+
+def start_batch(server: FakeMessagesAPI, *args: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="k")
+    return subprocess.Popen(
+        [sys.executable, "-m", "sandbox_runner", "batch", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def ledger_keys(out: Path) -> list[str]:
+    path = out / "results.jsonl"
+    if not path.exists():
+        return []
+    keys = []
+    for line in path.read_text().splitlines():
+        try:
+            keys.append(json.loads(line)["key"])
+        except (ValueError, KeyError):
+            continue
+    return keys
+
+
+def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
+    sample_repo: Path, tmp_path: Path, docker_client: Any
+) -> None:
+    batch = batch_file(tmp_path, sample_repo)
+    out = tmp_path / "out"
+    args = (str(batch), "--out", str(out), "--parallel", "2")
+    first = CountingScript(delay=0.6)
+    with FakeMessagesAPI(first) as server:
+        process = start_batch(server, *args)
+        deadline = time.monotonic() + 120
+        while len(ledger_keys(out)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=30)
+    finished_before = set(ledger_keys(out))
+    assert 2 <= len(finished_before) < len(TASKS) * len(PERSPECTIVES)
+
+    second = CountingScript(delay=0.0)
+    with FakeMessagesAPI(second) as server:
+        process = start_batch(server, *args, "--json")
+        stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    summary = json.loads(stdout)
+    assert summary["counts"] == {"complete": 6}
+    assert {job["attempts"] for job in summary["jobs"]} == {1}
+    # No job that had finished asked the model anything again.
+    assert not finished_before & set(second.requests), second.requests
+    assert set(second.requests) | finished_before == {
+        f"{task}/{label}" for task in TASKS for label in PERSPECTIVES
+    }
+    for task in TASKS:
+        report = json.loads((out / "tasks" / task / "report.json").read_text())
+        assert [plan["status"] for plan in report["plans"]] == ["complete", "complete"]
+    leftovers = docker_client.containers.list(
+        all=True, filters={"label": f"io.planrun.session=batch-{out.name}"}
+    )
+    assert leftovers == []
+
+    # A third run does nothing at all.
+    third = CountingScript(delay=0.0)
+    with FakeMessagesAPI(third) as server:
+        process = start_batch(server, *args)
+        _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert sum(third.requests.values()) == 0

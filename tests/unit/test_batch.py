@@ -1,0 +1,267 @@
+"""Batches without Docker: the batch file, the resume matrix, the ledger, the driver's writes."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sandbox_runner.cli import cli
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.document import render_document
+from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.validate import validate_plan
+from sandbox_runner.runs.batch_driver import BatchDriver
+from sandbox_runner.runs.batch_file import load_batch_file
+from sandbox_runner.runs.batch_job import JobOutcome
+from sandbox_runner.runs.batch_ledger import BatchLock, Ledger, LedgerRecord
+from sandbox_runner.runs.batch_resume import Action, OnDisk, decide
+from sandbox_runner.runs.batch_setup import (
+    BatchJob,
+    ChangedTaskError,
+    batch_jobs,
+    decide_all,
+    prepare_tasks,
+)
+from sandbox_runner.runs.batch_summary import read_status
+from sandbox_runner.runs.executor import ThreadExecutor
+from sandbox_runner.types import Usage
+from tests.unit.test_plan_loop import VALID_PLAN
+
+FP = "sha256:aaa"
+
+
+def record(status: str = "complete", fingerprint: str = FP, attempt: int = 1) -> LedgerRecord:
+    return LedgerRecord("t/p", fingerprint, status, attempt)
+
+
+# The resume matrix -------------------------------------------------------------------
+
+
+def test_a_complete_job_is_skipped() -> None:
+    assert decide(FP, record(), 1, OnDisk(FP, 1, True)).action is Action.SKIP_COMPLETE
+
+
+def test_a_failed_job_is_skipped_unless_retry_failed_which_moves_it_aside() -> None:
+    assert decide(FP, record("failed"), 1, OnDisk(FP, 1, False)).action is Action.SKIP_FAILED
+    retry = decide(FP, record("failed"), 1, OnDisk(FP, 1, False), retry_failed=True)
+    assert (retry.action, retry.move_aside, retry.attempt) == (Action.RETRY, True, 2)
+
+
+def test_a_job_without_a_record_is_pending_and_runs() -> None:
+    assert decide(FP, None, 0, None) == decide(FP, None, 0, None)
+    assert decide(FP, None, 0, None).action is Action.RUN
+    # Files of an attempt the driver never recorded are moved aside first.
+    assert decide(FP, None, 0, None, leftovers=True).move_aside
+
+
+def test_a_changed_job_is_refused_unless_redone() -> None:
+    assert decide("sha256:new", record(), 1, OnDisk(FP, 1, True)).action is Action.REFUSED
+    redo = decide("sha256:new", record(), 1, OnDisk(FP, 1, True), redo=True)
+    assert (redo.action, redo.move_aside) == (Action.REDO, True)
+
+
+def test_a_plan_written_without_its_ledger_line_is_adopted_when_valid() -> None:
+    adopted = decide(FP, None, 0, OnDisk(FP, 1, True))
+    assert (adopted.action, adopted.attempt) == (Action.ADOPT, 1)
+    # ... and run again (the file moved aside) when invalid or from other inputs.
+    for disk in (OnDisk(FP, 1, False), OnDisk("sha256:old", 1, True)):
+        decision = decide(FP, None, 0, disk)
+        assert (decision.action, decision.move_aside) == (Action.RUN, True)
+    # A retry committed after a failed record, then the driver died: adopted too.
+    assert decide(FP, record("failed"), 1, OnDisk(FP, 2, True)).action is Action.ADOPT
+
+
+def test_a_torn_last_ledger_line_is_ignored_and_healed(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.append(record())
+    with ledger.path.open("a") as handle:
+        handle.write('{"key": "t/q", "fingerp')
+    assert [r.key for r in ledger.read()] == ["t/p"]
+    ledger.append(LedgerRecord("t/r", FP, "complete", 1))
+    assert [r.key for r in ledger.read()] == ["t/p", "t/r"]
+
+
+def test_a_second_driver_is_refused(tmp_path: Path) -> None:
+    with BatchLock(tmp_path), pytest.raises(ConfigError, match="another planrun batch"):
+        BatchLock(tmp_path).__enter__()
+
+
+# The batch file ------------------------------------------------------------------------
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tasks:\n  - id: a\n", "task 'a': key 'requirements'"),
+        ("tasks:\n  - id: ../x\n    requirements: r\n", "task 1: key 'id'"),
+        ("tasks:\n  - {id: a, requirements: r, colour: red}\n", "task 'a': key 'colour'"),
+        (
+            "tasks:\n  - {id: a, requirements: r, overrides: {max_turns: zero}}\n",
+            "task 'a': overrides: key 'max_turns'",
+        ),
+        (
+            "tasks:\n  - {id: a, requirements: r, overrides: {image: evil}}\n",
+            "task 'a': key 'overrides.image'",
+        ),
+        ("tasks:\n  - {id: a, requirements: r}\n  - {id: a, requirements: s}\n", "'a': key 'id'"),
+        ("tasks: [", "not valid YAML"),
+    ],
+)
+def test_a_bad_batch_file_names_task_and_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        load_batch_file(write(tmp_path / "batch.yaml", text))
+
+
+def test_jsonl_and_relative_paths(tmp_path: Path, sample_repo: Path) -> None:
+    (tmp_path / "reqs.md").write_text("Add a flag\n")
+    line = {"id": "t1", "requirements_file": "reqs.md", "repo": "repo", "perspectives": ["a"]}
+    batch = load_batch_file(write(tmp_path / "b.jsonl", json.dumps(line) + "\n"))
+    task = batch.tasks[0]
+    assert (task.requirements, task.repo, task.perspectives) == (
+        "Add a flag\n",
+        sample_repo,
+        ("a",),
+    )
+
+
+def test_cli_bad_file_exits_2_before_anything_starts(tmp_path: Path, sample_repo: Path) -> None:
+    text = 'defaults: {repo: repo}\ntasks:\n  - {id: a, requirements: r, perspectives: ["a\\nb"]}\n'
+    batch = write(tmp_path / "batch.yaml", text)
+    result = CliRunner().invoke(cli, ["batch", str(batch), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "task 'a'" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_dry_run_lists_the_jobs(tmp_path: Path, sample_repo: Path) -> None:
+    text = "defaults: {repo: repo, perspectives: [a, b]}\ntasks:\n  - {id: t, requirements: r}\n"
+    batch = write(tmp_path / "batch.yaml", text)
+    result = CliRunner().invoke(cli, ["batch", str(batch), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["jobs"] == [
+        {"key": "t/a", "action": "run"},
+        {"key": "t/b", "action": "run"},
+    ]
+
+
+# The driver, with a fake engine --------------------------------------------------------
+
+
+class FakeWork:
+    """Plans instantly; `failing` labels fail. Counts how often each job ran."""
+
+    def __init__(self, failing: set[str] | None = None) -> None:
+        self.failing = failing or set()
+        self.runs: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, job: BatchJob) -> Callable[[], JobOutcome]:
+        def run() -> JobOutcome:
+            with self.lock:
+                self.runs[job.key] = self.runs.get(job.key, 0) + 1
+            fails = job.label in self.failing
+            check = validate_plan(VALID_PLAN, sections=[], workspace=job.payload.workspace)
+            result = PlanResult(
+                job.label,
+                "Plan",
+                job.payload.model_id,
+                PlanStatus.FAILED if fails else PlanStatus.COMPLETE,
+                "overloaded" if fails else "",
+                None,
+                VALID_PLAN,
+                check,
+                [],
+                2,
+                1,
+                Usage(10, 5),
+                0.1,
+            )
+            metadata: dict[str, Any] = {"status": result.status.value, "valid": result.valid}
+            return JobOutcome(job.key, result, render_document(metadata, VALID_PLAN), "{}\n")
+
+        return run
+
+
+def run_batch(
+    tmp_path: Path, work: FakeWork, *, perspectives: str = "[a, b]", **options: Any
+) -> BatchDriver:
+    text = (
+        f"defaults: {{repo: repo, perspectives: {perspectives}}}\n"
+        "tasks:\n  - {id: t1, requirements: r}\n  - {id: t2, requirements: s}\n"
+    )
+    batch = load_batch_file(write(tmp_path / "batch.yaml", text))
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    jobs = batch_jobs(prepare_tasks(batch, batch.tasks, None, lambda _: None), out)
+    jobs = decide_all(jobs, out, **options)
+    driver = BatchDriver("b", out, jobs, ThreadExecutor(2), work)
+    driver.exit_code = driver.run().exit_code  # type: ignore[attr-defined]
+    return driver
+
+
+def test_finished_jobs_never_run_again_and_failed_ones_only_with_retry(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    first = FakeWork(failing={"b"})
+    assert run_batch(tmp_path, first).exit_code == 1  # type: ignore[attr-defined]
+    assert first.runs == {"t1/a": 1, "t1/b": 1, "t2/a": 1, "t2/b": 1}
+    again = FakeWork()
+    run_batch(tmp_path, again)
+    assert again.runs == {}
+    retry = FakeWork()
+    driver = run_batch(tmp_path, retry, retry_failed=True)
+    assert retry.runs == {"t1/b": 1, "t2/b": 1}
+    assert {row.status for row in driver.rows()} == {"complete"}
+    old = tmp_path / "out/tasks/t1/.attempts/b/1/b.md"
+    assert old.is_file() and (tmp_path / "out/tasks/t1/b.md").is_file()
+    status = read_status(tmp_path / "out")
+    assert status is not None and status["counts"] == {"complete": 4}
+    report = json.loads((tmp_path / "out/tasks/t1/report.json").read_text())
+    assert [plan["status"] for plan in report["plans"]] == ["complete", "complete"]
+
+
+def test_a_changed_task_is_refused_then_redone(tmp_path: Path, sample_repo: Path) -> None:
+    run_batch(tmp_path, FakeWork())
+    (sample_repo / "src" / "new.py").write_text("x = 1\n")
+    with pytest.raises(ChangedTaskError, match="task t1, t2 changed"):
+        run_batch(tmp_path, FakeWork())
+    redo = FakeWork()
+    with pytest.raises(ChangedTaskError, match="task t2 changed"):
+        run_batch(tmp_path, redo, redo=["t1"])
+    run_batch(tmp_path, redo, redo=["t1", "t2"])
+    assert len(redo.runs) == 4
+    assert (tmp_path / "out/tasks/t1/.attempts/a/superseded-1/a.md").is_file()
+
+
+def test_a_plan_committed_without_its_ledger_line_is_adopted(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    run_batch(tmp_path, FakeWork())
+    ledger = tmp_path / "out" / "results.jsonl"
+    lines = ledger.read_text().splitlines()
+    # The driver died after committing the last plan, in the middle of its ledger line.
+    ledger.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:25])
+    again = FakeWork()
+    driver = run_batch(tmp_path, again)
+    assert again.runs == {}
+    assert {row.status for row in driver.rows()} == {"complete"}
+    assert "adopted" in Ledger(tmp_path / "out").read()[-1].reason
+
+
+def test_files_are_never_overwritten(tmp_path: Path, sample_repo: Path) -> None:
+    run_batch(tmp_path, FakeWork())
+    plan = tmp_path / "out/tasks/t1/a.md"
+    before = plan.read_bytes()
+    run_batch(tmp_path, FakeWork(), retry_failed=True)
+    assert plan.read_bytes() == before
