@@ -33,14 +33,22 @@ class DockerSessionSandboxes:
     """A session's containers: the work one (workspace writable), the plan one, and one
     per Task subagent."""
 
-    def __init__(self, ctx: click.Context, workspace: Path, loaded: LoadedSettings, session: str):
+    def __init__(
+        self,
+        ctx: click.Context,
+        workspace: Path,
+        loaded: LoadedSettings,
+        session: str,
+        scratch: Path,
+    ):
         self.services = services(ctx)
         self.settings = loaded.settings
         self.workspace = workspace
         self.extra_dirs = tuple(loaded.resolved_extra_dirs())
         self.limits = loaded.limits()
         self.session = session
-        self.scratch = Path(tempfile.mkdtemp(prefix="planrun-task-"))
+        self.scratch = scratch
+        """Where Task subagents' plan directories go (the session's own directory)."""
         self._lock = threading.Lock()
         self._docker: tuple[DockerProvider, str] | None = None
 
@@ -75,6 +83,7 @@ class DockerSessionSandboxes:
     def read_only(self) -> Sandbox:
         from sandbox_runner.sandbox.spec import SandboxSpec
 
+        self.scratch.mkdir(parents=True, exist_ok=True)
         plan_dir = Path(tempfile.mkdtemp(dir=self.scratch))
         spec = SandboxSpec.plan(
             self.workspace, plan_dir, self.image, self.extra_dirs, self.limits,
@@ -138,7 +147,9 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         state,
         workspace=workspace,
         registry=registry,
-        sandboxes=DockerSessionSandboxes(ctx, workspace, loaded, state.id),
+        sandboxes=DockerSessionSandboxes(
+            ctx, workspace, loaded, state.id, store.directory / "tasks"
+        ),
         model=_models(loaded, state.model, store.directory),
         ui=ui,
         limits=loaded.run_limits(),

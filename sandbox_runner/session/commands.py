@@ -77,6 +77,10 @@ class Commands:
             return handler(args)
         except ConfigError as error:
             return Outcome([f"error: {error}"])
+        except OSError as error:
+            return Outcome(
+                [f"error: {error.strerror or error}: {error.filename or ''}".rstrip(": ")]
+            )
 
     def message(self, text: str) -> str:
         """A user message with the files attached since the last one."""
@@ -121,14 +125,7 @@ class Commands:
             raise ConfigError("there is no plan yet; /plan writes one")
         force = "--force" in args
         names = [arg for arg in args if arg != "--force"]
-        target = (session.workspace / (names[0] if names else "PLAN.md")).resolve()
-        if not target.is_relative_to(session.workspace):
-            raise ConfigError(f"{target} is outside the repository {session.workspace}")
-        if target.exists() and not force:
-            raise ConfigError(f"{target} exists; /save-plan {names[0] if names else 'PLAN.md'} "
-                              "--force replaces it")  # fmt: skip
-        if target.exists():
-            target.unlink()
+        target = save_target(session.workspace, names[0] if names else "PLAN.md", force)
         write_new(target, text)
         return Outcome([f"plan saved to {target}"])
 
@@ -145,10 +142,39 @@ class Commands:
                     "read-only directories can be attached; leave plan mode (/exit-plan) to "
                     "attach others"
                 ) from None
-        else:
+        elif Path(args[0]).expanduser().is_absolute():
             text = _read_any(Path(args[0]).expanduser(), session.workspace)
+        else:
+            # A path in the repository is read beneath it: a link there leads nowhere else.
+            text = read_context_files([Path(args[0])], session.workspace, [])
         self.attached.append(text)
         return Outcome([f"attached {args[0]} to your next message"])
+
+
+def save_target(workspace: Path, name: str, force: bool) -> Path:
+    """Where /save-plan writes: beneath the repository, not under .git, no link followed
+    on the way; an existing file is replaced only with --force, and only a regular one."""
+    relative = Path(name)
+    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        raise ConfigError(f"/save-plan takes a path inside the repository, not {name}")
+    if ".git" in relative.parts:
+        raise ConfigError("/save-plan never writes under .git")
+    directory = workspace
+    for part in relative.parts[:-1]:
+        directory = directory / part
+        if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+            raise ConfigError(f"{directory} is a link or not a directory; /save-plan stops there")
+    target = directory / relative.parts[-1]
+    if target.is_symlink():
+        raise ConfigError(f"{target} is a symbolic link; /save-plan never writes through one")
+    if target.exists():
+        if not force:
+            raise ConfigError(f"{target} exists; /save-plan {name} --force replaces it")
+        if not target.is_file():
+            raise ConfigError(f"{target} is not a regular file; /save-plan leaves it alone")
+        target.unlink()
+    directory.mkdir(parents=True, exist_ok=True)
+    return target
 
 
 def status_lines(session: Session) -> list[str]:

@@ -24,7 +24,7 @@ from sandbox_runner.session.state import SessionState, SessionStore
 from sandbox_runner.session.subagents import TaskRunner
 from sandbox_runner.session.ui import PlanReview, SessionSandboxes, SessionUI
 from sandbox_runner.tools.permissions import Ask, PermissionMode, Rules
-from sandbox_runner.tools.policy import ToolContext
+from sandbox_runner.tools.policy import ToolContext, ToolKind
 from sandbox_runner.tools.schemas import tools_for
 from sandbox_runner.types import ToolCall, ToolResult, Usage
 
@@ -382,6 +382,9 @@ class Session:
         loop = self._loops[which]
         if which == "plan":
             self.plan_file.sync_out()
+        if self.plan_file.problem:
+            self.ui.show(f"warning: {self.plan_file.problem}")
+            self.plan_file.problem = ""
         review, self._accepted = self._accepted, None
         if review is not None:
             self.cancel.clear()  # set by ExitPlanMode to end the plan turn, not by the user
@@ -447,10 +450,12 @@ class _SessionHooks(LoopHooks):
         if not approval.always:
             return
         state = self.session.state
-        if ask.prefix:
+        if ask.kind is ToolKind.EDIT:
+            state.approve_edits = True
+        elif ask.prefix:
             state.approved_prefixes = sorted({*state.approved_prefixes, ask.prefix})
         else:
-            state.approve_edits = True
+            return  # no prefix is safe to approve for good: this once only
         self.session.save()
 
 

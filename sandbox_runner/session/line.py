@@ -18,6 +18,7 @@ from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.commands import MODE_NAMES, Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.policy import ToolKind
 
 
 class LineUI:
@@ -36,8 +37,13 @@ class LineUI:
             self._print(f"· {event.tool} {one_line(event.detail)}".rstrip())
 
     def approve(self, ask: Ask) -> Approval:
-        always = f"don't ask again for `{ask.prefix}` commands" if ask.prefix else "all edits"
-        self._print(f"approve? {one_line(ask.question)} [y: yes, a: yes and {always}, n [why]]")
+        if ask.kind is ToolKind.EDIT:
+            always = ", a: yes and all edits this session"
+        elif ask.prefix:
+            always = f", a: yes and don't ask again for `{ask.prefix}` commands"
+        else:
+            always = ""  # nothing safe to approve for good (a wrapper, variables)
+        self._print(f"approve? {one_line(ask.question)} [y: yes{always}, n [why]]")
         answer = (self.read_line() or "n").strip()
         word, _, rest = answer.partition(" ")
         if word.lower() in ("y", "yes"):

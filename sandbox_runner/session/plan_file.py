@@ -8,11 +8,13 @@ comes back to the plan file through the staging copy, bounded and without links.
 
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
 
 from sandbox_runner import Sandbox
 from sandbox_runner.paths import PLAN_MOUNT, planrun_home
-from sandbox_runner.plans.files import read_sandbox_file, replace_file
+from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, replace_file
 from sandbox_runner.plans.names import random_name
 from sandbox_runner.session.state import SessionState
 from sandbox_runner.types import ToolRequest
@@ -28,6 +30,8 @@ class PlanFile:
         self.state = state
         self._synced: str | None = None
         """The staging copy's text when it last matched the plan file (None: unknown)."""
+        self.problem = ""
+        """Why the last copy back was not taken ("" when it was)."""
 
     @property
     def host_path(self) -> Path:
@@ -47,20 +51,31 @@ class PlanFile:
         if self.state.plan_file is None:
             directory = planrun_home() / "plans"
             directory.mkdir(parents=True, exist_ok=True)
-            for _ in range(100):
+            for attempt in range(100):
                 name = random_name()
-                if not (directory / f"{name}.md").exists() and not (directory / name).exists():
-                    self.state.plan_file = str(directory / f"{name}.md")
-                    break
+                if attempt >= 50:
+                    name = f"{name}-{secrets.randbelow(10_000)}"
+                if (directory / name).exists():
+                    continue  # a run's directory
+                try:
+                    # Reserved at once (an empty file counts as no plan yet): two sessions
+                    # can never share a plan file.
+                    os.close(os.open(directory / f"{name}.md", os.O_CREAT | os.O_EXCL, 0o644))
+                except FileExistsError:
+                    continue
+                self.state.plan_file = str(directory / f"{name}.md")
+                break
             else:
                 raise FileExistsError(f"no free plan name under {directory}")
         return self.host_path
 
     def read(self) -> str | None:
-        """The plan file's text, None when it does not exist."""
+        """The plan file's text, None when it does not exist (or is empty: a name is
+        reserved with an empty file)."""
         if self.state.plan_file is None:
             return None
-        return read_sandbox_file(self.host_path, MAX_PLAN_BYTES)
+        text = read_sandbox_file(self.host_path, MAX_PLAN_BYTES)
+        return text if text else None
 
     def exists(self) -> bool:
         return self.read() is not None
@@ -79,7 +94,12 @@ class PlanFile:
         """Bring what the plan agent wrote (the staging copy) to the plan file."""
         if self.state.plan_file is None:
             return
-        text = read_sandbox_file(self.staged, MAX_PLAN_BYTES)
+        try:
+            text = read_sandbox_file(self.staged, MAX_PLAN_BYTES)
+        except UnsafeFileError as error:
+            # Too large, or not a plain file: the plan file keeps its last good text.
+            self.problem = f"the plan agent's copy was not taken ({error})"
+            return
         if text is None or text == self._synced:
             return  # the plan agent changed nothing since it was staged
         if self._synced is None and not self._staged_is_newer():
@@ -97,10 +117,7 @@ class PlanFile:
 
     def restore(self, snapshot: str | None) -> None:
         """Put the plan file back as it was (a /reject); a plan that did not exist goes."""
-        if snapshot is None:
-            self.host_path.unlink(missing_ok=True)
-        else:
-            replace_file(self.host_path, snapshot)
+        replace_file(self.host_path, snapshot or "")
         self.stage()
 
     def push(self, sandbox: Sandbox) -> None:

@@ -117,7 +117,13 @@ class SessionStore:
     def load(self) -> SessionState:
         try:
             data = json.loads(self.state_path.read_bytes()[:MAX_STATE_BYTES])
-            return SessionState(**data)
+            state = SessionState(**data)
+            modes = {mode.value for mode in PermissionMode}
+            if state.mode not in modes or state.previous_mode not in modes:
+                raise ValueError(f"unknown mode {state.mode!r}")
+            if state.active not in ("work", "plan"):
+                raise ValueError(f"unknown session {state.active!r}")
+            return state
         except FileNotFoundError:
             raise ConfigError(f"no session {self.directory.name!r}") from None
         except (OSError, ValueError, TypeError) as error:
@@ -147,7 +153,15 @@ class SessionStore:
             lines = (self.directory / EVENTS_FILE).read_text().splitlines()
         except FileNotFoundError:
             return []
-        return [json.loads(line) for line in lines if line.strip()]
+        events = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a crash
+            if isinstance(entry, dict) and "event" in entry and "time" in entry:
+                events.append(entry)
+        return events
 
 
 def all_sessions() -> list[SessionState]:

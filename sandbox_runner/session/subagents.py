@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sandbox_runner import Model, Sandbox
-from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.definitions import AgentDefinition, check_read_only
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.loop import AgentLoop, Approver
 from sandbox_runner.agents.run_state import LimitReached
@@ -73,6 +73,8 @@ class TaskRunner:
                 call.id, f"Cannot launch {wanted!r} here; the agents you may launch: {names}.", True
             )
         try:
+            if agent.read_only:
+                check_read_only(agent)
             text = self._run(agent, str(call.input.get("prompt", "")))
         except (PlanrunError, ConfigError) as error:
             return ToolResult(call.id, f"The {agent.name} subagent failed: {error}", True)

@@ -25,6 +25,7 @@ from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.commands import COMMANDS
 from sandbox_runner.session.engine import PlanReview
 from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.policy import ToolKind
 
 if TYPE_CHECKING:
     from sandbox_runner.session.engine import Session
@@ -185,10 +186,12 @@ def approval_dialog(ask: Ask) -> Approval:
     """The approval as a small dialog (run with the terminal released to it)."""
     from prompt_toolkit.shortcuts import choice, prompt
 
-    if ask.prefix:
+    if ask.kind is ToolKind.EDIT:
+        always: str | None = "Yes, and don't ask again for edits this session"
+    elif ask.prefix:
         always = f"Yes, and don't ask again for `{ask.prefix}` commands this session"
     else:
-        always = "Yes, and don't ask again for edits this session"
+        always = None  # a wrapper or variables: nothing is safe to approve for good
     preview = edit_preview(ask)
     message = terminal_text(f"Allow the agent to {ask.question}?")
     if preview:
@@ -198,7 +201,7 @@ def approval_dialog(ask: Ask) -> Approval:
             message=message,
             options=[
                 ("yes", "Yes"),
-                ("always", always),
+                *([("always", always)] if always else []),
                 ("no", "No, and tell the agent what to do differently"),
             ],
             default="yes",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 from sandbox_runner.tools.bash_policy import classify
 from sandbox_runner.tools.policy import Refusal, ToolContext, ToolKind, ToolUse, translate
@@ -86,8 +87,9 @@ class Rules:
 
     def approves(self, command: str) -> bool:
         """Whether an "always" answer covers this command line (never one that chains,
-        pipes, redirects or substitutes: that could carry any other command along)."""
-        if any(char in command for char in SHELL_OPERATORS):
+        pipes, redirects, substitutes, sets variables or goes through a wrapper: that could
+        carry any other command along)."""
+        if any(char in command for char in SHELL_OPERATORS) or command_prefix(command) is None:
             return False
         words = _words(command)
         return any(words[: len(p.split())] == p.split() for p in self.approved_prefixes)
@@ -142,12 +144,25 @@ def _edit(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
     return Ask(use.request, f"{use.name.lower()} {path}", ToolKind.EDIT)
 
 
-def command_prefix(command: str) -> str:
+WRAPPERS = frozenset(
+    {"env", "timeout", "nice", "nohup", "xargs", "command", "exec", "builtin", "sudo",
+     "doas", "sh", "bash", "dash", "zsh", "eval", "time", "stdbuf", "setsid", "chroot",
+     "ionice", "taskset", "flock", "watch", "script", "su", "runuser", "busybox"}
+)  # fmt: skip
+"""Programs that run another command: "always" for them would approve any command."""
+
+
+def command_prefix(command: str) -> str | None:
     """What "always" approves for a command: its program, and its subcommand if it has one
-    (`npm test`, `git commit`, `make`), never its arguments."""
+    (`npm test`, `git commit`, `make`), never its arguments. None when no prefix is safe to
+    approve: the command sets variables first (NODE_OPTIONS=... can run anything), runs
+    through a wrapper (env, timeout, sh -c ...), or passes git options before its
+    subcommand (git -c ...)."""
     words = _words(command)
-    if not words:
-        return command.strip()
+    if not words or "=" in words[0] or Path(words[0]).name in WRAPPERS:
+        return None
+    if words[0] == "git" and len(words) > 1 and words[1].startswith("-"):
+        return None
     if len(words) > 1 and not words[1].startswith("-") and "/" not in words[1]:
         return " ".join(words[:2])
     return words[0]

@@ -199,6 +199,17 @@ def test_command_prefixes(command: str, prefix: str) -> None:
     assert command_prefix(command) == prefix
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["FOO=1 npm test", "env X=1 touch x", "timeout 10 rm -rf x", "sh -c 'rm x'",
+     "git -c core.pager=x log", "nohup make", "/usr/bin/env make"],
+)  # fmt: skip
+def test_no_prefix_is_offered_for_wrappers_or_variables(command: str) -> None:
+    assert command_prefix(command) is None
+    rules = Rules(approved_prefixes=frozenset({"npm test", "env X=1", "timeout 10", "make"}))
+    assert not rules.approves(command)
+
+
 def test_shift_tab_cycles_the_modes() -> None:
     mode = PermissionMode.DEFAULT
     seen = [mode := mode.next() for _ in range(3)]

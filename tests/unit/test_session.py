@@ -130,7 +130,8 @@ def test_shift_tab_order_and_plan_mode_bookkeeping(session: Session) -> None:
     assert state.active_id == f"{state.id}-plan"
     plan_file = state.plan_file
     assert plan_file and plan_file.endswith(".md") and "/plans/" in plan_file
-    assert not Path(plan_file).exists() and state.snapshot is None
+    # Reserved at once with an empty file (no plan yet): no other session can take it.
+    assert Path(plan_file).read_text() == "" and state.snapshot is None
     session.exit_plan()
     assert (state.mode, state.active) == ("acceptEdits", "work")
     session.enter_plan()
@@ -294,3 +295,72 @@ def test_attaching_outside_the_repository_is_refused_in_plan_mode(
     assert "s3cret" in commands.message("look")
     with pytest.raises(ConfigError):
         session.accept()
+
+
+def test_save_plan_never_writes_through_a_link_or_under_git(session: Session) -> None:
+    commands = Commands(session)
+    session.enter_plan()
+    Path(session.state.plan_file or "").write_text(PLAN_TEXT)
+    session.exit_plan()
+    workspace = session.workspace
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "config").write_text("[core]\n")
+    (workspace / "PLAN.md").symlink_to(".git/config")
+    (workspace / "docs").mkdir()
+    for args, message in [
+        ("", "is a symbolic link"),
+        ("--force", "is a symbolic link"),
+        (".git/hooks/post-checkout", "never writes under .git"),
+        ("../outside.md", "inside the repository"),
+        ("docs --force", "not a regular file"),
+    ]:
+        assert message in commands.run(f"/save-plan {args}").lines[0], args
+    assert (workspace / ".git" / "config").read_text() == "[core]\n"
+
+
+def test_a_plan_too_large_to_take_back_keeps_the_last_good_one(session: Session) -> None:
+    session.enter_plan()
+    plan = Path(session.state.plan_file or "")
+    plan.write_text(PLAN_TEXT)
+    session.plan_file.stage()
+    session.plan_file.staged.write_text("x" * (3 * 1024 * 1024))
+    session.plan_file.sync_out()
+    assert plan.read_text() == PLAN_TEXT and "was not taken" in session.plan_file.problem
+
+
+def test_a_damaged_state_or_event_log_is_a_clear_error_or_skipped(session: Session) -> None:
+    store = session.store
+    with (store.directory / "events.jsonl").open("a") as events:
+        events.write('{"event": "mode_chan')
+    assert all("event" in event for event in store.events())
+    data = store.state_path.read_text().replace('"mode": "default"', '"mode": "bogus"')
+    store.state_path.write_text(data)
+    with pytest.raises(ConfigError, match="unknown mode 'bogus'"):
+        SessionStore.open(session.state.id)
+
+
+def test_a_read_only_agent_whose_file_lists_writing_tools_is_not_launched(
+    workspace: Path, tmp_path: Path
+) -> None:
+    agents = workspace / ".planrun" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "explore.md").write_text(
+        "---\nname: Explore\ntools: Read, Write, Bash\n---\nYou write.\n"
+    )
+    models = Models(
+        {
+            "plan": [
+                reply(use("Task", {"description": "d", "prompt": "p", "subagent_type": "Explore"})),
+                reply(say("ok")),
+            ]
+        }
+    )
+    made = open_session(workspace, tmp_path, models, FakeUI())
+    try:
+        made.enter_plan()
+        made.send("explore")
+        result = models.made["plan"].requests[1].messages[-1]["content"][0]
+        assert result["is_error"] and "The Explore subagent failed" in result["content"]
+        assert "task" not in models.made  # no subagent conversation was started
+    finally:
+        made.close()
