@@ -20,7 +20,7 @@ GIT_SAFE_CONFIG = (
     ("core.sshCommand", "false"),
     ("core.askPass", "false"),
     ("credential.helper", ""),  # the empty value empties the list of helpers
-    ("protocol.allow", "never"),  # protocol.<name>.allow beats it: see GIT_ALLOW_PROTOCOL
+    ("protocol.allow", "never"),  # protocol.<name>.allow beats it: see command_env
     ("gpg.program", "false"),
     ("gpg.ssh.program", "false"),
     ("gpg.x509.program", "false"),
@@ -30,7 +30,7 @@ GIT_SAFE_CONFIG = (
     ("core.pager", "cat"),
     # Looking into a submodule's files means a git process there, under that repository's
     # config: by default, git compares submodules by their commit only. Options and
-    # submodule.<name>.ignore can still ask for more, so the scan below covers every nested
+    # submodule.<name>.ignore can still ask for more, so the scan (git_scan) covers every nested
     # repository; these settings only keep the default narrow.
     ("diff.ignoreSubmodules", "dirty"),
     ("diff.submodule", "short"),
@@ -47,8 +47,8 @@ GIT_PLAIN_DIFF = (
 # Empty values switch a filter off (process wins over clean/smudge, and an empty one runs
 # nothing); required=false keeps git from failing the file instead.
 GIT_FILTER_OFF = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
-
-
+# What the overrides may hold: past that, the environment would leave too little room for
+# commands' arguments.
 GIT_MAX_OVERRIDES = 2048
 GIT_MAX_OVERRIDE_BYTES = 256 * 1024
 GIT_MAX_NAME_BYTES = 1024

@@ -19,11 +19,8 @@ if TYPE_CHECKING:
 
 READER_JOIN_SECONDS = 2.0
 TOKEN_KILL_ROUNDS = 5
-
-
 COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
+# Commands' HOME, the shared /tmp; git expands a `~` in a config path to it.
 COMMAND_HOME = "/tmp"
 
 

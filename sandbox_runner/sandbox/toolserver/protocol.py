@@ -4,11 +4,12 @@ from __future__ import annotations
 
 JsonDict = dict[str, object]
 
-
 PROTOCOL_VERSION = 1
+# A request's timeout in seconds when it gives none, and the range it is clamped to.
 DEFAULT_TIMEOUT = 120.0
 MIN_TIMEOUT = 0.1
 MAX_TIMEOUT = 600.0
+# The largest output of one response (the host accepts at least this much).
 MAX_OUTPUT_BYTES = 256 * 1024
 
 

@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 
+# The plan directory's capacity when the command line gives none (the host always does).
 DEFAULT_MAX_PLAN_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_PLAN_ENTRIES = 10_000
-
 
 # Quick, bounded operations run on the reading thread: starting a thread per request
 # would cost more than the operation itself (a small read is about 0.1 ms).
@@ -61,7 +61,7 @@ class ToolServer:
         self.max_plan_bytes, self.max_plan_entries = plan_limits
         # A JSON-escaped write may be several times its content; anything far beyond is junk.
         self.max_request_bytes = 6 * self.max_plan_bytes + (1 << 20)
-        self.plan_lock = threading.Lock()
+        self.write_lock = threading.Lock()
         self._out_lock = threading.Lock()
         self._running_lock = threading.Lock()
         self._running: dict[int, tuple[subprocess.Popen[bytes], str | None]] = {}

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..server import ToolServer
 
 
+# What is kept of each of stdout and stderr (the host's cap on a tool result).
 BASH_STREAM_LIMIT = 30000
 
 

@@ -62,7 +62,7 @@ def op_plan_read(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     raw = str_arg(args, "path")
     offset = int_arg(args, "offset", 0)
     path, parts = plan_target(server, os.path.join(server.plan_dir, raw))
-    with server.plan_lock:
+    with server.write_lock:
         fd = open_in_plan(server, path, parts, create=False)
         try:
             size = os.fstat(fd).st_size

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 
 GLOB_MAX_RESULTS = 100
-
-
+# What makes a path component a pattern rather than a literal name.
 GLOB_MAGIC = frozenset("*?[{\\")
 
 

@@ -25,10 +25,9 @@ if TYPE_CHECKING:
     from ..server import ToolServer
 
 
+# What is kept of ripgrep's output (lsp's searches too) before it is shaped.
 GREP_STDOUT_LIMIT = 16 * 1024 * 1024
 GREP_STDERR_LIMIT = 64 * 1024
-
-
 GREP_MODES = ("files_with_matches", "content", "count")
 CONTEXT_FLAGS = (("-C", "--context"), ("-A", "--after-context"), ("-B", "--before-context"))
 

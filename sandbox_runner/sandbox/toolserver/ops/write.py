@@ -205,7 +205,7 @@ def open_plan_parent(server: ToolServer, parts: list[str], path: str, *, create:
 def op_write(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     path, parts = plan_target(server, str_arg(args, "file_path"))
     data = str_arg(args, "content", allow_empty=True).encode("utf-8", "replace")
-    with server.plan_lock:
+    with server.write_lock:
         replace_in_plan(server, path, parts, data)
     shown = printable(path)
     return Outcome(f"File written: {shown} ({len(data)} bytes)", meta={"bytes": len(data)})
@@ -233,7 +233,7 @@ def op_edit(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
         raise ToolError("old_string must not be empty; use write to create or overwrite a file")
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing to change")
-    with server.plan_lock:
+    with server.write_lock:
         fd = open_in_plan(server, path, parts, create=False)
         try:
             text = read_plan_text(server, fd, path)
