@@ -15,8 +15,9 @@ from sandbox_runner.limits import Limits
 from sandbox_runner.paths import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
 from sandbox_runner.sandbox.seccomp import seccomp_profile
 
-TOOLSERVER_MOUNT = "/opt/planrun/toolserver.py"
-TOOLSERVER_SOURCE = Path(__file__).with_name("toolserver.py")
+# The tool server is a package directory, started as one: `python3 -I -S TOOLSERVER_MOUNT`.
+TOOLSERVER_MOUNT = "/opt/planrun/toolserver"
+TOOLSERVER_SOURCE = Path(__file__).with_name("toolserver")
 RESOLV_CONF_MOUNT = "/etc/resolv.conf"
 # Mounted over Docker's copy of the host's resolver configuration: nothing to resolve with.
 EMPTY_RESOLV_CONF = Path(__file__).with_name("empty_resolv.conf")

@@ -65,7 +65,16 @@ def test_plan_dir_is_writable_and_plans_belong_to_the_user(make_sandbox: Sandbox
     assert (sandbox.spec.plan_dir / "sub" / "note.md").stat().st_uid == os.getuid()
 
 
-@pytest.mark.parametrize("path", ["/new", "/etc/new", "/usr/bin/new", "/opt/planrun/toolserver.py"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/new",
+        "/etc/new",
+        "/usr/bin/new",
+        "/opt/planrun/toolserver/__main__.py",
+        "/opt/planrun/toolserver/new.py",
+    ],
+)
 def test_root_filesystem_is_read_only(make_sandbox: SandboxFactory, path: str) -> None:
     with make_sandbox() as sandbox:
         result = bash(sandbox, f"echo x > {path}")

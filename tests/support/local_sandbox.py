@@ -27,7 +27,7 @@ CONTAINER_ROOT = re.compile(r"(?<![\w/.-])/(workspace|plan)(?![\w.-])")
 
 
 class LocalSandbox(SandboxBase):
-    """Runs toolserver.py as a child process on the host, for tests only."""
+    """Runs the tool server as a child process on the host, for tests only."""
 
     def __init__(self, workspace: Path, plan_dir: Path | None) -> None:
         self.workspace = workspace

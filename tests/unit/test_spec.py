@@ -53,7 +53,7 @@ def test_no_host_directory_is_writable_and_plan_is_a_capped_tmpfs(tmp_path: Path
     assert Path(targets["/etc/resolv.conf"]).read_text().startswith("#")
     assert targets["/workspace"] == str(tmp_path / "repo")
     assert targets["/ro/docs"] == str(extra)
-    assert targets["/opt/planrun/toolserver.py"].endswith("toolserver.py")
+    assert targets["/opt/planrun/toolserver"].endswith("sandbox/toolserver")
 
 
 def test_hardening_options(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_recursive_read_only_binds_when_the_engine_supports_it(tmp_path: Path) -
     options = container_options(make_spec(tmp_path), (1, 1), recursive_read_only=True)
     by_target = {m["Target"]: m["BindOptions"] for m in options["mounts"]}
     assert by_target["/workspace"]["ReadOnlyForceRecursive"] is True
-    assert "ReadOnlyForceRecursive" not in by_target["/opt/planrun/toolserver.py"]
+    assert "ReadOnlyForceRecursive" not in by_target["/opt/planrun/toolserver"]
 
 
 # ------------------------------------------------------------------------------ profiles

@@ -10,8 +10,31 @@ import re
 
 import pytest
 
-from sandbox_runner.sandbox import toolserver
-from sandbox_runner.sandbox.toolserver import ToolError
+from sandbox_runner.sandbox.toolserver.arguments import (
+    bool_arg,
+    cap_output,
+    clamp_timeout,
+    int_arg,
+    opt_str_arg,
+    printable,
+    str_arg,
+)
+from sandbox_runner.sandbox.toolserver.ops.glob import split_glob
+from sandbox_runner.sandbox.toolserver.ops.glob_pattern import (
+    GlobMatcher,
+    expand_braces,
+    glob_to_regex,
+    glob_tokens,
+    linear_match,
+)
+from sandbox_runner.sandbox.toolserver.ops.read import format_line
+from sandbox_runner.sandbox.toolserver.protocol import (
+    DEFAULT_TIMEOUT,
+    MAX_OUTPUT_BYTES,
+    MAX_TIMEOUT,
+    MIN_TIMEOUT,
+    ToolError,
+)
 
 
 @pytest.mark.parametrize(
@@ -30,7 +53,7 @@ from sandbox_runner.sandbox.toolserver import ToolError
     ],
 )
 def test_glob_translation(pattern: str, matches: list[str], misses: list[str]) -> None:
-    regex = re.compile(toolserver.glob_to_regex(pattern))
+    regex = re.compile(glob_to_regex(pattern))
     assert [name for name in matches if regex.fullmatch(name)] == matches
     assert [name for name in misses if regex.fullmatch(name)] == []
 
@@ -47,60 +70,58 @@ def test_glob_translation(pattern: str, matches: list[str], misses: list[str]) -
 def test_literal_directories_move_into_the_walk_root(
     pattern: str, expected: tuple[str, str]
 ) -> None:
-    assert toolserver.split_glob("/ws", pattern) == expected
+    assert split_glob("/ws", pattern) == expected
 
 
 def test_integer_arguments() -> None:
-    assert toolserver.int_arg({}, "limit", 7) == 7
-    assert toolserver.int_arg({"limit": 3}, "limit", 7) == 3
-    assert toolserver.int_arg({"limit": 3.0}, "limit", 7) == 3
-    assert toolserver.int_arg({"limit": " 12"}, "limit", 7) == 12
+    assert int_arg({}, "limit", 7) == 7
+    assert int_arg({"limit": 3}, "limit", 7) == 3
+    assert int_arg({"limit": 3.0}, "limit", 7) == 3
+    assert int_arg({"limit": " 12"}, "limit", 7) == 12
     for bad in (True, "x", 2.5, -1, [1]):
         with pytest.raises(ToolError, match="expected an integer >= 0"):
-            toolserver.int_arg({"limit": bad}, "limit", 7)
+            int_arg({"limit": bad}, "limit", 7)
 
 
 def test_boolean_and_string_arguments() -> None:
-    assert toolserver.bool_arg({"-i": "TRUE"}, "-i", False) is True
-    assert toolserver.bool_arg({"-i": 0}, "-i", True) is False
+    assert bool_arg({"-i": "TRUE"}, "-i", False) is True
+    assert bool_arg({"-i": 0}, "-i", True) is False
     with pytest.raises(ToolError, match="expected true or false"):
-        toolserver.bool_arg({"-i": "yes"}, "-i", False)
-    assert toolserver.opt_str_arg({"path": ""}, "path") is None
+        bool_arg({"-i": "yes"}, "-i", False)
+    assert opt_str_arg({"path": ""}, "path") is None
     with pytest.raises(ToolError, match="must not be empty"):
-        toolserver.str_arg({"pattern": ""}, "pattern")
+        str_arg({"pattern": ""}, "pattern")
     with pytest.raises(ToolError, match="expected a string"):
-        toolserver.str_arg({"pattern": 5}, "pattern")
+        str_arg({"pattern": 5}, "pattern")
 
 
 def test_timeouts_are_clamped() -> None:
-    assert toolserver.clamp_timeout(None) == toolserver.DEFAULT_TIMEOUT
-    assert toolserver.clamp_timeout(True) == toolserver.DEFAULT_TIMEOUT
-    assert toolserver.clamp_timeout(0) == toolserver.MIN_TIMEOUT
-    assert toolserver.clamp_timeout(10**9) == toolserver.MAX_TIMEOUT
+    assert clamp_timeout(None) == DEFAULT_TIMEOUT
+    assert clamp_timeout(True) == DEFAULT_TIMEOUT
+    assert clamp_timeout(0) == MIN_TIMEOUT
+    assert clamp_timeout(10**9) == MAX_TIMEOUT
 
 
 def test_names_are_shown_on_one_printable_line() -> None:
-    assert toolserver.printable("plain name.txt") == "plain name.txt"
-    assert toolserver.printable("a\nb\x1b]0;x\x07") == "a\\nb\\x1b]0;x\\x07"
-    assert toolserver.printable("bad\udcffbyte") == "bad\\xffbyte"
+    assert printable("plain name.txt") == "plain name.txt"
+    assert printable("a\nb\x1b]0;x\x07") == "a\\nb\\x1b]0;x\\x07"
+    assert printable("bad\udcffbyte") == "bad\\xffbyte"
 
 
 def test_output_is_capped_at_a_line_boundary_and_says_how_much_was_cut() -> None:
     line = "x" * 99 + "\n"
-    text = line * (toolserver.MAX_OUTPUT_BYTES // 100 + 10)
-    capped, truncated = toolserver.cap_output(text)
-    assert truncated and len(capped.encode()) <= toolserver.MAX_OUTPUT_BYTES + 100
+    text = line * (MAX_OUTPUT_BYTES // 100 + 10)
+    capped, truncated = cap_output(text)
+    assert truncated and len(capped.encode()) <= MAX_OUTPUT_BYTES + 100
     cut = len(text.encode()) - capped.rindex("\n... [")
     assert capped.endswith(f"... [output truncated: {cut} more bytes]")
-    assert toolserver.cap_output("short") == ("short", False)
-    assert toolserver.cap_output("short", extra_bytes=5)[0].endswith(
-        "[output truncated: 5 more bytes]"
-    )
+    assert cap_output("short") == ("short", False)
+    assert cap_output("short", extra_bytes=5)[0].endswith("[output truncated: 5 more bytes]")
 
 
 def test_read_lines_are_numbered_and_long_ones_cut() -> None:
-    assert toolserver.format_line(3, b"hello\r\n", 0) == "     3\thello"
-    long_line = toolserver.format_line(1, b"y" * 2500, 0)
+    assert format_line(3, b"hello\r\n", 0) == "     3\thello"
+    long_line = format_line(1, b"y" * 2500, 0)
     assert long_line == "     1\t" + "y" * 2000 + "... [line truncated: 500 more bytes]"
 
 
@@ -116,16 +137,16 @@ GLOB_PATHS = [
 
 @pytest.mark.parametrize("pattern", GLOB_PATTERNS)
 def test_the_linear_matcher_agrees_with_the_regular_expression(pattern: str) -> None:
-    for alternative in toolserver.expand_braces(pattern):
-        tokens = toolserver.glob_tokens(alternative)
-        regex = re.compile(toolserver.glob_to_regex(alternative), re.DOTALL)
+    for alternative in expand_braces(pattern):
+        tokens = glob_tokens(alternative)
+        regex = re.compile(glob_to_regex(alternative), re.DOTALL)
         for path in GLOB_PATHS:
-            assert toolserver.linear_match(tokens, path) == bool(regex.fullmatch(path)), path
+            assert linear_match(tokens, path) == bool(regex.fullmatch(path)), path
 
 
 def test_a_pattern_full_of_stars_against_a_long_name_is_quick() -> None:
     """Backtracking would take longer than the universe; the set simulation is linear."""
-    matcher = toolserver.GlobMatcher("*a" * 20 + "*b")
+    matcher = GlobMatcher("*a" * 20 + "*b")
     name = "a" * 250
     assert matcher.regexes == []
     assert not matcher.matches(name)
@@ -133,16 +154,16 @@ def test_a_pattern_full_of_stars_against_a_long_name_is_quick() -> None:
 
 
 def test_brace_alternatives_are_bounded() -> None:
-    assert toolserver.expand_braces("x{1,2}{a,b}") == ["x1a", "x1b", "x2a", "x2b"]
+    assert expand_braces("x{1,2}{a,b}") == ["x1a", "x1b", "x2a", "x2b"]
     with pytest.raises(ToolError, match="more than 256 brace alternatives"):
-        toolserver.expand_braces("{0,1}" * 9)
+        expand_braces("{0,1}" * 9)
 
 
 def test_runs_of_double_stars_do_not_backtrack() -> None:
     """`****…x` is one wildcard, not a dozen `.*` for the regular expression to try."""
     import time
 
-    matcher = toolserver.GlobMatcher("**" * 12 + "x")
+    matcher = GlobMatcher("**" * 12 + "x")
     started = time.monotonic()
     assert not matcher.matches("a" * 40)
     assert matcher.matches("a/b/" + "a" * 40 + "x")

@@ -556,7 +556,7 @@ def test_symlinks_out_of_the_workspace_are_refused(
     root = tmp_path / "ws"
     write_sources(root)
     # A Python file that exists inside the container, outside the workspace.
-    (root / "escape.py").symlink_to(TOOLSERVER_MOUNT)
+    (root / "escape.py").symlink_to(f"{TOOLSERVER_MOUNT}/ops/read.py")
     (root / "alias.py").symlink_to(Path("pkg") / "models.py")
     with open_sandbox(root) as sandbox:
         error = refusal(sandbox, operation="document_symbols", file_path="escape.py")

@@ -1,0 +1,154 @@
+"""Git in commands: a repository is read, never obeyed (settings that switch off its programs)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from .git_scan import GitConfigScan, GitRefusal, Stamp, stamp_of
+
+# Git settings for every command, in command-line scope (above the repository's own config).
+# They reach every git process a command starts, submodules' included (git keeps the
+# GIT_CONFIG_* variables for them): a repository owned by another uid is fine to read, but
+# no program that any config names may run, even inside the sandbox.
+GIT_SAFE_CONFIG = (
+    ("safe.directory", "*"),
+    # Tracked files can lay out a directory as a bare repository, with its own config.
+    ("safe.bareRepository", "explicit"),
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.sshCommand", "false"),
+    ("core.askPass", "false"),
+    ("credential.helper", ""),  # the empty value empties the list of helpers
+    ("protocol.allow", "never"),  # protocol.<name>.allow beats it: see command_env
+    ("gpg.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("log.showSignature", "false"),
+    # `git log --help` would run the repository's man.<viewer>.cmd or browser.<name>.cmd.
+    ("help.format", "info"),
+    ("core.pager", "cat"),
+    # Looking into a submodule's files means a git process there, under that repository's
+    # config: by default, git compares submodules by their commit only. Options and
+    # submodule.<name>.ignore can still ask for more, so the scan (git_scan) covers every nested
+    # repository; these settings only keep the default narrow.
+    ("diff.ignoreSubmodules", "dirty"),
+    ("diff.submodule", "short"),
+    ("status.submoduleSummary", "false"),
+    ("submodule.recurse", "false"),
+)
+# Stands in for an external diff the repository names. Git passes `path old-file old-hex
+# old-mode new-file new-hex new-mode` and takes diff(1)'s status 1 for a crash; an empty
+# value is no way out either: git then stops with "external diff died".
+GIT_PLAIN_DIFF = (
+    'f() { printf "diff --git a/%s b/%s\\n" "$1" "$1"; '
+    'diff -u --label "a/$1" --label "b/$1" -- "$2" "$5"; :; }; f'
+)
+# Empty values switch a filter off (process wins over clean/smudge, and an empty one runs
+# nothing); required=false keeps git from failing the file instead.
+GIT_FILTER_OFF = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+# What the overrides may hold: past that, the environment would leave too little room for
+# commands' arguments.
+GIT_MAX_OVERRIDES = 2048
+GIT_MAX_OVERRIDE_BYTES = 256 * 1024
+GIT_MAX_NAME_BYTES = 1024
+
+
+class GitGuard:
+    """The git variables for commands' environment: GIT_SAFE_CONFIG, plus entries that
+    switch off every filter, diff and merge driver that any repository in the workspace
+    defines, at any depth.
+
+    ROOTS are read-only mounts: the workspace, which is walked, then the extra directories.
+    The result is kept until a directory or file the scan looked at changes.
+    """
+
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = roots
+        self._lock = threading.Lock()
+        self._stamps: dict[str, Stamp | None] = {}
+        self._env: dict[str, str] | None = None
+
+    def env(self) -> dict[str, str]:
+        with self._lock:
+            if self._env is None or any(
+                stamp_of(path) != stamp for path, stamp in self._stamps.items()
+            ):
+                self._env = self._scan()
+            return self._env
+
+    def _scan(self) -> dict[str, str]:
+        scan = GitConfigScan(self.roots)
+        try:
+            scan.run()
+            overrides = driver_overrides(scan.variables, scan.submodules)
+            env = git_config_env([*GIT_SAFE_CONFIG, *overrides])
+        except (GitRefusal, OSError, ValueError, RecursionError) as refusal:
+            # A guard that fails says so and keeps git off; it never lets git run unguarded.
+            reason = refusal if isinstance(refusal, GitRefusal) else f"the scan failed: {refusal!r}"
+            message = f"planrun: git is disabled in this sandbox: {reason}"
+            # The invalid key stops every git command with the message; the GIT_DIR that
+            # does not exist stops it before it opens the repository's files (a FIFO there
+            # would block it) and says the same.
+            env = git_config_env([*GIT_SAFE_CONFIG, (message, "")])
+            env["GIT_DIR"] = "/" + message
+        self._stamps = scan.stamps
+        return env
+
+
+DRIVER_SECTIONS = frozenset({b"filter", b"diff", b"merge"})
+
+
+def driver_overrides(
+    variables: dict[tuple[bytes, bytes | None, bytes], None], submodules: dict[bytes, None]
+) -> list[tuple[str, str]]:
+    """Entries that switch off what the config defines that runs a program, and keep each
+    submodule named anywhere compared by its commit only."""
+    entries: dict[str, str] = {}
+    for section, name, key in variables:
+        if (section, name, key) == (b"diff", None, b"external"):
+            entries["diff.external"] = GIT_PLAIN_DIFF
+        if section not in DRIVER_SECTIONS or not usable_name(name):
+            continue
+        prefix = f"{section.decode()}.{os.fsdecode(name or b'')}."
+        if section == b"filter":
+            entries.update((prefix + setting, value) for setting, value in GIT_FILTER_OFF)
+        elif section == b"merge":
+            entries[prefix + "driver"] = "true"
+        elif key == b"textconv":
+            entries.update({prefix + "textconv": "cat", prefix + "cachetextconv": "false"})
+        elif key == b"command":
+            entries[prefix + "command"] = GIT_PLAIN_DIFF
+        if len(entries) > GIT_MAX_OVERRIDES:
+            raise GitRefusal(f"it defines over {GIT_MAX_OVERRIDES // 4} drivers")
+    for name in submodules:
+        if usable_name(name):
+            entries[f"submodule.{os.fsdecode(name)}.ignore"] = "dirty"
+    size = sum(len(key) + len(value) for key, value in entries.items())
+    if len(entries) > GIT_MAX_OVERRIDES or size > GIT_MAX_OVERRIDE_BYTES:
+        # Past that, the environment would leave too little room for commands' arguments.
+        raise GitRefusal("it names too many drivers and submodules to switch off")
+    return list(entries.items())
+
+
+def usable_name(name: bytes | None) -> bool:
+    """Whether git can read a subsection name back (it reads one holding a NUL only up to
+    the NUL, so no driver has such a name); one too long to check refuses git."""
+    if name is None or b"\0" in name:
+        return False
+    if len(name) > GIT_MAX_NAME_BYTES:
+        raise GitRefusal(f"it names a driver or submodule with over {GIT_MAX_NAME_BYTES} bytes")
+    return True
+
+
+def git_config_env(entries: list[tuple[str, str]]) -> dict[str, str]:
+    """GIT_CONFIG_* variables carrying ENTRIES (command-line scope, the highest)."""
+    env = {"GIT_CONFIG_COUNT": str(len(entries))}
+    for index, (key, value) in enumerate(entries):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
+# The git variables of a command that runs no repository's own git (ripgrep, ctags).
+SAFE_GIT_ENV = git_config_env(list(GIT_SAFE_CONFIG))

@@ -1,0 +1,3 @@
+"""The operations, one module each; the server's OPS table names them."""
+
+from __future__ import annotations

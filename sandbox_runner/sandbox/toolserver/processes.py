@@ -1,0 +1,298 @@
+"""Commands: a fresh environment, bounded capture, and nothing left running after them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+
+# mypy treats any name TYPE_CHECKING as true; a plain constant spares importing typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from typing import IO
+
+    from .server import ToolServer
+
+
+READER_JOIN_SECONDS = 2.0
+TOKEN_KILL_ROUNDS = 5
+COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Commands' HOME, the shared /tmp; git expands a `~` in a config path to it.
+COMMAND_HOME = "/tmp"
+
+
+class BoundedCapture:
+    """Drain one pipe in a thread, keeping the first LIMIT bytes and counting the rest."""
+
+    def __init__(self, pipe: IO[bytes], limit: int) -> None:
+        self._pipe = pipe
+        self._limit = limit
+        self._chunks: list[bytes] = []
+        self._lock = threading.Lock()
+        self.kept = 0
+        self.dropped = 0
+        self.dropped_lines = 0
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        fd = self._pipe.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self._lock:
+                room = max(0, self._limit - self.kept)
+                if room:
+                    self._chunks.append(chunk[:room])
+                    self.kept += min(room, len(chunk))
+                rest = chunk[room:]
+                self.dropped += len(rest)
+                self.dropped_lines += rest.count(b"\n")
+
+    def finish(self, timeout: float) -> None:
+        """Wait for EOF; a pipe still held open by an escaped process is left to its thread."""
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._pipe.close()
+
+    def data(self) -> bytes:
+        with self._lock:
+            return b"".join(self._chunks)
+
+
+class ProcessResult:
+    """The captured streams and exit status of one finished or killed command."""
+
+    __slots__ = ("returncode", "stderr", "stdout", "timed_out")
+
+    def __init__(
+        self, stdout: BoundedCapture, stderr: BoundedCapture, returncode: int, timed_out: bool
+    ) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode = returncode
+        self.timed_out = timed_out
+
+
+def command_env(token: str, git_env: dict[str, str]) -> dict[str, str]:
+    """A fresh environment: nothing of the server's own environment leaks into commands."""
+    return {
+        "PATH": COMMAND_PATH,
+        "HOME": COMMAND_HOME,
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "GIT_OPTIONAL_LOCKS": "0",
+        # Set, even empty, it allows no transport at all, whatever protocol.<name>.allow
+        # says: a partial clone's lazy fetch would run remote.<name>.uploadpack.
+        "GIT_ALLOW_PROTOCOL": "",
+        "GIT_CONFIG_GLOBAL": "/dev/null",  # HOME is the shared /tmp
+        # Nor are git's default attributes and ignore files there ($HOME/.config/git/).
+        "XDG_CONFIG_HOME": "/dev/null",
+        **git_env,
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "TERM": "dumb",
+        "PLANRUN_CMD": token,
+    }
+
+
+def new_token() -> str:
+    return f"{os.getpid()}-{os.urandom(8).hex()}"
+
+
+def kill_token_holders(token: str) -> int:
+    """SIGKILL every process whose initial environment carries TOKEN.
+
+    This catches what the process group misses: `setsid`, double forks, daemons.
+    """
+    marker = b"PLANRUN_CMD=" + token.encode() + b"\0"
+    own_pid = os.getpid()
+    killed_total = 0
+    for _ in range(TOKEN_KILL_ROUNDS):
+        killed = 0
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == own_pid:
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as environ:
+                    found = marker in environ.read()
+                if found:
+                    os.kill(int(name), signal.SIGKILL)
+                    killed += 1
+            except OSError:
+                continue
+        if not killed:
+            break
+        killed_total += killed
+    return killed_total
+
+
+def kill_command(proc: subprocess.Popen[bytes], token: str | None) -> None:
+    """Kill the command's whole process group, then anything else carrying its token."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if token:
+        kill_token_holders(token)
+
+
+STRAY_SWEEP_ROUNDS = 20
+
+
+def sweep_strays(server: ToolServer) -> int:
+    """As the container's init, SIGKILL every process that no running command owns.
+
+    A finished command's processes are gone whatever they did to hide: a process that
+    left its session (setsid), cleared its environment (env -i) or double-forked is
+    re-parented to PID 1, and everything not descended from a command still running is
+    killed. Only PID 1 sees the whole container this way; elsewhere (a test harness)
+    the token and the process group have to do.
+    """
+    if os.getpid() != 1:
+        return 0
+    killed = 0
+    with server.spawn_lock:  # a command being started is not yet registered
+        for _ in range(STRAY_SWEEP_ROUNDS):
+            strays = stray_pids(server.tracked_pids())
+            for pid in strays:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            killed += len(strays)
+            if not strays:
+                break
+    return killed
+
+
+def stray_pids(running: set[int]) -> list[int]:
+    """Live processes that are neither PID 1 nor under a running command.
+
+    A zombie whose other threads still run (its main thread left alone with SYS_exit)
+    counts as live: /proc shows the group's leader as Z, but a signal to it reaches them.
+    """
+    parents: dict[int, int] = {}
+    live: set[int] = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or name == "1":
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat_file:
+                fields = stat_file.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pid = int(name)
+        parents[pid] = int(fields[1])
+        if fields[0] != b"Z" or has_live_threads(pid):
+            live.add(pid)
+    owned = set(running)
+    changed = True
+    while changed:
+        changed = False
+        for pid, parent in parents.items():
+            if parent in owned and pid not in owned:
+                owned.add(pid)
+                changed = True
+    return sorted(live - owned)
+
+
+def has_live_threads(pid: int) -> bool:
+    """Whether a zombie thread-group leader still has running threads."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
+
+
+def reap_orphans(server: ToolServer, *, settle: bool = False) -> int:
+    """As the container's init (PID 1), collect the orphans that died; return how many.
+
+    Processes whose parent exits are re-parented to PID 1 and stay zombies (counting
+    against the pids limit) until PID 1 waits for them. Commands subprocess still tracks
+    are left alone. With settle, keep at it briefly while killed orphans finish dying.
+    """
+    if os.getpid() != 1:
+        return 0
+    reaped = 0
+    for _ in range(25 if settle else 1):
+        found = _reap_zombie_orphans(server)
+        reaped += found
+        if not found:
+            break
+        time.sleep(0.02)
+    return reaped
+
+
+def _reap_zombie_orphans(server: ToolServer) -> int:
+    reaped = 0
+    with server.spawn_lock:
+        tracked = server.tracked_pids()
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) in tracked or name == "1":
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat_file:
+                    stat = stat_file.read()
+            except OSError:
+                continue
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            if len(fields) >= 2 and fields[0] == b"Z" and fields[1] == b"1":
+                with contextlib.suppress(ChildProcessError):
+                    # 0 while other threads of the group still run: not reaped yet.
+                    if os.waitpid(int(name), os.WNOHANG)[0] != 0:
+                        reaped += 1
+    return reaped
+
+
+def run_process(
+    server: ToolServer,
+    argv: list[str],
+    *,
+    timeout: float,
+    limits: tuple[int, int],
+    cwd: str,
+    token: str | None = None,
+    git_env: dict[str, str],
+) -> ProcessResult:
+    """Run ARGV in its own session with bounded capture; kill everything it left behind.
+
+    GIT_ENV holds the git variables (git_guard's SAFE_GIT_ENV, or its GitGuard's).
+    """
+    server.warmed_up.wait()  # no command may start before the server is undumpable
+    import subprocess  # deferred: see ToolServer.warm_up
+
+    with server.spawn_lock:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=command_env(token or new_token(), git_env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        server.register(proc, token)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        stdout = BoundedCapture(proc.stdout, limits[0])
+        stderr = BoundedCapture(proc.stderr, limits[1])
+        timed_out = False
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    finally:
+        kill_command(proc, token)
+        proc.wait()
+        server.unregister(proc)
+        sweep_strays(server)
+        reap_orphans(server, settle=True)
+    join_until = time.monotonic() + READER_JOIN_SECONDS
+    for capture in (stdout, stderr):
+        capture.finish(max(0.0, join_until - time.monotonic()))
+    return ProcessResult(stdout, stderr, proc.returncode, timed_out)
