@@ -6,15 +6,6 @@ import sys
 
 import click
 
-from sandbox_runner.cli import (  # noqa: F401
-    agents,
-    batch_cmd,
-    config_cmd,
-    infra,
-    plan_cmd,
-    plans_cmd,
-    session_cmd,
-)
 from sandbox_runner.cli.app import Services, cli
 from sandbox_runner.cli.signals import StopOnSignal
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -155,7 +156,38 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
+COMMAND_MODULES = {
+    "agents": "agents",
+    "batch": "batch_cmd",
+    "config": "config_cmd",
+    "engine": "infra",
+    "image": "infra",
+    "plan": "plan_cmd",
+    "plans": "plans_cmd",
+    "sandbox": "infra",
+    "sessions": "session_cmd",
+}
+"""The module of each command: imported only when the command runs (or help lists it), so
+`planrun` reaches its prompt without loading every command's dependencies."""
+
+
+class LazyGroup(click.Group):
+    """A group whose commands register themselves when their module is first imported."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMAND_MODULES:
+            importlib.import_module(f"sandbox_runner.cli.{COMMAND_MODULES[name]}")
+        return super().get_command(ctx, name)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    invoke_without_command=True,
+)
 @click.version_option(__version__, prog_name="planrun")
 @click.option("--repo", default=".", show_default=True, help="The repository of the session.")
 @click.option("--plan", "start_in_plan", is_flag=True, help="Start in plan mode.")

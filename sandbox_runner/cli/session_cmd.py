@@ -127,14 +127,13 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
     else:
         store, state = SessionStore.create(workspace, model_id)
         resumed = False
-    # Imported here: the other commands start without prompt_toolkit.
-    from sandbox_runner.session import terminal
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        # Imported only here: line mode (and every other command) starts without it.
+        from sandbox_runner.session.terminal import TerminalUI
 
-    ui: LineUI | terminal.TerminalUI = (
-        terminal.TerminalUI()
-        if sys.stdin.isatty() and sys.stdout.isatty()
-        else LineUI(_read_line, sys.stdout)
-    )
+        ui: LineUI | TerminalUI = TerminalUI()
+    else:
+        ui = LineUI(_read_line, sys.stdout)
     # The first line comes before Docker is asked anything: the containers start in the
     # background, and a missing engine or image is still one line and exit status 2.
     if resumed:
@@ -154,12 +153,14 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         ui=ui,
         limits=loaded.run_limits(),
     )
-    if isinstance(ui, terminal.TerminalUI):
+    if not isinstance(ui, LineUI):
         ui.session = session
     commands = Commands(session, loaded.resolved_extra_dirs())
     try:
         wanted = PermissionMode.PLAN if options["start_in_plan"] else options["mode"]
-        if isinstance(ui, terminal.TerminalUI):
+        if not isinstance(ui, LineUI):
+            from sandbox_runner.session.terminal import run_terminal
+
             # The prompt comes up at once; containers start and the SDK loads behind it.
             def first() -> None:
                 session.start()
@@ -169,7 +170,7 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
                         ui.show(f"plan mode: the plan file is `{session.state.plan_file}`")
                 _load_model_sdk()
 
-            terminal.run_terminal(session, commands, ui, store.directory / "history", first)
+            run_terminal(session, commands, ui, store.directory / "history", first)
         else:
             session.start()
             if wanted is not None and not resumed:
