@@ -7,8 +7,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self, TextIO
+from typing import TextIO
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -26,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sandbox_runner.agents.events import AgentEvent
+from sandbox_runner.cli.progress import LiveDisplay
 from sandbox_runner.safe_text import one_line
 
 
@@ -38,7 +38,7 @@ class _Running:
     tokens: int = 0
 
 
-class BatchProgress:
+class BatchProgress(LiveDisplay):
     """Receives job events (driver thread) and agent events (worker threads)."""
 
     def __init__(
@@ -129,17 +129,3 @@ class BatchProgress:
             counts = self.counts()
         assert self._bar is not None
         return Group(self._bar, Text(counts), table)
-
-    def __enter__(self) -> Self:
-        if self._live is not None:
-            self._live.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._live is not None:
-            self._live.stop()

@@ -44,7 +44,27 @@ WAITING_LOG_SECONDS = 30.0
 TERMINAL_STATES = frozenset({"finished", "failed"})
 
 
-class Progress:
+class LiveDisplay:
+    """A display that is live (redrawn in place) on a terminal, from enter to exit."""
+
+    _live: Live | None = None
+
+    def __enter__(self) -> Self:
+        if self._live is not None:
+            self._live.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.stop()
+
+
+class Progress(LiveDisplay):
     """Receives AgentEvents from any thread and shows one line per subagent."""
 
     def __init__(self, labels: list[str], *, live: bool, stream: TextIO | None = None) -> None:
@@ -137,17 +157,3 @@ class Progress:
                     Text(line.tool[:80]),
                 )
         return table
-
-    def __enter__(self) -> Self:
-        if self._live is not None:
-            self._live.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._live is not None:
-            self._live.stop()
