@@ -27,6 +27,7 @@ from sandbox_runner.paths import planrun_home
 from sandbox_runner.runs.batch_driver import WorkFor
 from sandbox_runner.runs.batch_job import JobOutcome, JobPayload, run_job
 from sandbox_runner.runs.batch_setup import BatchJob
+from sandbox_runner.runs.executor import Announced
 
 T = TypeVar("T")
 RESOURCE = "planrun_sandbox"
@@ -166,8 +167,19 @@ class RayExecutor:
                 future.cancel()
                 self._slots.release()
                 continue
-            future.set_running_or_notify_cancel()
-            ref = self._remote.remote(work)
+            if not future.set_running_or_notify_cancel():
+                self._slots.release()
+                continue
+            try:
+                if isinstance(work, Announced):
+                    # The driver's bookkeeping runs here; only the job itself is shipped.
+                    work.on_start()
+                    work = work.work
+                ref = self._remote.remote(work)
+            except BaseException as error:  # e.g. not picklable: the job fails, loudly
+                self._slots.release()
+                future.set_exception(error)
+                continue
             with self._lock:
                 self._in_flight.add(ref)
             ref.future().add_done_callback(lambda done, r=ref, f=future: self._settle(r, f, done))
