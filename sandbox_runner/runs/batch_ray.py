@@ -116,12 +116,20 @@ class RemoteJob:
             return DockerSandbox(spec, client)
 
         with tempfile.TemporaryDirectory(prefix="planrun-batch-") as scratch:
-            return run_job(
+            outcome = run_job(
                 replace(self.payload, workspace=workspace),
                 sandbox_factory=sandboxes,
                 scratch_root=Path(scratch),
                 registry=Registry.load(workspace, trust_project=self.trust_project),
             )
+        # Several nodes may share a host name: the Ray node id tells them apart.
+        return replace(outcome, node=f"{outcome.node} ray:{_node_id()[:12]}")
+
+
+def _node_id() -> str:
+    import ray
+
+    return str(ray.get_runtime_context().get_node_id())
 
 
 def _call(work: Callable[[], T]) -> T:
@@ -229,6 +237,11 @@ class RayEngine:
             )
         warn(f"Ray cluster at {address}: {int(capacity)} sandbox slot(s)")
         return cls(ray, RayExecutor(ray, parallel))
+
+    def close(self) -> None:
+        """Disconnect from the cluster (its nodes keep running)."""
+        self.executor.cancel()
+        self.ray.shutdown()
 
     def work_for(self, batch: str, jobs: list[BatchJob], out_dir: Path) -> WorkFor:
         """Each job becomes a RemoteJob; each distinct repository is put in the store once."""
