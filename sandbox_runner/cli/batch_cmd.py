@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +106,8 @@ def batch_run(ctx: click.Context, /, **options: Any) -> None:
         to_run = [job for job in jobs if job.decision.action in RUNS]
         record_run(out_dir, batch_file.path, batch_file.digest, options["engine"])
         _remember(out_dir, prepared)
-        code, summary = _drive(ctx, out_dir, jobs, to_run, prepared, workspaces, options)
+        with _stdout_to_stderr() if options["engine"] == "ray" else contextlib.nullcontext():
+            code, summary = _drive(ctx, out_dir, jobs, to_run, prepared, workspaces, options)
     if options["as_json"]:
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
@@ -133,10 +136,12 @@ def _drive(
     live = wants_live_display(sys.stderr, json_output=options["as_json"])
     progress = BatchProgress(len(to_run), skipped, live=live) if not options["as_json"] else None
     executor: Executor
+    disconnect = contextlib.ExitStack()
     if options["engine"] == "ray":
         from sandbox_runner.runs.batch_ray import RayEngine
 
         engine = RayEngine.connect(options["address"], parallel, warn)
+        disconnect.callback(engine.close)
         executor, work_for = engine.executor, engine.work_for(out_dir.name, jobs, out_dir)
     else:
         thread_executor = ThreadExecutor(parallel)
@@ -152,11 +157,12 @@ def _drive(
         stop_sandboxes=svc.stop_sandboxes,
         on_stop=progress.stopping if progress else lambda: None,
     )
-    if progress is None:
-        outcome = driver.run()
-    else:
-        with progress:
+    with disconnect:
+        if progress is None:
             outcome = driver.run()
+        else:
+            with progress:
+                outcome = driver.run()
     if outcome.interrupted and not options["as_json"]:
         click.echo("planrun: interrupted; run the same command to resume", err=True)
     return outcome.exit_code, outcome.summary
@@ -191,6 +197,24 @@ def _local(
         executor.cancelled,
         progress.agent_event if progress else None,
     )
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While Ray is connected, whatever is written to stdout goes to stderr.
+
+    Ray's driver prints cluster events (such as "Raylet is terminated") to stdout from a
+    thread of its own; stdout must carry only planrun's output (`--json` stays parseable).
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _require_ray() -> None:

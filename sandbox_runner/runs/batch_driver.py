@@ -23,7 +23,7 @@ from sandbox_runner.runs.batch_ledger import Ledger, LedgerRecord
 from sandbox_runner.runs.batch_resume import RUNS, Action
 from sandbox_runner.runs.batch_setup import BatchJob, task_dir
 from sandbox_runner.runs.batch_summary import JobRow, summary_document, write_summary
-from sandbox_runner.runs.executor import Executor
+from sandbox_runner.runs.executor import Announced, Executor
 
 EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
 INTERRUPT_GRACE_SECONDS = 1.0
@@ -110,15 +110,14 @@ class BatchDriver:
         summary = self._write_summary(code, "interrupted" if interrupted else "finished")
         return BatchOutcome(code, summary, interrupted)
 
-    def _started(self, job: BatchJob) -> Callable[[], JobOutcome]:
-        work = self.work_for(job)
+    def _started(self, job: BatchJob) -> Announced[JobOutcome]:
+        """The job's work; marking it running stays here (a remote engine ships only work)."""
 
-        def run() -> JobOutcome:
+        def started() -> None:
             self.running.add(job.key)
             self.events.job_started(job.key)
-            return work()
 
-        return run
+        return Announced(self.work_for(job), started)
 
     def _finish(self, job: BatchJob, future: Future[JobOutcome]) -> None:
         self.running.discard(job.key)

@@ -27,6 +27,7 @@ from sandbox_runner.paths import planrun_home
 from sandbox_runner.runs.batch_driver import WorkFor
 from sandbox_runner.runs.batch_job import JobOutcome, JobPayload, run_job
 from sandbox_runner.runs.batch_setup import BatchJob
+from sandbox_runner.runs.executor import Announced
 
 T = TypeVar("T")
 RESOURCE = "planrun_sandbox"
@@ -115,12 +116,20 @@ class RemoteJob:
             return DockerSandbox(spec, client)
 
         with tempfile.TemporaryDirectory(prefix="planrun-batch-") as scratch:
-            return run_job(
+            outcome = run_job(
                 replace(self.payload, workspace=workspace),
                 sandbox_factory=sandboxes,
                 scratch_root=Path(scratch),
                 registry=Registry.load(workspace, trust_project=self.trust_project),
             )
+        # Several nodes may share a host name: the Ray node id tells them apart.
+        return replace(outcome, node=f"{outcome.node} ray:{_node_id()[:12]}")
+
+
+def _node_id() -> str:
+    import ray
+
+    return str(ray.get_runtime_context().get_node_id())
 
 
 def _call(work: Callable[[], T]) -> T:
@@ -166,8 +175,19 @@ class RayExecutor:
                 future.cancel()
                 self._slots.release()
                 continue
-            future.set_running_or_notify_cancel()
-            ref = self._remote.remote(work)
+            if not future.set_running_or_notify_cancel():
+                self._slots.release()
+                continue
+            try:
+                if isinstance(work, Announced):
+                    # The driver's bookkeeping runs here; only the job itself is shipped.
+                    work.on_start()
+                    work = work.work
+                ref = self._remote.remote(work)
+            except BaseException as error:  # e.g. not picklable: the job fails, loudly
+                self._slots.release()
+                future.set_exception(error)
+                continue
             with self._lock:
                 self._in_flight.add(ref)
             ref.future().add_done_callback(lambda done, r=ref, f=future: self._settle(r, f, done))
@@ -217,6 +237,11 @@ class RayEngine:
             )
         warn(f"Ray cluster at {address}: {int(capacity)} sandbox slot(s)")
         return cls(ray, RayExecutor(ray, parallel))
+
+    def close(self) -> None:
+        """Disconnect from the cluster (its nodes keep running)."""
+        self.executor.cancel()
+        self.ray.shutdown()
 
     def work_for(self, batch: str, jobs: list[BatchJob], out_dir: Path) -> WorkFor:
         """Each job becomes a RemoteJob; each distinct repository is put in the store once."""

@@ -10,9 +10,26 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Announced(Generic[T]):
+    """Work plus what the submitting process does as it starts.
+
+    `on_start` belongs to the driver (it may hold locks, files, the display); an executor
+    that ships work to another process runs `on_start` itself and ships only `work`.
+    """
+
+    work: Callable[[], T]
+    on_start: Callable[[], None]
+
+    def __call__(self) -> T:
+        self.on_start()
+        return self.work()
 
 
 class Executor(Protocol):
