@@ -48,12 +48,13 @@ def test_the_context_manager_stops_the_sandbox_on_an_exception(sandboxes: Sandbo
         call(sandbox, "ping")
 
 
-def test_read_ls_glob_and_grep_see_the_workspace(sandboxes: Sandboxes) -> None:
+def test_read_ls_and_glob_see_the_workspace(sandboxes: Sandboxes) -> None:
+    """(Grep and LSP need ripgrep and ctags, which only the sandbox image has: they are
+    tested there, in tests/docker/toolserver/.)"""
     with sandboxes.new() as sandbox:
         read = call(sandbox, "read", file_path="/workspace/src/app.py")
         listing = call(sandbox, "ls", path="/workspace")
         found = call(sandbox, "glob", pattern="**/*.py")
-        grep = call(sandbox, "grep", pattern="def main", output_mode="files_with_matches")
     assert read.ok and "def main():" in read.output and "return 42" in read.output
     assert read.output.lstrip().startswith("1")  # line-numbered
     assert listing.ok and "src/" in listing.output and "README.md" in listing.output
@@ -63,7 +64,6 @@ def test_read_ls_glob_and_grep_see_the_workspace(sandboxes: Sandboxes) -> None:
         "/workspace/src/util.py",
         "/workspace/tests/test_app.py",
     }
-    assert grep.ok and grep.output.splitlines() == ["Found 1 file", "/workspace/src/app.py"]
 
 
 def test_write_and_edit_reach_the_plan_directory_on_the_host(sandboxes: Sandboxes) -> None:
