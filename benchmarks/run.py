@@ -399,6 +399,10 @@ def main() -> int:
         figures.append(
             measured("stop on a signal", lambda: bench_stop(repo, Path(scratch), client))
         )
+        figures.append(
+            measured("plan mode", lambda: bench_plan_mode(repo, Path(scratch), client, image))
+        )
+        figures.append(measured("first line", lambda: bench_first_line(repo, Path(scratch))))
         try:
             figures += bench_terminal_figures()
         except Exception as error:

@@ -7,9 +7,10 @@ import html
 import re
 import unicodedata
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markdown_it import MarkdownIt
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = [
     "MAX_NAME_CHARS",
@@ -120,6 +121,9 @@ def markdown_html(text: object, *, heading_offset: int = 0, inline: bool = False
 
 @cache
 def _markdown() -> MarkdownIt:
+    # Imported when a page is rendered: everything else that echoes text starts faster.
+    from markdown_it import MarkdownIt
+
     markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     markdown.enable(["table", "strikethrough"]).disable("image")
     markdown.validateLink = _is_web_link  # type: ignore[method-assign]
