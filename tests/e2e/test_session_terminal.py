@@ -18,7 +18,13 @@ from tests.e2e.test_session_line import owned_repo
 from tests.support.fake_messages_api import FakeMessagesAPI, hang, message, text, tool_use
 from tests.support.tmux import Tmux
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+@pytest.fixture(autouse=True)
+def tmux_is_there() -> None:
+    """tmux is on every machine of this project; without it these tests fail, never pass."""
+    if shutil.which("tmux") is None:
+        pytest.fail("the terminal tests need tmux: apt-get install tmux", pytrace=False)
+
 
 PLAN = "# Plan: louder greeting\n\n## Approach\nMake main() return 43.\n"
 BADGE_DEFAULT = "default mode (shift+tab to cycle)"
