@@ -1,43 +1,11 @@
-"""Glob patterns: translation to regular expressions, braces, and a linear-time matcher."""
+"""Glob patterns: braces expanded, tokens, and matching by a regular expression built from
+the tokens (few wildcards) or by a linear-time set simulation (many)."""
 
 from __future__ import annotations
 
 import re
 
 from ..protocol import ToolError
-
-
-def glob_to_regex(pattern: str) -> str:
-    """Translate a glob with `**`, `*`, `?`, `[...]` and `{a,b}` into a regular expression."""
-    out: list[str] = []
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        index += 1
-        if char == "*" and pattern.startswith("*", index):
-            index += 1
-            # `**/` may match no directory at all, so `**/x` also finds a top-level x.
-            if pattern.startswith("/", index):
-                index += 1
-                out.append("(?:.*/)?")
-            else:
-                out.append(".*")
-        elif char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "\\" and index < len(pattern):
-            out.append(re.escape(pattern[index]))
-            index += 1
-        elif char == "[":
-            translated, index = _translate_class(pattern, index)
-            out.append(translated)
-        elif char == "{":
-            translated, index = _translate_braces(pattern, index)
-            out.append(translated)
-        else:
-            out.append(re.escape(char))
-    return "".join(out)
 
 
 def _translate_class(pattern: str, start: int) -> tuple[str, int]:
@@ -54,31 +22,6 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
     body = body[1:] if negate else body
     escaped = "".join("\\" + char if char in "\\[]^&~|" else char for char in body)
     return ("[^/" + escaped + "]" if negate else "[" + escaped + "]"), end + 1
-
-
-def _translate_braces(pattern: str, start: int) -> tuple[str, int]:
-    depth = 1
-    alternatives: list[str] = []
-    piece_start = start
-    index = start
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                alternatives.append(pattern[piece_start:index])
-                translated = "|".join(glob_to_regex(alt) for alt in alternatives)
-                return f"(?:{translated})", index + 1
-        elif char == "," and depth == 1:
-            alternatives.append(pattern[piece_start:index])
-            piece_start = index + 1
-        index += 1
-    return re.escape("{"), start
 
 
 GLOB_MAX_ALTERNATIVES = 256
