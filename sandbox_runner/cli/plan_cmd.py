@@ -25,8 +25,6 @@ from sandbox_runner.runs.multi import execute
 from sandbox_runner.runs.prepare import PlanRequest, prepare
 from sandbox_runner.safe_text import one_line
 
-PLAN_FILES = ("report.json", "report.md", "report.html")
-
 
 @cli.command("plan", short_help="Plan a change from one or more perspectives.")
 @click.argument("requirements", required=False)

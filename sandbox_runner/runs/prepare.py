@@ -22,7 +22,7 @@ from sandbox_runner.runs.plan_job import plan_agent
 from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
 from sandbox_runner.sandbox.spec import resolve_workspace
 
-PLAN_FILES = ("report.json", "report.md")
+PLAN_FILES = ("report.json", "report.md", "report.html")
 """Files whose presence means a directory already holds a run."""
 
 Warn = Callable[[object], None]

@@ -13,13 +13,12 @@ import secrets
 from pathlib import Path
 
 from sandbox_runner import Sandbox
+from sandbox_runner.limits import MAX_PLAN_BYTES
 from sandbox_runner.paths import PLAN_MOUNT, planrun_home
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, replace_file
 from sandbox_runner.plans.names import random_name
 from sandbox_runner.session.state import SessionState
 from sandbox_runner.types import ToolRequest
-
-MAX_PLAN_BYTES = 2 * 1024 * 1024
 
 
 class PlanFile:
