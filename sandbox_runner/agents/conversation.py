@@ -1,12 +1,16 @@
-"""A conversation kept in its transcript: rebuilt from it to resume, compacted into a
-summary when it outgrows the context window."""
+"""A conversation kept in its transcript: rebuilt from it to resume or continue a run,
+compacted into a summary when it outgrows the context window."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox_runner.types import ToolResult
+from sandbox_runner.types import ToolCall, ToolResult, Usage
+
+NOT_RUN = "Not run: the run stopped before this call finished. Call it again if you still need it."
+"""The answer to a call whose result the transcript does not hold (the run died during it)."""
 
 
 def summary_message(summary: str) -> dict[str, Any]:
@@ -15,30 +19,117 @@ def summary_message(summary: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
-def conversation_from_transcript(lines: list[str]) -> list[dict[str, Any]]:
-    """The messages of a conversation, rebuilt from its transcript (to resume a run).
+@dataclass
+class SavedConversation:
+    """A conversation read back from its transcript, ready to go on.
+
+    Calls that never got an answer (the run died while one ran) are answered with
+    NOT_RUN in `messages` and listed in `unanswered`, so the loop can log those answers.
+    """
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    unanswered: list[ToolCall] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    """The transcript lines that were read (a torn last line left out)."""
+    system: str | None = None
+    """The system prompt the conversation was held under."""
+    model: str | None = None
+    turns: int = 0
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    damaged: int = 0
+    """Lines before the last that could not be read, or that do not fit the conversation."""
+
+    @property
+    def intact(self) -> bool:
+        """Whether it can be continued as it is: its start, at least one answer of the
+        model, and nothing lost on the way (a torn last line and unanswered calls are fine)."""
+        return self.system is not None and self.turns > 0 and self.damaged == 0
+
+    def answer(self, calls: dict[str, ToolCall], *, last: bool) -> None:
+        """Answer calls that have no result with NOT_RUN, after the results they have
+        (those of the last turn are listed in `unanswered`, for the loop to log)."""
+        if not calls:
+            return
+        if not self.messages or self.messages[-1]["role"] != "user":
+            self.messages.append({"role": "user", "content": []})
+        for call in calls.values():
+            if last:
+                self.unanswered.append(call)
+            self.messages[-1]["content"].append(ToolResult(call.id, NOT_RUN, True).to_block())
+
+
+def saved_conversation(lines: list[str]) -> SavedConversation:
+    """The conversation of a transcript, repaired where a killed run left it unfinished.
 
     User-side entries that follow each other (the task, tool results, planrun's notes)
     form one user message, in order, as the loop sent them.
     """
-    messages: list[dict[str, Any]] = []
-    for line in lines:
-        entry = json.loads(line)
-        kind = entry.get("type")
-        if kind == "compacted":
-            messages = [summary_message(entry["summary"])]
+    saved = SavedConversation()
+    lines = [line for line in lines if line.strip()]
+    pending: dict[str, ToolCall] = {}
+    for number, line in enumerate(lines):
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            if number < len(lines) - 1:
+                saved.damaged += 1
             continue
-        if kind == "assistant":
-            messages.append({"role": "assistant", "content": entry["content"]})
-            continue
-        if kind == "user":
-            block = {"type": "text", "text": entry["text"]}
-        elif kind == "tool_result":
-            block = ToolResult(entry["call_id"], entry["content"], entry["is_error"]).to_block()
-        else:
-            continue
-        if messages and messages[-1]["role"] == "user":
-            messages[-1]["content"].append(block)
-        else:
-            messages.append({"role": "user", "content": [block]})
-    return messages
+        saved.lines.append(line)
+        try:
+            pending = _apply(saved, entry, pending)
+        except (KeyError, TypeError, ValueError):
+            saved.damaged += 1
+    saved.answer(pending, last=True)
+    return saved
+
+
+def _apply(
+    saved: SavedConversation, entry: dict[str, Any], pending: dict[str, ToolCall]
+) -> dict[str, ToolCall]:
+    """Add one transcript entry to the conversation; returns the calls still unanswered."""
+    messages = saved.messages
+    kind = entry.get("type")
+    if kind == "system":
+        saved.system, saved.model = str(entry["text"]), str(entry.get("model") or "")
+        return pending
+    if kind == "compacted":
+        saved.messages[:] = [summary_message(str(entry["summary"]))]
+        return {}
+    if kind == "assistant":
+        if pending:
+            saved.answer(pending, last=False)  # results never logged
+        elif messages and messages[-1]["role"] == "assistant":
+            raise ValueError("two answers of the model in a row")
+        message = {"role": "assistant", "content": list(entry["content"])}
+        messages.append(message)
+        saved.turns += 1
+        saved.usage.add(Usage(**{k: int(v) for k, v in dict(entry.get("usage") or {}).items()}))
+        return _tool_uses(message)
+    if kind == "user":
+        block: dict[str, Any] = {"type": "text", "text": str(entry["text"])}
+    elif kind == "tool_result":
+        call_id = str(entry["call_id"])
+        if call_id not in pending:
+            raise ValueError("a result for a call the conversation does not hold")
+        del pending[call_id]
+        saved.tool_calls += 1
+        block = ToolResult(call_id, str(entry["content"]), bool(entry["is_error"])).to_block()
+    else:
+        return pending
+    if messages and messages[-1]["role"] == "user":
+        messages[-1]["content"].append(block)
+    else:
+        messages.append({"role": "user", "content": [block]})
+    return pending
+
+
+def _tool_uses(message: dict[str, Any]) -> dict[str, ToolCall]:
+    """The calls of an assistant message that its conversation has not answered yet."""
+    return {
+        block["id"]: ToolCall(block["id"], block["name"], dict(block.get("input") or {}))
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    }

@@ -20,13 +20,13 @@ from typing import Any, Protocol
 
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.budget import Budget
-from sandbox_runner.agents.conversation import conversation_from_transcript, summary_message
+from sandbox_runner.agents.conversation import NOT_RUN, SavedConversation, summary_message
 from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.model_call import CallStopped, complete_within
-from sandbox_runner.agents.run_state import LimitReached, RunState
+from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS, RunLimits
-from sandbox_runner.plans.files import append_line
+from sandbox_runner.plans.files import append_line, append_lines
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.permissions import Allow, Ask, Deny, PermissionMode, Rules, check
 from sandbox_runner.tools.policy import ToolContext
@@ -149,6 +149,18 @@ class AgentLoop:
         self._check_context_budget()
         self._loop()
 
+    def go_on(self, saved: SavedConversation, note: str) -> None:
+        """Continue the conversation an earlier run left: this loop's transcript starts as a
+        copy of its lines, its counters go on from where they were, and NOTE tells the
+        model why it stopped. Raises as run() does."""
+        append_lines(self.transcript, saved.lines)
+        self.resume(saved)
+        state = self.state
+        state.turns, state.tool_calls = saved.turns, saved.tool_calls
+        state.usage.add(saved.usage)
+        self.add_user(note)
+        self._loop()
+
     def run_turn(self, message: str) -> None:
         """The user's next message in a conversation already under way."""
         self.add_user(message)
@@ -197,7 +209,7 @@ class AgentLoop:
             )
         except CallStopped as stopped:
             if stopped.reason == "interrupted":
-                raise LimitReached("interrupted") from None
+                raise Interrupted("interrupted") from None
             raise LimitReached(self._time_limit_reason() + " " + stopped.reason) from None
         state.usage.add(response.usage)
         state.last_call_tokens = response.usage.total
@@ -218,7 +230,7 @@ class AgentLoop:
         started = self._start_parallel(list(parallel.values())) if len(parallel) > 1 else {}
         for call in running:
             if self.cancel.is_set():
-                raise LimitReached("interrupted")
+                raise Interrupted("interrupted")
             future = started.get(call.id)
             results.append(future.result() if future is not None else self._execute(call))
         # Every tool_use needs an answer, but a turn of hundreds of calls is not run.
@@ -256,6 +268,11 @@ class AgentLoop:
             result = ToolResult(call.id, decision.message, is_error=True)
             if decision.suggested_command:
                 self.state.suggested_commands.append(decision.suggested_command)
+        self._log_result(call, result)
+        self.emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
+        return result
+
+    def _log_result(self, call: ToolCall, result: ToolResult) -> None:
         self.log(
             "tool_result",
             call_id=call.id,
@@ -264,8 +281,6 @@ class AgentLoop:
             is_error=result.is_error,
             content=result.content,
         )
-        self.emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
-        return result
 
     def _ask(self, ask: Ask) -> Allow | Deny:
         approval = self.approver.approve(ask)
@@ -312,7 +327,7 @@ class AgentLoop:
     def _check_limits(self) -> None:
         state, limits = self.state, self.limits
         if self.cancel.is_set():
-            raise LimitReached("interrupted")
+            raise Interrupted("interrupted")
         if state.turns >= limits.max_turns:
             raise LimitReached(f"turn limit of {limits.max_turns} reached")
         if state.usage.total >= limits.max_total_tokens:
@@ -348,9 +363,12 @@ class AgentLoop:
         prompt = self.system_prompt
         return prompt() if callable(prompt) else prompt
 
-    def resume(self, transcript_lines: list[str]) -> None:
-        """Continue a conversation saved in a transcript (this loop's own, appended to)."""
-        self.state.messages = conversation_from_transcript(transcript_lines)
+    def resume(self, saved: SavedConversation) -> None:
+        """Take up a conversation saved in this loop's transcript; the calls it left
+        without an answer are answered (and logged) as not run."""
+        self.state.messages = saved.messages
+        for call in saved.unanswered:
+            self._log_result(call, ToolResult(call.id, NOT_RUN, is_error=True))
 
     def compact(self, summary: str) -> None:
         """Replace the conversation with a summary of it; the transcript keeps everything."""

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.budget import final_turn_note, low_budget_note
+from sandbox_runner.agents.conversation import SavedConversation
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.loop import AgentLoop, LoopHooks
-from sandbox_runner.agents.run_state import LimitReached, PlanPaths
-from sandbox_runner.errors import PlanrunError
+from sandbox_runner.agents.run_state import Interrupted, LimitReached, PlanPaths
+from sandbox_runner.errors import PlanrunError, SandboxError
 from sandbox_runner.limits import RunLimits
+from sandbox_runner.model.errors import (
+    CassetteError,
+    ContextBudgetError,
+    ModelAPIError,
+    ModelError,
+)
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, replace_file, write_new
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
@@ -123,16 +130,24 @@ class PlanAgentRun:
         names = [*exploring, "Write", "Edit"]
         return tools_for(dict.fromkeys(names))
 
-    def run(self, requirements: str) -> PlanResult:
-        """Run the loop to the end and return the result; never raises for model or tool trouble."""
-        status, reason = PlanStatus.COMPLETE, ""
+    def run(self, requirements: str, earlier: Continuation | None = None) -> PlanResult:
+        """Run the loop to the end and return the result; never raises for model or tool
+        trouble. With `earlier`, the run goes on with a stopped run's conversation."""
+        status, reason, resumable = PlanStatus.COMPLETE, "", False
         try:
-            self.loop.run(requirements)
+            if earlier is None:
+                self.loop.run(requirements)
+            else:
+                self.loop.go_on(earlier.conversation, earlier.note(self.paths))
+        except Interrupted as stopped:
+            status, reason, resumable = PlanStatus.INCOMPLETE, str(stopped), True
         except LimitReached as limit:
             status, reason = PlanStatus.INCOMPLETE, str(limit)
         except PlanrunError as error:
-            status, reason = PlanStatus.FAILED, str(error)
-        result = self._result(status, reason)
+            status, reason, resumable = PlanStatus.FAILED, str(error), outside_conversation(error)
+        result = replace(
+            self._result(status, reason), resumable=resumable, continued=earlier is not None
+        )
         self.loop.log("result", **result.to_dict())
         self.loop.emit(
             "failed" if result.status is PlanStatus.FAILED else "finished", detail=result.reason
@@ -188,6 +203,43 @@ class PlanAgentRun:
             wall_seconds=round(time.monotonic() - state.started, 3),
             transcript=self.paths.transcript,
         )
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A stopped run's conversation, for a new run to go on with."""
+
+    conversation: SavedConversation
+    reason: str
+    """Why the earlier run stopped."""
+    has_plan: bool
+    """Whether its plan draft is in the new run's plan file."""
+
+    def note(self, paths: PlanPaths) -> str:
+        """What the model is told when its conversation goes on."""
+        draft = (
+            f"Your plan file {paths.container_plan_file} holds what you had written."
+            if self.has_plan
+            else f"You had not written {paths.container_plan_file} yet."
+        )
+        return (
+            f"planrun stopped this run ({self.reason}) and has now resumed it in a fresh "
+            f"sandbox. The conversation above is intact. {draft} Carry on where you left "
+            "off; call a tool again if you need its result."
+        )
+
+
+def outside_conversation(error: PlanrunError) -> bool:
+    """Whether a failure came from outside the conversation (the API, the sandbox), so that
+    going on with the conversation later makes sense; a request the API refuses as it
+    stands (400, too large) would only fail again."""
+    if isinstance(error, SandboxError):
+        return True
+    if isinstance(error, ContextBudgetError | CassetteError):
+        return False
+    if isinstance(error, ModelAPIError):
+        return error.status != 400
+    return isinstance(error, ModelError)
 
 
 def looks_like_plan(text: str) -> bool:

@@ -54,3 +54,8 @@ class RunState:
 
 class LimitReached(Exception):
     """Control flow, not an error: a run limit stops the loop and keeps the partial plan."""
+
+
+class Interrupted(LimitReached):
+    """The user (Ctrl-C, SIGTERM) or the driver stopped the run: nothing about the
+    conversation ended it, so it can be continued."""

@@ -47,8 +47,13 @@ def replace_file(path: Path, text: str) -> None:
 
 def append_line(path: Path, line: str) -> None:
     """Append one line to a host-owned log (a transcript), flushing it to disk at once."""
+    append_lines(path, [line])
+
+
+def append_lines(path: Path, lines: list[str]) -> None:
+    """Append lines to a host-owned log in one write, flushing it to disk at once."""
     descriptor = os.open(
         path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
     )
     with os.fdopen(descriptor, "a", encoding="utf-8", errors="backslashreplace") as handle:
-        handle.write(line.rstrip("\n") + "\n")
+        handle.write("".join(line.rstrip("\n") + "\n" for line in lines))

@@ -233,6 +233,8 @@ def _plan_entry(
         "tokens": {**summary["tokens"], "total": result.usage.total},
         "cost_usd": None if cost is None else round(cost, 6),
         "wall_seconds": round(result.wall_seconds, 3),
+        "resumable": result.resumable,
+        "continued": result.continued,
     }
 
 

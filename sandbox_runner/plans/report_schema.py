@@ -91,5 +91,8 @@ Each plan:
 - `tokens`: `input`, `output`, `cache_creation`, `cache_read` and their `total`.
 - `cost_usd`: the estimated cost of those tokens.
 - `wall_seconds`: the plan's elapsed time.
+- `resumable`: it stopped for a reason outside its conversation (interrupted, the API or
+  the sandbox failed), so `planrun plans resume` can go on with its conversation.
+- `continued`: it went on with the conversation of an earlier attempt that stopped.
 """
 """How report.json is laid out, field by field (Markdown, for the README)."""

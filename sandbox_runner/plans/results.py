@@ -37,6 +37,11 @@ class PlanResult:
     usage: Usage
     wall_seconds: float
     transcript: Path | None = None
+    resumable: bool = False
+    """It stopped for a reason outside its conversation (interrupted, the API or the
+    sandbox failed): a later run can go on with the conversation instead of starting over."""
+    continued: bool = False
+    """It went on with the conversation of an earlier run that stopped."""
 
     @property
     def valid(self) -> bool:
@@ -72,6 +77,8 @@ class PlanResult:
             },
             "wall_seconds": self.wall_seconds,
             "transcript": str(self.transcript) if self.transcript else None,
+            "resumable": self.resumable,
+            "continued": self.continued,
         }
 
 

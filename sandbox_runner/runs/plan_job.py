@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner import Model, Sandbox, SandboxBase
+from sandbox_runner.agents.conversation import saved_conversation
 from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
 from sandbox_runner.agents.events import EventSink
-from sandbox_runner.agents.plan_run import PlanAgentRun
+from sandbox_runner.agents.plan_run import Continuation, PlanAgentRun
 from sandbox_runner.agents.prompt import DEFAULT_SECTIONS, render_plan_prompt
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.run_state import PlanPaths
@@ -60,6 +61,17 @@ class PlanJob:
         return slug[:60] or "plan"
 
 
+@dataclass(frozen=True)
+class EarlierAttempt:
+    """What a run that stopped left behind, for the next run of its job to go on with."""
+
+    transcript: str
+    plan: str | None
+    """Its plan draft, if it wrote one."""
+    reason: str
+    """Why it stopped."""
+
+
 def plan_agent(registry: Registry, name: str) -> AgentDefinition:
     """The definition of an agent that may plan: read-only, and without writing tools.
 
@@ -100,8 +112,13 @@ def run_plan(
     cancel: threading.Event | None = None,
     sandbox_root: Path | None = None,
     allowed_tools: frozenset[str] | None = None,
+    earlier: EarlierAttempt | None = None,
 ) -> PlanResult:
     """Run one Plan subagent and write `<label>.md` (with front matter) into out_dir.
+
+    With `earlier`, the run goes on with that attempt's conversation and plan draft when
+    its transcript is intact and was held under the same prompt and model; otherwise it
+    starts over (the result says which: `continued`).
 
     Model and sandbox failures end in a result with status failed; nothing is lost.
     The sandbox's writable plan directory is `<sandbox_root>/<label>` (default
@@ -131,6 +148,9 @@ def run_plan(
         sections=list(job.sections) if job.sections else None,
         requirements_context=job.context,
     )
+    continuation = _continuation(earlier, prompt, resolved_model)
+    if continuation is not None and continuation.has_plan and earlier is not None:
+        write_new(paths.host_plan_file, earlier.plan or "")
     started = datetime.now(UTC)
     sandbox = BackgroundStart(sandbox_factory(sandbox_dir))
     run = PlanAgentRun(
@@ -150,13 +170,25 @@ def run_plan(
     )
     sandbox.start()
     try:
-        result = run.run(job.requirements)
+        result = run.run(job.requirements, continuation)
     finally:
         problem = _stop(sandbox)
     if problem:
         # The plan is finished: a container that would not go away must not lose it.
         result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))
     return _publish(result, job, workspace, final_path, started)
+
+
+def _continuation(
+    earlier: EarlierAttempt | None, prompt: str, model_id: str
+) -> Continuation | None:
+    """The earlier attempt's conversation, if the new run can go on with it as it is."""
+    if earlier is None:
+        return None
+    conversation = saved_conversation(earlier.transcript.splitlines())
+    if not conversation.intact or (conversation.system, conversation.model) != (prompt, model_id):
+        return None
+    return Continuation(conversation, earlier.reason, has_plan=bool(earlier.plan))
 
 
 def _stop(sandbox: Sandbox) -> str:

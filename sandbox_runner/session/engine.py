@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from sandbox_runner import Model, Sandbox
+from sandbox_runner.agents.conversation import saved_conversation
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.loop import AgentLoop, Approval, LoopHooks
@@ -291,7 +292,7 @@ class Session:
         )
         lines = _read_lines(self.store.transcript(which))
         if lines:
-            loop.resume(lines)
+            loop.resume(saved_conversation(lines))
         self._loops[which] = loop
         return loop
 
@@ -461,7 +462,7 @@ class _SessionHooks(LoopHooks):
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        return [line for line in path.read_text().splitlines() if line.strip()]
+        return path.read_text(errors="replace").splitlines()
     except FileNotFoundError:
         return []
 

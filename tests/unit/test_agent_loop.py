@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox_runner.agents.conversation import conversation_from_transcript
+from sandbox_runner.agents.conversation import saved_conversation
 from sandbox_runner.agents.loop import (
     AgentLoop,
     Approval,
@@ -119,4 +119,4 @@ def test_run_turn_continues_the_conversation_and_the_transcript_rebuilds_it(
     assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
     assert loop.state.messages[4]["content"][0]["text"] == "(a note from planrun)"
     lines = (tmp_path / "transcript.jsonl").read_text().splitlines()
-    assert conversation_from_transcript(lines) == loop.state.messages
+    assert saved_conversation(lines).messages == loop.state.messages
