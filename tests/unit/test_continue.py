@@ -246,7 +246,8 @@ def test_an_interrupted_run_is_resumable_and_a_limit_is_not(planner: Planner) ->
 
     interrupted, _ = planner([reply(use("LS", {})), stop], cancel=cancel)
     assert interrupted.reason == "interrupted" and interrupted.resumable
-    steps: list[Step] = [reply(use("LS", {}))] * 3 + [reply(say("no plan"))]
+    steps: list[Step] = [reply(use("LS", {})) for _ in range(3)]
+    steps.append(reply(say("no plan")))
     limited, _ = planner(steps, limits=RunLimits(max_turns=3))
     assert limited.status is PlanStatus.INCOMPLETE and not limited.resumable
     invalid, _ = planner([reply(say("# Plan\n\n## Approach\nthin")), reply(say("# Plan\n\nno"))])
