@@ -156,6 +156,7 @@ def _drive(
         events=progress or NoEvents(),
         stop_sandboxes=svc.stop_sandboxes,
         on_stop=progress.stopping if progress else lambda: None,
+        scratch=scratch_root(out_dir, workspaces),
     )
     with disconnect:
         if progress is None:

@@ -3,7 +3,6 @@ attempts moved aside (never deleted), the ledger line, and the task's report."""
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,6 @@ from sandbox_runner.runs.batch_setup import BatchJob, PreparedTask, task_dir
 from sandbox_runner.runs.plan_job import failed_result, required_sections
 from sandbox_runner.types import Usage
 
-ATTEMPTS_DIR = ".attempts"
-
 
 def ledger_status(result: PlanResult) -> str:
     """complete (and valid), invalid, incomplete or failed."""
@@ -32,22 +29,6 @@ def ledger_status(result: PlanResult) -> str:
     if result.status is PlanStatus.COMPLETE:
         return "invalid"
     return result.status.value
-
-
-def move_aside(directory: Path, label: str, tag: str) -> Path | None:
-    """Move a job's plan and transcript to `.attempts/<label>/<tag>/`; nothing is deleted."""
-    files = [directory / f"{label}.md", directory / f"{label}.transcript.jsonl"]
-    present = [path for path in files if path.exists() or path.is_symlink()]
-    if not present:
-        return None
-    target = directory / ATTEMPTS_DIR / label / tag
-    number = 2
-    while target.exists():
-        target, number = directory / ATTEMPTS_DIR / label / f"{tag}-{number}", number + 1
-    target.mkdir(parents=True)
-    for path in present:
-        os.rename(path, target / path.name)
-    return target
 
 
 def commit(job: BatchJob, outcome: JobOutcome, out_dir: Path) -> LedgerRecord:

@@ -3,7 +3,6 @@ directory (plans, ledger, reports, summary), committing each job as it finishes.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -12,14 +11,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sandbox_runner.plans.workspace import tree_fingerprint
-from sandbox_runner.runs.batch_commit import (
-    adopted_record,
-    commit,
+from sandbox_runner.runs.batch_attempts import (
+    AttemptNote,
+    earlier_attempt,
     move_aside,
-    write_task_report,
+    salvage_scratch,
 )
+from sandbox_runner.runs.batch_commit import adopted_record, commit, write_task_report
 from sandbox_runner.runs.batch_job import JobOutcome
 from sandbox_runner.runs.batch_ledger import Ledger, LedgerRecord
+from sandbox_runner.runs.batch_output import SCRATCH
 from sandbox_runner.runs.batch_resume import RUNS, Action
 from sandbox_runner.runs.batch_setup import BatchJob, task_dir
 from sandbox_runner.runs.batch_summary import JobRow, summary_document, write_summary
@@ -70,6 +71,8 @@ class BatchDriver:
     events: BatchEvents = field(default_factory=NoEvents)
     stop_sandboxes: Callable[[], object] = lambda: None
     on_stop: Callable[[], object] = lambda: None
+    scratch: Path | None = None
+    """Where this machine's jobs keep their files while they run (None: out_dir/.scratch)."""
     ledger: Ledger = field(init=False)
     records: dict[str, LedgerRecord] = field(init=False)
     attempts: dict[str, int] = field(init=False)
@@ -87,6 +90,7 @@ class BatchDriver:
         self._tidy()
         trees = self._trees()
         self._set_aside_and_adopt()
+        self._go_on_where_possible()
         self._write_summary(None, "running")
         to_run = [job for job in self.jobs if job.decision.action in RUNS]
         futures: dict[Future[JobOutcome], BatchJob] = {}
@@ -165,7 +169,7 @@ class BatchDriver:
             if decision.move_aside:
                 previous = max(decision.attempt - 1, 1)
                 tag = f"superseded-{previous}" if decision.action is Action.REDO else str(previous)
-                move_aside(directory, job.label, tag)
+                move_aside(directory, job.label, tag, self._note(job))
             if decision.action is Action.ADOPT:
                 self._record(adopted_record(job, self.out_dir))
                 self._task_report(job.payload.task_id)
@@ -173,6 +177,27 @@ class BatchDriver:
             # The driver may have died between a task's last ledger line and its report.
             if not (task_dir(self.out_dir, task_id) / "report.json").exists():
                 self._task_report(task_id)
+
+    def _note(self, job: BatchJob) -> AttemptNote:
+        """What is known of the attempt whose files a job moves aside: a failed attempt
+        recorded as resumable may be gone on with."""
+        record = self.records.get(job.key)
+        if record is None or job.decision.action is not Action.RETRY:
+            return AttemptNote(job.fingerprint, False, "set aside unrecorded")
+        return AttemptNote(
+            record.fingerprint, record.result.get("resumable") is True, record.reason
+        )
+
+    def _go_on_where_possible(self) -> None:
+        """A job about to run goes on with the conversation of its newest attempt, when
+        that stopped for a reason outside it (interrupted, the API, the sandbox)."""
+        for job in self.jobs:
+            if job.decision.action is Action.REDO or job.decision.action not in RUNS:
+                continue
+            directory = task_dir(self.out_dir, job.payload.task_id)
+            earlier = earlier_attempt(directory, job.label, job.fingerprint)
+            if earlier is not None:
+                job.payload = replace(job.payload, earlier=earlier)
 
     def _task_report(self, task_id: str, workspace_problem: str = "") -> None:
         """Rewrite a task's report once every job of it has a record."""
@@ -239,7 +264,9 @@ class BatchDriver:
         return self.out_dir if self.out_dir.is_relative_to(workspace) else None
 
     def _tidy(self) -> None:
-        """Remove what a dead driver left half-written: temporary files and scratch."""
+        """Remove what a dead driver left half-written (temporary files); keep the
+        conversations of the jobs it had in flight, to go on with."""
         for stale in self.out_dir.glob(".tmp-*"):
             stale.unlink(missing_ok=True)
-        shutil.rmtree(self.out_dir / ".scratch", ignore_errors=True)
+        task_dirs = {job.key: task_dir(self.out_dir, job.payload.task_id) for job in self.jobs}
+        salvage_scratch(self.scratch or self.out_dir / SCRATCH, task_dirs)

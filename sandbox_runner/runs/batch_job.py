@@ -3,6 +3,7 @@ values. Workers never write the batch's output directory; the driver commits wha
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import threading
@@ -17,10 +18,19 @@ from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
+from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.results import PlanResult
-from sandbox_runner.runs.plan_job import PlanJob, SandboxFactory, failed_result, run_plan
+from sandbox_runner.runs.plan_job import (
+    EarlierAttempt,
+    PlanJob,
+    SandboxFactory,
+    failed_result,
+    run_plan,
+)
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
 
+SCRATCH_IDENTITY = "job.json"
+"""Names the job whose files a scratch directory holds."""
 MAX_RETURNED_BYTES = 64 * 1024 * 1024
 """A plan or transcript larger than this is not sent back (a transcript is a log, not a plan)."""
 
@@ -38,8 +48,10 @@ class JobPayload:
     allowed_tools: frozenset[str] | None = None
     api_timeout: float | None = None
     api_retries: int | None = None
-    resume_transcript: str = ""
-    """A failed attempt's transcript to continue from ("" to start afresh)."""
+    fingerprint: str = ""
+    """The job's fingerprint (kept beside its scratch, so a later run knows whose it is)."""
+    earlier: EarlierAttempt | None = None
+    """An attempt that stopped, whose conversation this one goes on with when it can."""
 
     @property
     def label(self) -> str:
@@ -83,12 +95,16 @@ def run_job(
 ) -> JobOutcome:
     """Run one job in `<scratch_root>/<unique>/`, read back its files, remove the scratch.
 
-    Never raises for a failing plan: the outcome carries a failed result instead.
+    An interrupted job leaves its scratch (and `job.json`, naming it) for the next run of
+    the batch, which goes on with its conversation. Never raises for a failing plan: the
+    outcome carries a failed result instead.
     """
     started = _now()
     scratch = scratch_root / f"{payload.task_id}.{payload.label}.{uuid.uuid4().hex[:8]}"
     scratch.mkdir(parents=True)
     job = payload.job
+    identity = {"key": payload.key, "label": job.label, "fingerprint": payload.fingerprint}
+    write_new(scratch / SCRATCH_IDENTITY, json.dumps(identity))
     try:
         result = run_plan(
             job,
@@ -102,6 +118,7 @@ def run_job(
             on_event=on_event,
             cancel=cancel,
             allowed_tools=payload.allowed_tools,
+            earlier=payload.earlier,
         )
     except (PlanrunError, OSError) as error:
         result = failed_result(job, payload.model_id, str(error))
@@ -111,7 +128,8 @@ def run_job(
         document = _read(scratch / f"{job.label}.md")
         transcript = _read(scratch / f"{job.label}.transcript.jsonl") or ""
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if cancel is None or not cancel.is_set():
+            shutil.rmtree(scratch, ignore_errors=True)
     result = replace(result, plan_path=None, transcript=None)
     return JobOutcome(
         payload.key, result, document, transcript, socket.gethostname(), started, _now()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from datetime import UTC, datetime
@@ -70,4 +71,7 @@ def scratch_root(out_dir: Path, workspaces: list[Path]) -> Path:
     writable directories must not show in the read-only workspace)."""
     if not any(out_dir.is_relative_to(workspace) for workspace in workspaces):
         return out_dir / SCRATCH
-    return planrun_home() / "tmp" / f"batch-{out_dir.name}-{os.getpid()}"
+    # The same place for every run of this batch: the next run keeps what an interrupted
+    # one left there (the batch's lock keeps two drivers apart).
+    digest = hashlib.sha256(str(out_dir).encode()).hexdigest()[:12]
+    return planrun_home() / "tmp" / f"batch-{out_dir.name}-{digest}"

@@ -152,8 +152,9 @@ def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob
                 allowed_tools=spec.allowed_tools,
                 api_timeout=settings.api_timeout,
                 api_retries=settings.api_retries,
+                fingerprint=fingerprint(parts),
             )
-            jobs.append(BatchJob(payload, prepared_task, fingerprint(parts)))
+            jobs.append(BatchJob(payload, prepared_task, payload.fingerprint))
     return jobs
 
 

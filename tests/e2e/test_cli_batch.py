@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.fake_messages_api import FakeMessagesAPI, Scripted
-from tests.support.plan_scripts import PerspectiveScript, label_of, writes_plan
+from tests.support.plan_scripts import PerspectiveScript, label_of, turn_of, writes_plan
 from tests.unit.test_plan_loop import VALID_PLAN
 
 TASKS = ("alpha", "beta", "gamma")
@@ -39,6 +39,8 @@ class CountingScript:
             delays=dict.fromkeys(PERSPECTIVES, delay),
         )
         self.requests: Counter[str] = Counter()
+        self.first_turns: dict[str, int] = {}
+        """The turn of each job's first request (above 0: it went on with a conversation)."""
         self.lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Scripted:
@@ -46,6 +48,7 @@ class CountingScript:
         key = f"{match.group(1) if match else '?'}/{label_of(body)}"
         with self.lock:
             self.requests[key] += 1
+            self.first_turns.setdefault(key, turn_of(body))
         return self.inner(body)
 
 
@@ -91,12 +94,18 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
     with FakeMessagesAPI(first) as server:
         process = start_batch(server, *args)
         deadline = time.monotonic() + 120
-        while len(ledger_keys(out)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # Killed once two jobs finished and another has had an answer of the model.
+        while time.monotonic() < deadline and not (
+            len(ledger_keys(out)) >= 2
+            and any(n >= 2 and k not in ledger_keys(out) for k, n in first.requests.items())
+        ):
+            time.sleep(0.02)
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=30)
     finished_before = set(ledger_keys(out))
     assert 2 <= len(finished_before) < len(TASKS) * len(PERSPECTIVES)
+    cut_short = {k for k, n in first.requests.items() if n >= 2 and k not in finished_before}
+    assert cut_short, first.requests
 
     second = CountingScript(delay=0.0)
     with FakeMessagesAPI(second) as server:
@@ -112,6 +121,12 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
     assert set(second.requests) | finished_before == {
         f"{task}/{label}" for task in TASKS for label in PERSPECTIVES
     }
+    # A job cut short went on with its conversation: its exploration was not paid again.
+    for key in cut_short:
+        assert second.first_turns[key] >= 1, (key, second.first_turns)
+    ledger = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    continued = {record["key"] for record in ledger if record["result"].get("continued")}
+    assert cut_short <= continued, continued
     for task in TASKS:
         report = json.loads((out / "tasks" / task / "report.json").read_text())
         assert [plan["status"] for plan in report["plans"]] == ["complete", "complete"]

@@ -30,6 +30,7 @@ from sandbox_runner.runs.batch_setup import (
 )
 from sandbox_runner.runs.batch_summary import read_status
 from sandbox_runner.runs.executor import ThreadExecutor
+from sandbox_runner.runs.plan_job import EarlierAttempt
 from sandbox_runner.types import Usage
 from tests.unit.test_plan_loop import VALID_PLAN
 
@@ -161,15 +162,18 @@ def test_cli_dry_run_lists_the_jobs(tmp_path: Path, sample_repo: Path) -> None:
 class FakeWork:
     """Plans instantly; `failing` labels fail. Counts how often each job ran."""
 
-    def __init__(self, failing: set[str] | None = None) -> None:
+    def __init__(self, failing: set[str] | None = None, *, resumable: bool = False) -> None:
         self.failing = failing or set()
+        self.resumable = resumable
         self.runs: dict[str, int] = {}
+        self.earlier: dict[str, EarlierAttempt | None] = {}
         self.lock = threading.Lock()
 
     def __call__(self, job: BatchJob) -> Callable[[], JobOutcome]:
         def run() -> JobOutcome:
             with self.lock:
                 self.runs[job.key] = self.runs.get(job.key, 0) + 1
+                self.earlier[job.key] = job.payload.earlier
             fails = job.label in self.failing
             check = validate_plan(VALID_PLAN, sections=[], workspace=job.payload.workspace)
             result = PlanResult(
@@ -186,9 +190,11 @@ class FakeWork:
                 1,
                 Usage(10, 5),
                 0.1,
+                resumable=fails and self.resumable,
             )
             metadata: dict[str, Any] = {"status": result.status.value, "valid": result.valid}
-            return JobOutcome(job.key, result, render_document(metadata, VALID_PLAN), "{}\n")
+            transcript = f'{{"attempt of": "{job.key}"}}\n'
+            return JobOutcome(job.key, result, render_document(metadata, VALID_PLAN), transcript)
 
         return run
 
@@ -205,7 +211,7 @@ def run_batch(
     out.mkdir(exist_ok=True)
     jobs = batch_jobs(prepare_tasks(batch, batch.tasks, None, lambda _: None), out)
     jobs = decide_all(jobs, out, **options)
-    driver = BatchDriver("b", out, jobs, ThreadExecutor(2), work)
+    driver = BatchDriver("b", out, jobs, ThreadExecutor(2), work, scratch=tmp_path / "scratch")
     driver.exit_code = driver.run().exit_code  # type: ignore[attr-defined]
     return driver
 
@@ -265,3 +271,60 @@ def test_files_are_never_overwritten(tmp_path: Path, sample_repo: Path) -> None:
     before = plan.read_bytes()
     run_batch(tmp_path, FakeWork(), retry_failed=True)
     assert plan.read_bytes() == before
+
+
+def test_a_retried_job_goes_on_with_a_resumable_attempt_only(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    run_batch(tmp_path, FakeWork(failing={"b"}, resumable=True))
+    retry = FakeWork(failing={"b"})  # fails again, this time for good (not resumable)
+    run_batch(tmp_path, retry, retry_failed=True)
+    earlier = retry.earlier["t1/b"]
+    assert earlier is not None and earlier.reason == "overloaded"
+    assert earlier.transcript == '{"attempt of": "t1/b"}\n' and earlier.plan is not None
+    assert (tmp_path / "out/tasks/t1/.attempts/b/1/attempt.json").is_file()
+    third = FakeWork()
+    run_batch(tmp_path, third, retry_failed=True)
+    assert third.runs == {"t1/b": 1, "t2/b": 1}
+    assert third.earlier == {"t1/b": None, "t2/b": None}  # the newest attempt ended for good
+
+
+def in_flight_scratch(tmp_path: Path, key: str, fingerprint: str) -> Path:
+    """What a driver killed mid-job leaves in its scratch: the job's identity, the
+    transcript so far and the plan draft in the sandbox's directory."""
+    label = key.split("/")[1]
+    scratch = tmp_path / "scratch" / f"{key.replace('/', '.')}.1234abcd"
+    (scratch / ".sandbox" / label).mkdir(parents=True)
+    identity = {"key": key, "label": label, "fingerprint": fingerprint}
+    (scratch / "job.json").write_text(json.dumps(identity))
+    (scratch / f"{label}.transcript.jsonl").write_text('{"type": "system"}\n')
+    (scratch / ".sandbox" / label / f"{label}.md").write_text("# draft\n")
+    return scratch
+
+
+def test_a_job_in_flight_when_the_driver_died_goes_on_with_its_conversation(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    first = FakeWork(failing={"a", "b"})
+    run_batch(tmp_path, first)
+    ledger = tmp_path / "out" / "results.jsonl"
+    records = [json.loads(line) for line in ledger.read_text().splitlines()]
+    fingerprints = {record["key"]: record["fingerprint"] for record in records}
+    # Only t1/a's ledger line remains: the other jobs never finished, as if in flight.
+    ledger.write_text(json.dumps(next(r for r in records if r["key"] == "t1/a")) + "\n")
+    for label in ("a", "b"):
+        for task in ("t1", "t2"):
+            (tmp_path / f"out/tasks/{task}/{label}.md").unlink(missing_ok=True)
+            (tmp_path / f"out/tasks/{task}/{label}.transcript.jsonl").unlink(missing_ok=True)
+    in_flight_scratch(tmp_path, "t1/b", fingerprints["t1/b"])
+    in_flight_scratch(tmp_path, "t2/a", "sha256:of-a-task-since-changed")
+    again = FakeWork()
+    run_batch(tmp_path, again)
+    assert again.runs == {"t1/b": 1, "t2/a": 1, "t2/b": 1}
+    earlier = again.earlier["t1/b"]
+    assert earlier is not None and earlier.plan == "# draft\n"
+    assert earlier.transcript == '{"type": "system"}\n'
+    assert again.earlier["t2/a"] is None and again.earlier["t2/b"] is None
+    kept = tmp_path / "out/tasks/t2/.attempts/a/interrupted"
+    assert (kept / "a.transcript.jsonl").is_file() and (kept / "a.md").is_file()
+    assert not (tmp_path / "scratch").exists()
