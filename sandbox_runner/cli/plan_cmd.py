@@ -21,8 +21,9 @@ from sandbox_runner.plans.inputs import (
     read_requirements,
 )
 from sandbox_runner.plans.report import Report
-from sandbox_runner.runs.multi import execute
-from sandbox_runner.runs.prepare import PlanRequest, prepare
+from sandbox_runner.runs.multi import PlanRunSpec, Resumption, execute
+from sandbox_runner.runs.plan_job import SandboxFactory
+from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, prepare
 from sandbox_runner.safe_text import one_line
 
 
@@ -102,8 +103,9 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     prepared = prepare(_request(options, requirements), warn).replaying(options["replay"])
     labels = prepared.labels
     check_model_options(options["replay"], options["record"], labels, os.environ)
-    svc = services(ctx)
-    sandboxes_for = svc.sandbox_factory(prepared.spec.workspace, prepared.settings)
+    # Docker, the image and the workspace's readability are checked before a run
+    # directory is claimed.
+    sandboxes_for = services(ctx).sandbox_factory(prepared.spec.workspace, prepared.settings)
     spec = prepared.claim(options["out_dir"])
     if options["out_dir"] is not None:
         remember_run(spec.out_dir)
@@ -111,16 +113,33 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
         click.echo(f"planrun: planning {len(labels)} perspective(s) into {spec.out_dir}", err=True)
         if spec.agent_override:
             click.echo(f"planrun: agent {one_line(spec.agent_override)}", err=True)
+    run_and_report(ctx, prepared, spec, sandboxes_for(spec.name), options)
+
+
+def run_and_report(
+    ctx: click.Context,
+    prepared: PreparedRun,
+    spec: PlanRunSpec,
+    sandboxes: SandboxFactory,
+    options: dict[str, Any],
+    resumption: Resumption | None = None,
+) -> None:
+    """Run the plans with a progress display, print the outcome, exit with its code.
+
+    options: as_json, and the model's replay and record (None to call the API).
+    """
+    svc = services(ctx)
     live = wants_live_display(sys.stderr, json_output=options["as_json"])
-    with Progress(labels, live=live) as progress:
+    with Progress(prepared.labels, live=live) as progress:
         outcome = execute(
             spec,
             model_factory=_model_factory(options, spec.model_id, prepared.settings),
-            sandbox_factory=sandboxes_for(spec.name),
+            sandbox_factory=sandboxes,
             registry=prepared.registry,
             on_event=progress,
             stop_sandboxes=svc.stop_sandboxes,
             on_stop=progress.stopping,
+            resumption=resumption,
         )
     report = outcome.report
     if options["as_json"]:

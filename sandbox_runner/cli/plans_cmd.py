@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import replace
 from pathlib import Path
 
 import click
 import yaml
 
-from sandbox_runner.cli.app import cli, reports_errors, services
+from sandbox_runner.cli.app import cli, reports_errors, services, warn
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
@@ -107,6 +109,54 @@ def plans_open(ctx: click.Context, name: str) -> None:
         click.echo(one_line(f"opened {page}"))
     else:
         click.echo(one_line(f"no browser to open it in; the report is {page}"))
+
+
+@plans.command("resume")
+@click.argument("name")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print report.json to standard output, and nothing else.",
+)
+@click.pass_context
+@reports_errors
+def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Resume an interrupted or failed `planrun plan` run. NAME may be a run's path.
+
+    Its complete and valid plans are kept; a plan stopped by an interruption or a failure
+    of the API or the sandbox goes on with its conversation (the exploration is not paid
+    for again); any other plan is made again. The files it replaces go to `.attempts/`.
+    Exit status as `planrun plan`; 2 also when the repository changed since the run.
+    """
+    from sandbox_runner.cli.plan_cmd import run_and_report
+    from sandbox_runner.model import check_model_options
+    from sandbox_runner.runs.batch_ledger import BatchLock
+    from sandbox_runner.runs.plan_resume import check_unchanged, plan_resume, read_run_record
+    from sandbox_runner.runs.prepare import prepare
+
+    directory = _run_directory(name)
+    with BatchLock(directory, name="resume.lock", what="planrun plans resume"):
+        recorded = read_run_record(directory)
+        prepared = prepare(recorded.request, warn)
+        check_model_options(None, None, prepared.labels, os.environ)
+        spec = replace(prepared.spec, name=directory.name, out_dir=directory)
+        check_unchanged(spec, recorded.tree)
+        resume = plan_resume(spec)
+        if not resume.to_run:
+            click.echo(one_line(f"every plan of {directory} is complete and valid"), err=True)
+            return
+        sandboxes = services(ctx).sandbox_factory(spec.workspace, prepared.settings)
+        if not as_json:
+            for label, verb in [
+                *((label, "goes on with its conversation") for label in resume.going_on),
+                *((label, "is made again") for label in resume.starting_over),
+                *((label, "is kept") for label in resume.kept),
+            ]:
+                click.echo(one_line(f"planrun: {label} {verb}"), err=True)
+        resume.set_aside()
+        options = {"as_json": as_json, "replay": None, "record": None}
+        run_and_report(ctx, prepared, spec, sandboxes(spec.name), options, resume.resumption)
 
 
 def _run_directory(name: str) -> Path:

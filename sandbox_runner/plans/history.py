@@ -104,7 +104,8 @@ def find_run(name: str) -> Path | None:
         return path if (path / "report.json").is_file() else None
     if "/" in name:
         path = Path(name).expanduser()
-        return path.resolve() if (path / "report.json").is_file() else None
+        is_run = (path / "report.json").is_file() or (path / "run.json").is_file()
+        return path.resolve() if is_run else None
     if name.startswith(".") or not name:
         return None
     matches = [run.path for run in list_runs() if run.name == name]

@@ -11,12 +11,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sandbox_runner.plans.workspace import tree_fingerprint
-from sandbox_runner.runs.batch_attempts import (
-    AttemptNote,
-    earlier_attempt,
-    move_aside,
-    salvage_scratch,
-)
+from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
+from sandbox_runner.runs.batch_attempts import salvage_scratch
 from sandbox_runner.runs.batch_commit import adopted_record, commit, write_task_report
 from sandbox_runner.runs.batch_job import JobOutcome
 from sandbox_runner.runs.batch_ledger import Ledger, LedgerRecord

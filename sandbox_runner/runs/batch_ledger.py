@@ -107,8 +107,11 @@ class Ledger:
 class BatchLock:
     """An exclusive flock on `<out>/batch.lock`, held while a driver runs."""
 
-    def __init__(self, out_dir: Path) -> None:
-        self.path = out_dir / LOCK_NAME
+    def __init__(
+        self, out_dir: Path, *, name: str = LOCK_NAME, what: str = "planrun batch"
+    ) -> None:
+        self.path = out_dir / name
+        self.what = what
         self._descriptor: int | None = None
 
     def __enter__(self) -> BatchLock:
@@ -121,7 +124,7 @@ class BatchLock:
             holder = os.read(descriptor, 64).decode(errors="replace").strip() or "?"
             os.close(descriptor)
             raise ConfigError(
-                f"another planrun batch (pid {holder}) is running in {self.path.parent}; "
+                f"another {self.what} (pid {holder}) is running in {self.path.parent}; "
                 "wait for it, or stop it"
             ) from None
         os.ftruncate(descriptor, 0)

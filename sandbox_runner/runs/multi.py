@@ -4,6 +4,7 @@ synthesis of a recommended plan, and the report."""
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.paths import planrun_home
+from sandbox_runner.plans.files import replace_file
 from sandbox_runner.plans.report import Report, RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, Synthesis, SynthesisState
 from sandbox_runner.plans.workspace import (
@@ -30,7 +32,13 @@ from sandbox_runner.plans.workspace import (
 )
 from sandbox_runner.runs.executor import Executor, ThreadExecutor
 from sandbox_runner.runs.git_probe import git_in_sandbox, in_background, settled
-from sandbox_runner.runs.plan_job import PlanJob, SandboxFactory, failed_result, run_plan
+from sandbox_runner.runs.plan_job import (
+    EarlierAttempt,
+    PlanJob,
+    SandboxFactory,
+    failed_result,
+    run_plan,
+)
 from sandbox_runner.runs.synthesis import (
     INTERRUPTED_NOTE,
     SYNTHESIS_LABEL,
@@ -39,7 +47,14 @@ from sandbox_runner.runs.synthesis import (
     synthesis_ran,
 )
 
-__all__ = ["PlanRunOutcome", "PlanRunSpec", "execute", "exit_code", "git_in_sandbox"]
+__all__ = [
+    "PlanRunOutcome",
+    "PlanRunSpec",
+    "Resumption",
+    "execute",
+    "exit_code",
+    "git_in_sandbox",
+]
 
 ModelFactory = Callable[[str], Model]
 """Makes the model of one plan, by label (a replayed cassette differs per perspective)."""
@@ -50,6 +65,7 @@ RESERVED_LABELS = frozenset({"report", SYNTHESIS_LABEL})
 GIT_STATUS_WAIT_SECONDS = 180.0
 INTERRUPT_GRACE_SECONDS = 1.0
 """After a signal, how long subagents get to stop and save their plans (they poll every 0.1 s)."""
+RUN_RECORD, RUN_RECORD_VERSION = "run.json", 1
 INTERRUPTED_TREE_SECONDS = 1.0
 INTERRUPTED_GIT_NOTE = "the run was interrupted before `git status` ran again"
 """After a signal, the tree is compared only if that takes no longer than this."""
@@ -79,6 +95,8 @@ class PlanRunSpec:
     """Why the synthesis is off, for the report ("" when it is on)."""
     synthesis_agent_override: str = ""
     """Which file replaced the built-in Synthesis agent ("" when none did)."""
+    request: dict[str, object] = field(default_factory=dict)
+    """The request as given, kept in run.json so that the run can be resumed."""
 
     def jobs(self) -> list[PlanJob]:
         """One job per perspective, with unique labels (file names)."""
@@ -93,6 +111,16 @@ class PlanRunSpec:
             used.add(label)
             jobs.append(replace(job, name=label))
         return jobs
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """What a resumed run keeps of the run it resumes, and what it goes on with."""
+
+    kept: dict[str, PlanResult] = field(default_factory=dict)
+    """Plans already complete and valid, by label: not run again."""
+    earlier: dict[str, EarlierAttempt] = field(default_factory=dict)
+    """Conversations that stopped, by label: their plans go on with them when they can."""
 
 
 @dataclass
@@ -113,8 +141,11 @@ def execute(
     on_event: EventSink | None = None,
     stop_sandboxes: Callable[[], object] = lambda: None,
     on_stop: Callable[[], object] = lambda: None,
+    resumption: Resumption | None = None,
 ) -> PlanRunOutcome:
-    """Run every perspective, check the workspace did not change, and write the report.
+    """Run every perspective, check the workspace did not change, and write the report
+    (and run.json, which lets `planrun plans resume` repeat the run's request). A resumed
+    run keeps the plans `resumption` holds and goes on with its conversations.
 
     On KeyboardInterrupt (or SystemExit) on_stop is called, the subagents are told to
     stop, their sandboxes are removed, what finished is kept and reported, and the
@@ -125,10 +156,12 @@ def execute(
     sandbox_root = _sandbox_root(spec)
     jobs = spec.jobs()
     runner = _Runner(spec, model_factory, sandbox_factory, registry, on_event, sandbox_root)
+    runner.resumption = resumption or Resumption()
     # The fingerprint is taken before anything starts; the first `git status` needs a
     # container of its own, so it runs beside the subagents' start (they cannot write
     # the workspace, and any change would show in the fingerprint anyway).
     fingerprint = tree_fingerprint(spec.workspace, exclude=exclude)
+    record_request(spec, fingerprint)
     git_before = in_background(
         workspace_git_status,
         spec.workspace,
@@ -200,6 +233,12 @@ def _record(
     )
 
 
+def record_request(spec: PlanRunSpec, tree: str | None) -> None:
+    """run.json: the request and the repository's tree fingerprint as the run started."""
+    document = {"planrun_run": RUN_RECORD_VERSION, "request": spec.request, "tree": tree}
+    replace_file(spec.out_dir / RUN_RECORD, json.dumps(document, indent=2) + "\n")
+
+
 def exit_code(results: list[PlanResult], workspace_problem: str) -> int:
     """3 if the workspace changed, else 1 if any plan failed or is invalid, else 0."""
     if workspace_problem:
@@ -239,13 +278,18 @@ class _Runner:
         self.executor = executor or ThreadExecutor(spec.parallel)
         self.cancel = self.executor.cancelled
         self.futures: list[Future[PlanResult]] = []
+        self.resumption = Resumption()
         self.synthesis_job: PlanJob | None = None
         self.synthesis_future: Future[PlanResult] | None = None
 
     def run(self, jobs: list[PlanJob]) -> list[PlanResult]:
         self.futures = []
         for job in jobs:
-            work = functools.partial(self._one, job)
+            kept = self.resumption.kept.get(job.label)
+            if kept is not None:
+                self.futures.append(self._kept(kept))
+                continue
+            work = functools.partial(self._one, job, self.resumption.earlier.get(job.label))
             self.futures.append(self.executor.submit(f"plan-{job.label}", work))
         pending: set[Future[PlanResult]] = set(self.futures)
         while pending:
@@ -299,7 +343,19 @@ class _Runner:
             return failed_result(job, self.spec.model_id, "interrupted before it started")
         return future.result()
 
-    def _one(self, job: PlanJob) -> PlanResult:
+    def _kept(self, result: PlanResult) -> Future[PlanResult]:
+        """A plan the resumed run keeps: finished already, and shown so."""
+        if self.on_event is not None:
+            kept = "kept from the run resumed"
+            usage, calls = result.usage.total, result.tool_calls
+            self.on_event(
+                AgentEvent("finished", result.label, result.turns, None, kept, calls, usage, 0.0)
+            )
+        future: Future[PlanResult] = Future()
+        future.set_result(result)
+        return future
+
+    def _one(self, job: PlanJob, earlier: EarlierAttempt | None = None) -> PlanResult:
         spec = self.spec
         try:
             return run_plan(
@@ -315,6 +371,7 @@ class _Runner:
                 cancel=self.cancel,
                 sandbox_root=self.sandbox_root,
                 allowed_tools=spec.allowed_tools,
+                earlier=earlier,
             )
         except (PlanrunError, OSError) as error:
             # One subagent failing never stops or loses the others.

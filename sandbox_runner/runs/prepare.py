@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.registry import Registry
@@ -22,7 +23,8 @@ from sandbox_runner.runs.plan_job import plan_agent
 from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
 from sandbox_runner.sandbox.spec import resolve_workspace
 
-PLAN_FILES = ("report.json", "report.md", "report.html")
+T = TypeVar("T")
+PLAN_FILES = ("report.json", "report.md", "report.html", "run.json")
 """Files whose presence means a directory already holds a run."""
 
 Warn = Callable[[object], None]
@@ -47,6 +49,46 @@ class PlanRequest:
     """False turns the synthesis of a recommended plan off (`--no-synthesis`)."""
     overrides: dict[str, object] = field(default_factory=dict)
     """Further settings, with the precedence of flags (a batch task's `overrides`)."""
+
+    def to_json(self, workspace: Path, model_id: str) -> dict[str, object]:
+        """The request as a resumed run repeats it: paths absolute, the model pinned."""
+        return {
+            "requirements": self.requirements,
+            "repo": str(workspace),
+            "perspectives": list(self.perspectives),
+            "agent": self.agent,
+            "model": model_id,
+            "template": str(self.template.resolve()) if self.template else None,
+            "context_files": [str(path.resolve()) for path in self.context_files],
+            "parallel": self.parallel,
+            "max_turns": self.max_turns,
+            "timeout": self.timeout,
+            "synthesis": self.synthesis,
+            "overrides": self.overrides,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanRequest:
+        """The request a run recorded (see to_json).
+
+        Raises:
+            KeyError, TypeError, ValueError: the record is not one.
+        """
+        template = data["template"]
+        return cls(
+            requirements=str(data["requirements"]),
+            repo=str(data["repo"]),
+            perspectives=[str(p) for p in data["perspectives"]],
+            agent=str(data["agent"]),
+            model=str(data["model"]),
+            template=Path(template) if template else None,
+            context_files=[Path(str(path)) for path in data["context_files"]],
+            parallel=_optional(int, data["parallel"]),
+            max_turns=_optional(int, data["max_turns"]),
+            timeout=_optional(float, data["timeout"]),
+            synthesis=_optional(bool, data["synthesis"]),
+            overrides=dict(data["overrides"]),
+        )
 
     def flags(self) -> dict[str, object]:
         """The settings this request sets, as flags do."""
@@ -88,6 +130,10 @@ class PreparedRun:
         """The spec with its run directory: --out, or a new ~/.planrun/plans/<name>/."""
         out_dir = claim_out_dir(requested_out, self.spec.workspace)
         return replace(self.spec, name=out_dir.name, out_dir=out_dir)
+
+
+def _optional(kind: Callable[[Any], T], value: object) -> T | None:
+    return None if value is None else kind(value)
 
 
 def prepare(request: PlanRequest, warn: Warn) -> PreparedRun:
@@ -143,6 +189,7 @@ def prepare(request: PlanRequest, warn: Warn) -> PreparedRun:
         synthesis_note="" if settings.synthesis else f"turned off by {loaded.sources['synthesis']}",
         synthesis_agent_override=synthesis_override,
     )
+    spec.request = request.to_json(workspace, spec.model_id)
     return PreparedRun(spec, loaded, registry, agent)
 
 

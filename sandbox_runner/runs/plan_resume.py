@@ -1,0 +1,189 @@
+"""Resuming a `planrun plan` run that was interrupted or failed (`planrun plans resume`):
+its request repeated from run.json, its complete and valid plans kept, its stopped
+conversations gone on with, and every other plan made again. Nothing is deleted: the
+files of the attempts it replaces go to `.attempts/`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.document import split_document
+from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
+from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.validate import validate_plan
+from sandbox_runner.plans.workspace import tree_fingerprint
+from sandbox_runner.runs.attempts import AttemptNote, move_aside, read_json, read_text
+from sandbox_runner.runs.multi import RUN_RECORD, PlanRunSpec, Resumption
+from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob, required_sections
+from sandbox_runner.runs.prepare import PlanRequest
+from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
+from sandbox_runner.types import Usage
+
+IN_FLIGHT = "in flight when planrun stopped"
+
+
+@dataclass(frozen=True)
+class RunRecordFile:
+    """What run.json says of a run: its request and its repository as it started."""
+
+    request: PlanRequest
+    tree: str | None
+
+
+def read_run_record(directory: Path) -> RunRecordFile:
+    """The request a run recorded.
+
+    Raises:
+        ConfigError: the directory holds no run.json, or one planrun cannot read.
+    """
+    data = read_json(directory / RUN_RECORD)
+    if not data:
+        raise ConfigError(
+            f"{directory} holds no {RUN_RECORD} (a run of an older planrun, or not a "
+            "`planrun plan` run); it cannot be resumed: plan again"
+        )
+    try:
+        request = PlanRequest.from_json(data["request"])
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(
+            f"{directory / RUN_RECORD} is damaged; the run cannot be resumed"
+        ) from None
+    tree = data.get("tree")
+    return RunRecordFile(request, tree if isinstance(tree, str) else None)
+
+
+def check_unchanged(spec: PlanRunSpec, tree: str | None) -> None:
+    """Refuse to resume when the repository is no longer what the conversations explored.
+
+    Raises:
+        ConfigError: its files changed since the run started.
+    """
+    exclude = spec.out_dir if spec.out_dir.is_relative_to(spec.workspace) else None
+    if tree is None or tree_fingerprint(spec.workspace, exclude=exclude) != tree:
+        raise ConfigError(
+            f"files in {spec.workspace} changed since run {spec.name} started; its "
+            "conversations describe a repository that is gone: plan again"
+        )
+
+
+@dataclass
+class ResumePlan:
+    """What resuming a run does with each of its plans."""
+
+    directory: Path
+    resumption: Resumption = field(default_factory=Resumption)
+    starting_over: list[str] = field(default_factory=list)
+    """Plans made again from the start (their conversation ended for good, or is gone)."""
+    notes: dict[str, AttemptNote] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> list[str]:
+        return list(self.resumption.kept)
+
+    @property
+    def going_on(self) -> list[str]:
+        return list(self.resumption.earlier)
+
+    @property
+    def to_run(self) -> list[str]:
+        return [*self.going_on, *self.starting_over]
+
+    def set_aside(self) -> None:
+        """Move the files of every plan made again (and the old report and recommended
+        plan) to `.attempts/`."""
+        directory = self.directory
+        for label in self.to_run:
+            sandbox = directory / ".sandbox" / label
+            move_aside(directory, label, "resumed", self.notes[label], also=(sandbox,))
+        if self.to_run:
+            stale = AttemptNote("", False, "replaced by a resumed run")
+            synthesis_sandbox = directory / ".sandbox" / SYNTHESIS_LABEL
+            move_aside(directory, SYNTHESIS_LABEL, "resumed", stale, also=(synthesis_sandbox,))
+            reports = (directory / "report.json", directory / "report.html")
+            move_aside(directory, "report", "resumed", stale, also=reports)
+
+
+def plan_resume(spec: PlanRunSpec) -> ResumePlan:
+    """Decide, from the run's report and files, what happens to each of its plans."""
+    directory = spec.out_dir
+    entries = _report_entries(directory)
+    plan = ResumePlan(directory)
+    for job in spec.jobs():
+        label = job.label
+        kept = kept_result(job, spec, directory)
+        if kept is not None:
+            plan.resumption.kept[label] = kept
+            continue
+        entry = entries.get(label)
+        transcript = read_text(directory / f"{label}.transcript.jsonl")
+        reason = str(entry.get("reason") or "") if entry is not None else IN_FLIGHT
+        # Without a report the run was killed: every plan without a result was in flight.
+        resumable = entry.get("resumable") is True if entry is not None else True
+        plan.notes[label] = AttemptNote("", resumable, reason or "stopped")
+        if resumable and transcript:
+            draft = read_text(directory / f"{label}.md") or read_text(
+                directory / ".sandbox" / label / f"{label}.md"
+            )
+            body = split_document(draft)[1] if draft else None
+            plan.resumption.earlier[label] = EarlierAttempt(transcript, body, reason or IN_FLIGHT)
+        else:
+            plan.starting_over.append(label)
+    return plan
+
+
+def kept_result(job: PlanJob, spec: PlanRunSpec, directory: Path) -> PlanResult | None:
+    """A plan of the run that is complete and valid, rebuilt from its file."""
+    plan_file = directory / f"{job.label}.md"
+    try:
+        text = read_sandbox_file(plan_file)
+    except UnsafeFileError:
+        return None
+    if text is None:
+        return None
+    metadata, body = split_document(text)
+    if metadata.get("status") != "complete" or metadata.get("valid") is not True:
+        return None
+    check = validate_plan(body, sections=required_sections(job), workspace=spec.workspace)
+    if not check.ok:
+        return None
+    tokens = metadata.get("tokens")
+    counts: dict[str, Any] = tokens if isinstance(tokens, dict) else {}
+    transcript = directory / f"{job.label}.transcript.jsonl"
+    return PlanResult(
+        label=job.label,
+        agent=str(metadata.get("agent") or job.agent),
+        model=str(metadata.get("model") or spec.model_id),
+        status=PlanStatus.COMPLETE,
+        reason="",
+        plan_path=plan_file,
+        plan_text=body,
+        check=check,
+        suggested_commands=[str(c) for c in metadata.get("suggested_commands") or []],
+        turns=_number(metadata.get("turns")),
+        tool_calls=_number(metadata.get("tool_calls")),
+        usage=Usage(
+            *(_number(counts.get(k)) for k in ("input", "output", "cache_creation", "cache_read"))
+        ),
+        wall_seconds=float(metadata.get("wall_seconds") or 0.0),
+        transcript=transcript if transcript.is_file() else None,
+    )
+
+
+def _report_entries(directory: Path) -> dict[str, dict[str, Any]]:
+    """The report's plan entries by label ({} without a readable report)."""
+    try:
+        report = json.loads(read_text(directory / "report.json") or "{}")
+    except ValueError:
+        return {}
+    plans = report.get("plans") if isinstance(report, dict) else None
+    if not isinstance(plans, list):
+        return {}
+    return {str(p.get("label")): p for p in plans if isinstance(p, dict)}
+
+
+def _number(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
