@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.model import check_model_options
 from sandbox_runner.plans.history import batches_dir, remember_run
+from sandbox_runner.plans.workspace import GitStatusRunner
 from sandbox_runner.runs.batch_driver import BatchDriver, NoEvents, WorkFor
 from sandbox_runner.runs.batch_file import load_batch_file
 from sandbox_runner.runs.batch_ledger import BatchLock
@@ -136,6 +137,7 @@ def _drive(
     live = wants_live_display(sys.stderr, json_output=options["as_json"])
     progress = BatchProgress(len(to_run), skipped, live=live) if not options["as_json"] else None
     executor: Executor
+    git_for: Callable[[Path], GitStatusRunner | None] = _no_git
     disconnect = contextlib.ExitStack()
     if options["engine"] == "ray":
         from sandbox_runner.runs.batch_ray import RayEngine
@@ -146,7 +148,7 @@ def _drive(
     else:
         thread_executor = ThreadExecutor(parallel)
         executor = thread_executor
-        work_for = _local(ctx, out_dir, to_run, workspaces, progress, thread_executor)
+        work_for, git_for = _local(ctx, out_dir, to_run, workspaces, progress, thread_executor)
     driver = BatchDriver(
         out_dir.name,
         out_dir,
@@ -157,6 +159,7 @@ def _drive(
         stop_sandboxes=svc.stop_sandboxes,
         on_stop=progress.stopping if progress else lambda: None,
         scratch=scratch_root(out_dir, workspaces),
+        git_for=git_for,
     )
     with disconnect:
         if progress is None:
@@ -169,6 +172,11 @@ def _drive(
     return outcome.exit_code, outcome.summary
 
 
+def _no_git(workspace: Path) -> GitStatusRunner | None:
+    """The Ray engine's driver may have no Docker: its repositories' files are compared."""
+    return None
+
+
 def _local(
     ctx: click.Context,
     out_dir: Path,
@@ -176,8 +184,11 @@ def _local(
     workspaces: list[Path],
     progress: BatchProgress | None,
     executor: ThreadExecutor,
-) -> WorkFor:
+) -> tuple[WorkFor, Callable[[Path], GitStatusRunner | None]]:
+    """The local engine's work, and how `git status` of each repository is taken (in a
+    throwaway sandbox of a task of that repository)."""
     from sandbox_runner.runs.batch_local import local_work_for
+    from sandbox_runner.runs.git_probe import git_in_sandbox
     from sandbox_runner.sandbox.docker_provider import collect_garbage
 
     svc = services(ctx)
@@ -192,12 +203,19 @@ def _local(
             factories[task_id] = svc.sandbox_factory(spec.spec.workspace, spec.settings)(
                 f"batch-{out_dir.name}"
             )
-    return local_work_for(
+    probes = {job.payload.workspace: factories[job.payload.task_id] for job in to_run}
+    work_for = local_work_for(
         lambda job: factories[job.payload.task_id],
         scratch_root(out_dir, workspaces),
         executor.cancelled,
         progress.agent_event if progress else None,
     )
+
+    def git_for(workspace: Path) -> GitStatusRunner | None:
+        factory = probes.get(workspace)
+        return None if factory is None else git_in_sandbox(factory)
+
+    return work_for, git_for
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report import RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
-from sandbox_runner.plans.workspace import git_head
+from sandbox_runner.plans.workspace import WorkspaceComparison, git_head
 from sandbox_runner.runs.batch_job import JobOutcome
 from sandbox_runner.runs.batch_ledger import LedgerRecord
 from sandbox_runner.runs.batch_resume import ATTEMPT_KEY, FINGERPRINT_KEY
@@ -125,8 +125,7 @@ def write_task_report(
     jobs: list[BatchJob],
     records: dict[str, LedgerRecord],
     out_dir: Path,
-    *,
-    workspace_problem: str = "",
+    check: WorkspaceComparison,
 ) -> None:
     """report.json/md/html of one task, as `planrun plan` writes them (rewritten after a retry)."""
     spec = task.prepared.spec
@@ -146,11 +145,11 @@ def write_task_report(
         finished_at=now,
         results=results,
         perspectives=[job.payload.job.perspective for job in jobs],
-        workspace_unchanged=not workspace_problem,
-        workspace_problem=workspace_problem,
-        workspace_check="files_only",
-        workspace_check_note="a batch compares each repository's files before and after",
-        exit_code=3 if workspace_problem else (0 if valid else 1),
+        workspace_unchanged=not check.problem,
+        workspace_problem=check.problem,
+        workspace_check=check.check,
+        workspace_check_note=check.note,
+        exit_code=3 if check.problem else (0 if valid else 1),
         agent_override=spec.agent_override,
     )
     write_report(record)

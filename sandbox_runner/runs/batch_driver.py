@@ -10,7 +10,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from sandbox_runner.plans.workspace import tree_fingerprint
+from sandbox_runner.plans.workspace import (
+    GitStatusRunner,
+    WorkspaceComparison,
+    WorkspaceState,
+    snapshot,
+    tree_fingerprint,
+    workspace_git_status,
+)
 from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
 from sandbox_runner.runs.batch_attempts import salvage_scratch
 from sandbox_runner.runs.batch_commit import adopted_record, commit, write_task_report
@@ -21,8 +28,11 @@ from sandbox_runner.runs.batch_resume import RUNS, Action
 from sandbox_runner.runs.batch_setup import BatchJob, task_dir
 from sandbox_runner.runs.batch_summary import JobRow, summary_document, write_summary
 from sandbox_runner.runs.executor import Announced, Executor
+from sandbox_runner.runs.git_probe import in_background, settled
+from sandbox_runner.runs.multi import GIT_STATUS_WAIT_SECONDS
 
 EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
+FILES_ONLY_NOTE = "`git status` is not taken here (the jobs ran on other machines)"
 INTERRUPT_GRACE_SECONDS = 1.0
 WorkFor = Callable[[BatchJob], Callable[[], JobOutcome]]
 """Turns a job into the unit of work an executor runs (engine-specific)."""
@@ -69,6 +79,9 @@ class BatchDriver:
     on_stop: Callable[[], object] = lambda: None
     scratch: Path | None = None
     """Where this machine's jobs keep their files while they run (None: out_dir/.scratch)."""
+    git_for: Callable[[Path], GitStatusRunner | None] = lambda path: None
+    """How `git status` of a repository is taken (None: the check compares files only)."""
+    checks: dict[Path, WorkspaceComparison] = field(default_factory=dict)
     ledger: Ledger = field(init=False)
     records: dict[str, LedgerRecord] = field(init=False)
     attempts: dict[str, int] = field(init=False)
@@ -84,7 +97,7 @@ class BatchDriver:
     def run(self) -> BatchOutcome:
         """Run every job that is to run; Ctrl-C (KeyboardInterrupt) ends it with 130."""
         self._tidy()
-        trees = self._trees()
+        before = self._before()
         self._set_aside_and_adopt()
         self._go_on_where_possible()
         self._write_summary(None, "running")
@@ -102,10 +115,13 @@ class BatchDriver:
         except (KeyboardInterrupt, SystemExit):
             interrupted = True
             self._interrupt(futures)
-        problem = "" if interrupted else self._workspace_problem(trees)
-        if problem:
-            for task_id in {job.payload.task_id for job in self.jobs}:
-                self._task_report(task_id, problem)
+        problem = ""
+        if not interrupted:
+            # Every task's report says what the comparison of its repository found.
+            self.checks = self._compare(before)
+            problem = "; ".join(c.problem for c in self.checks.values() if c.problem)
+            for task_id in dict.fromkeys(job.payload.task_id for job in self.jobs):
+                self._task_report(task_id)
         code = self._exit_code(interrupted, problem)
         summary = self._write_summary(code, "interrupted" if interrupted else "finished")
         return BatchOutcome(code, summary, interrupted)
@@ -195,16 +211,18 @@ class BatchDriver:
             if earlier is not None:
                 job.payload = replace(job.payload, earlier=earlier)
 
-    def _task_report(self, task_id: str, workspace_problem: str = "") -> None:
+    def _task_report(self, task_id: str) -> None:
         """Rewrite a task's report once every job of it has a record."""
         jobs = [job for job in self.jobs if job.payload.task_id == task_id]
         for job in jobs:
             record = self.records.get(job.key)
             if record is None or record.fingerprint != job.fingerprint:
                 return
-        write_task_report(
-            jobs[0].task, jobs, self.records, self.out_dir, workspace_problem=workspace_problem
+        workspace = jobs[0].payload.workspace
+        check = self.checks.get(workspace) or WorkspaceComparison(
+            "", "none", "compared when the batch ends (a run that was stopped does not compare)"
         )
+        write_task_report(jobs[0].task, jobs, self.records, self.out_dir, check)
 
     def rows(self) -> list[JobRow]:
         """The summary's row of every job, in batch-file order."""
@@ -244,17 +262,36 @@ class BatchDriver:
         statuses = [row.status for row in self.rows()]
         return EXIT_OK if all(status == "complete" for status in statuses) else EXIT_FAILED
 
-    def _trees(self) -> dict[Path, str | None]:
-        workspaces = {job.payload.workspace for job in self.jobs if job.decision.action in RUNS}
-        return {path: tree_fingerprint(path, exclude=self._exclude(path)) for path in workspaces}
+    def _before(self) -> dict[Path, tuple[str | None, Future[str | None] | None]]:
+        """Each repository's tree fingerprint, and its `git status` taken in the background."""
+        before: dict[Path, tuple[str | None, Future[str | None] | None]] = {}
+        for job in self.jobs:
+            path = job.payload.workspace
+            if job.decision.action not in RUNS or path in before:
+                continue
+            exclude, run_git = self._exclude(path), self.git_for(path)
+            status = None
+            if run_git is not None:
+                status = in_background(workspace_git_status, path, exclude, run_git)
+            before[path] = (tree_fingerprint(path, exclude=exclude), status)
+        return before
 
-    def _workspace_problem(self, before: dict[Path, str | None]) -> str:
-        changed = [
-            str(path)
-            for path, tree in before.items()
-            if tree_fingerprint(path, exclude=self._exclude(path)) != tree
-        ]
-        return f"files changed in {', '.join(changed)} during the batch" if changed else ""
+    def _compare(
+        self, before: dict[Path, tuple[str | None, Future[str | None] | None]]
+    ) -> dict[Path, WorkspaceComparison]:
+        """What changed in each repository since the batch started, and how it was compared."""
+        checks = {}
+        for path, (tree, status) in before.items():
+            run_git = self.git_for(path)
+            git_before = None if status is None else settled(status, GIT_STATUS_WAIT_SECONDS)
+            if run_git is None:
+                checks[path] = _files_only(
+                    tree, tree_fingerprint(path, exclude=self._exclude(path))
+                )
+                continue
+            after = snapshot(path, self._exclude(path), run_git)
+            checks[path] = WorkspaceState(tree, git_before).compare(after)
+        return checks
 
     def _exclude(self, workspace: Path) -> Path | None:
         return self.out_dir if self.out_dir.is_relative_to(workspace) else None
@@ -266,3 +303,10 @@ class BatchDriver:
             stale.unlink(missing_ok=True)
         task_dirs = {job.key: task_dir(self.out_dir, job.payload.task_id) for job in self.jobs}
         salvage_scratch(self.scratch or self.out_dir / SCRATCH, task_dirs)
+
+
+def _files_only(before: str | None, after: str | None) -> WorkspaceComparison:
+    """The comparison of a repository whose `git status` cannot be taken here."""
+    changed = before is not None and after is not None and before != after
+    problem = "files, modes or timestamps under the workspace changed" if changed else ""
+    return WorkspaceComparison(problem, "files_only", FILES_ONLY_NOTE)

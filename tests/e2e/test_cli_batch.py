@@ -87,6 +87,8 @@ def ledger_keys(out: Path) -> list[str]:
 def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
     sample_repo: Path, tmp_path: Path, docker_client: Any
 ) -> None:
+    # A git repository: the batch compares its `git status` (taken in a sandbox) too.
+    subprocess.run(["git", "init", "-q", str(sample_repo)], check=True)
     batch = batch_file(tmp_path, sample_repo)
     out = tmp_path / "out"
     args = (str(batch), "--out", str(out), "--parallel", "2")
@@ -130,6 +132,7 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
     for task in TASKS:
         report = json.loads((out / "tasks" / task / "report.json").read_text())
         assert [plan["status"] for plan in report["plans"]] == ["complete", "complete"]
+        assert report["workspace_check"] == "full" and report["workspace_unchanged"], report
     leftovers = docker_client.containers.list(
         all=True, filters={"label": f"io.planrun.session=batch-{out.name}"}
     )

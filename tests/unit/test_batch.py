@@ -16,6 +16,7 @@ from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
+from sandbox_runner.plans.workspace import GitStatusRunner
 from sandbox_runner.runs.batch_driver import BatchDriver
 from sandbox_runner.runs.batch_file import load_batch_file
 from sandbox_runner.runs.batch_job import JobOutcome
@@ -200,7 +201,12 @@ class FakeWork:
 
 
 def run_batch(
-    tmp_path: Path, work: FakeWork, *, perspectives: str = "[a, b]", **options: Any
+    tmp_path: Path,
+    work: FakeWork,
+    *,
+    perspectives: str = "[a, b]",
+    git_for: Callable[[Path], GitStatusRunner | None] | None = None,
+    **options: Any,
 ) -> BatchDriver:
     text = (
         f"defaults: {{repo: repo, perspectives: {perspectives}}}\n"
@@ -212,6 +218,8 @@ def run_batch(
     jobs = batch_jobs(prepare_tasks(batch, batch.tasks, None, lambda _: None), out)
     jobs = decide_all(jobs, out, **options)
     driver = BatchDriver("b", out, jobs, ThreadExecutor(2), work, scratch=tmp_path / "scratch")
+    if git_for is not None:
+        driver.git_for = git_for
     driver.exit_code = driver.run().exit_code  # type: ignore[attr-defined]
     return driver
 
@@ -328,3 +336,23 @@ def test_a_job_in_flight_when_the_driver_died_goes_on_with_its_conversation(
     kept = tmp_path / "out/tasks/t2/.attempts/a/interrupted"
     assert (kept / "a.transcript.jsonl").is_file() and (kept / "a.md").is_file()
     assert not (tmp_path / "scratch").exists()
+
+
+def test_each_task_report_says_how_its_repository_was_compared(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    run_batch(tmp_path, FakeWork())
+    report = json.loads((tmp_path / "out/tasks/t1/report.json").read_text())
+    assert report["workspace_check"] == "files_only"  # no git runner: files only
+    (sample_repo / ".git").mkdir()
+    statuses = iter([" M src/app.py\0", " M src/app.py\0 M src/util.py\0"])
+
+    def git_for(workspace: Path) -> GitStatusRunner:
+        assert workspace == sample_repo
+        return lambda command: next(statuses)
+
+    driver = run_batch(tmp_path, FakeWork(), git_for=git_for, redo=["t1", "t2"])
+    assert driver.exit_code == 3  # type: ignore[attr-defined]
+    report = json.loads((tmp_path / "out/tasks/t2/report.json").read_text())
+    assert report["workspace_check"] == "full"
+    assert report["workspace_problem"] == "`git status` changed"
