@@ -67,13 +67,14 @@ class BatchProgress(LiveDisplay):
                 speed_estimate_period=300,
             )
             self._task = self._bar.add_task("plans", total=to_run, cost="$0.00")
-            self._live = Live(console=console, refresh_per_second=4, get_renderable=self._view)
+            self._live = Live(console=console, refresh_per_second=4, get_renderable=self.view)
 
-    def job_started(self, key: str) -> None:
+    def job_started(self, key: str, note: str = "") -> None:
         with self._lock:
             self._running[key] = _Running(key, time.monotonic())
+            self._running[key].tool = note
         if self._live is None:
-            self._say(f"[{key}] started")
+            self._say(f"[{key}] started" + (f" ({note})" if note else ""))
 
     def job_finished(self, key: str, status: str, cost_usd: float | None) -> None:
         with self._lock:
@@ -112,7 +113,8 @@ class BatchProgress(LiveDisplay):
     def _say(self, message: str) -> None:
         print(one_line(f"planrun: {message}"), file=self._stream, flush=True)
 
-    def _view(self) -> Group:
+    def view(self) -> Group:
+        """What the live display draws: the bar, the counts, the running jobs."""
         table = Table(box=None, pad_edge=False, header_style="bold")
         for column in ("job", "turn", "tokens", "elapsed", "current"):
             table.add_column(column, no_wrap=column != "current", overflow="ellipsis")

@@ -32,6 +32,7 @@ from sandbox_runner.runs.git_probe import in_background, settled
 from sandbox_runner.runs.multi import GIT_STATUS_WAIT_SECONDS
 
 EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
+GOING_ON = "goes on with its earlier conversation"
 FILES_ONLY_NOTE = "`git status` is not taken here (the jobs ran on other machines)"
 INTERRUPT_GRACE_SECONDS = 1.0
 WorkFor = Callable[[BatchJob], Callable[[], JobOutcome]]
@@ -41,7 +42,7 @@ WorkFor = Callable[[BatchJob], Callable[[], JobOutcome]]
 class BatchEvents(Protocol):
     """Job-level progress: what the driver tells the display."""
 
-    def job_started(self, key: str) -> None: ...
+    def job_started(self, key: str, note: str = "") -> None: ...
 
     def job_finished(self, key: str, status: str, cost_usd: float | None) -> None: ...
 
@@ -49,7 +50,7 @@ class BatchEvents(Protocol):
 class NoEvents:
     """Progress that shows nothing (--json, tests, benchmarks)."""
 
-    def job_started(self, key: str) -> None:
+    def job_started(self, key: str, note: str = "") -> None:
         pass
 
     def job_finished(self, key: str, status: str, cost_usd: float | None) -> None:
@@ -131,7 +132,8 @@ class BatchDriver:
 
         def started() -> None:
             self.running.add(job.key)
-            self.events.job_started(job.key)
+            going_on = job.payload.earlier is not None
+            self.events.job_started(job.key, GOING_ON if going_on else "")
 
         return Announced(self.work_for(job), started)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from collections.abc import Callable
@@ -10,8 +11,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
+from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.cli import cli
+from sandbox_runner.cli.batch_progress import BatchProgress
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.results import PlanResult, PlanStatus
@@ -356,3 +360,35 @@ def test_each_task_report_says_how_its_repository_was_compared(
     report = json.loads((tmp_path / "out/tasks/t2/report.json").read_text())
     assert report["workspace_check"] == "full"
     assert report["workspace_problem"] == "`git status` changed"
+
+
+def test_progress_in_a_pipe_is_one_line_per_change_with_the_counts() -> None:
+    stream = io.StringIO()
+    with BatchProgress(3, 2, live=False, stream=stream) as progress:
+        progress.job_started("t1/a", "goes on with its earlier conversation")
+        progress.job_started("t1/b")
+        progress.job_finished("t1/a", "complete", 0.25)
+        progress.job_finished("t1/b", "failed", None)
+        progress.stopping()
+    assert stream.getvalue().splitlines() == [
+        "planrun: [t1/a] started (goes on with its earlier conversation)",
+        "planrun: [t1/b] started",
+        "planrun: [t1/a] complete (done 1 · failed 0 · running 1 · queued 1 · skipped (earlier) 2)",
+        "planrun: [t1/b] failed (done 1 · failed 1 · running 0 · queued 1 · skipped (earlier) 2)",
+        "planrun: stopping… (finished plans are kept; run the same command to resume)",
+    ]
+    assert progress.cost == 0.25
+
+
+def test_the_live_progress_shows_the_running_jobs_and_what_they_do() -> None:
+    stream = io.StringIO()
+    progress = BatchProgress(2, 0, live=True, stream=stream)
+    progress.job_started("t1/a")
+    progress.agent_event("t1/a", AgentEvent("tool_call", "a", 3, "Read", "src/app.py", 1, 900, 1))
+    progress.job_started("t2/a", "goes on with its earlier conversation")
+    console = Console(file=io.StringIO(), width=120)
+    console.print(progress.view())
+    screen = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "t1/a" in screen and "Read src/app.py" in screen and "900" in screen
+    assert "goes on with its earlier conversation" in screen  # t2/a's note until its first tool
+    assert "done 0 · failed 0 · running 2 · queued 0" in screen
