@@ -21,9 +21,10 @@ from sandbox_runner.plans.inputs import (
     read_requirements,
 )
 from sandbox_runner.plans.report import Report
-from sandbox_runner.runs.multi import PlanRunSpec, Resumption, execute
+from sandbox_runner.runs.multi import execute
 from sandbox_runner.runs.plan_job import SandboxFactory
 from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, prepare
+from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
 from sandbox_runner.safe_text import one_line
 
 

@@ -17,9 +17,10 @@ from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.plans.workspace import tree_fingerprint
 from sandbox_runner.runs.attempts import AttemptNote, move_aside, read_json, read_text
-from sandbox_runner.runs.multi import RUN_RECORD, PlanRunSpec, Resumption
+from sandbox_runner.runs.multi import RUN_RECORD
 from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob, required_sections
 from sandbox_runner.runs.prepare import PlanRequest
+from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
 from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
 from sandbox_runner.types import Usage
 
