@@ -74,6 +74,7 @@ def _row(row: JobRow) -> dict[str, Any]:
         "perspective": row.perspective,
         "status": row.status,
         "attempts": row.attempts,
+        "continued": bool(done and record and record.result.get("continued") is True),
         "plan_file": f"tasks/{task}/{label}.md" if done else None,
         "tokens": record.tokens if done and record else 0,
         "cost_usd": record.cost_usd if done and record else None,
@@ -114,8 +115,9 @@ def render_summary(document: dict[str, Any]) -> str:
         job_cost = "" if job["cost_usd"] is None else f"{job['cost_usd']:.4f}"
         reason = str(job["reason"]).replace("|", "\\|").replace("\n", " ")[:120]
         link = f"[{job['key']}]({job['plan_file']})" if job["plan_file"] else job["key"]
+        attempts = f"{job['attempts']}" + (", went on" if job["continued"] else "")
         lines.append(
-            f"| {link} | {job['status']} | {job['attempts']} | {job['tokens']} | {job_cost} "
+            f"| {link} | {job['status']} | {attempts} | {job['tokens']} | {job_cost} "
             f"| {job['wall_seconds']} | {reason} |"
         )
     if document["not_in_batch"]:

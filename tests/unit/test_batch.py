@@ -196,6 +196,7 @@ class FakeWork:
                 Usage(10, 5),
                 0.1,
                 resumable=fails and self.resumable,
+                continued=job.payload.earlier is not None,
             )
             metadata: dict[str, Any] = {"status": result.status.value, "valid": result.valid}
             transcript = f'{{"attempt of": "{job.key}"}}\n'
@@ -293,6 +294,10 @@ def test_a_retried_job_goes_on_with_a_resumable_attempt_only(
     run_batch(tmp_path, retry, retry_failed=True)
     earlier = retry.earlier["t1/b"]
     assert earlier is not None and earlier.reason == "overloaded"
+    assert "| 2, went on |" in (tmp_path / "out/summary.md").read_text()
+    status = read_status(tmp_path / "out")
+    assert status is not None
+    assert {job["key"]: job["continued"] for job in status["jobs"]}["t1/b"] is True
     assert earlier.transcript == '{"attempt of": "t1/b"}\n' and earlier.plan is not None
     assert (tmp_path / "out/tasks/t1/.attempts/b/1/attempt.json").is_file()
     third = FakeWork()
