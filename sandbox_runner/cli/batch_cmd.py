@@ -27,7 +27,7 @@ from sandbox_runner.runs.batch_output import (
     record_run,
     scratch_root,
 )
-from sandbox_runner.runs.batch_resume import RUNS
+from sandbox_runner.runs.batch_resume import RUNS, Action
 from sandbox_runner.runs.batch_setup import (
     BatchJob,
     PreparedTask,
@@ -247,16 +247,43 @@ def _dry_run(prepared: list[PreparedTask], options: dict[str, Any]) -> None:
     requested = options["out_dir"]
     out_dir = requested.expanduser().resolve() if requested is not None else None
     jobs = batch_jobs(prepared, out_dir)
+    going_on: set[str] = set()
     if out_dir is not None and out_dir.is_dir():
         jobs = decide_all(jobs, out_dir, retry_failed=options["retry_failed"], redo=options["redo"])
-    rows = [{"key": job.key, "action": job.decision.action.value} for job in jobs]
+        going_on = _going_on(jobs, out_dir, [task.prepared.spec.workspace for task in prepared])
+    rows = [
+        {"key": job.key, "action": job.decision.action.value, "goes_on": job.key in going_on}
+        for job in jobs
+    ]
     if options["as_json"]:
         click.echo(json.dumps({"dry_run": True, "jobs": rows}, indent=2))
         return
     for row in rows:
-        click.echo(one_line(f"{row['action']:<18} {row['key']}"))
+        action = str(row["action"]) + (" (goes on)" if row["goes_on"] else "")
+        click.echo(one_line(f"{action:<18} {row['key']}"))
     runs = sum(1 for job in jobs if job.decision.action in RUNS)
     click.echo(f"{runs} of {len(jobs)} job(s) would run", err=True)
+
+
+def _going_on(jobs: list[BatchJob], out_dir: Path, workspaces: list[Path]) -> set[str]:
+    """The jobs that would go on with an earlier conversation (see batch_attempts)."""
+    from sandbox_runner.runs.batch_attempts import would_go_on
+    from sandbox_runner.runs.batch_ledger import Ledger
+
+    records = Ledger(out_dir).last_by_key()
+    scratch = scratch_root(out_dir, workspaces)
+    keys = set()
+    for job in jobs:
+        if job.decision.action not in (Action.RUN, Action.RETRY):
+            continue
+        retry_resumable = None
+        if job.decision.action is Action.RETRY:
+            record = records.get(job.key, (None, 0))[0]
+            retry_resumable = record is not None and record.result.get("resumable") is True
+        directory = task_dir(out_dir, job.payload.task_id)
+        if would_go_on(directory, job.label, job.fingerprint, retry_resumable, scratch):
+            keys.add(job.key)
+    return keys
 
 
 def _remember(out_dir: Path, prepared: list[PreparedTask]) -> None:

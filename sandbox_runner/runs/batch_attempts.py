@@ -8,7 +8,13 @@ import shutil
 from pathlib import Path
 
 from sandbox_runner.plans.files import write_new
-from sandbox_runner.runs.attempts import ATTEMPT_NOTE, AttemptNote, new_attempt_dir, read_json
+from sandbox_runner.runs.attempts import (
+    ATTEMPT_NOTE,
+    AttemptNote,
+    earlier_attempt,
+    new_attempt_dir,
+    read_json,
+)
 from sandbox_runner.runs.batch_job import SCRATCH_IDENTITY
 
 IN_FLIGHT = "in flight when the batch stopped"
@@ -43,3 +49,20 @@ def salvage_scratch(scratch_root: Path, task_dirs: dict[str, Path]) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     shutil.rmtree(scratch_root, ignore_errors=True)
     return kept
+
+
+def would_go_on(
+    directory: Path, label: str, fingerprint: str, retry_resumable: bool | None, scratch_root: Path
+) -> bool:
+    """Whether a job's next attempt would go on with a conversation (for --dry-run: it
+    reads, moves nothing). retry_resumable: for a retried job, whether its last attempt
+    is recorded as resumable (None for a job that simply runs)."""
+    if retry_resumable is not None:
+        return retry_resumable and (directory / f"{label}.transcript.jsonl").is_file()
+    if scratch_root.is_dir():
+        for scratch in scratch_root.iterdir():
+            identity = read_json(scratch / SCRATCH_IDENTITY)
+            same = identity.get("label") == label and identity.get("fingerprint") == fingerprint
+            if same and (scratch / f"{label}.transcript.jsonl").is_file():
+                return True
+    return earlier_attempt(directory, label, fingerprint) is not None

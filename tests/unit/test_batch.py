@@ -156,8 +156,8 @@ def test_cli_dry_run_lists_the_jobs(tmp_path: Path, sample_repo: Path) -> None:
     result = CliRunner().invoke(cli, ["batch", str(batch), "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["jobs"] == [
-        {"key": "t/a", "action": "run"},
-        {"key": "t/b", "action": "run"},
+        {"key": "t/a", "action": "run", "goes_on": False},
+        {"key": "t/b", "action": "run", "goes_on": False},
     ]
 
 
@@ -397,3 +397,16 @@ def test_the_live_progress_shows_the_running_jobs_and_what_they_do() -> None:
     assert "t1/a" in screen and "Read src/app.py" in screen and "900" in screen
     assert "goes on with its earlier conversation" in screen  # t2/a's note until its first tool
     assert "done 0 · failed 0 · running 2 · queued 0" in screen
+
+
+def test_a_dry_run_says_which_jobs_would_go_on(tmp_path: Path, sample_repo: Path) -> None:
+    run_batch(tmp_path, FakeWork(failing={"b"}, resumable=True))
+    arguments = ["batch", str(tmp_path / "batch.yaml"), "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli, [*arguments, "--dry-run", "--retry-failed"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "skip (complete)    t1/a",
+        "retry (goes on)    t1/b",
+        "skip (complete)    t2/a",
+        "retry (goes on)    t2/b",
+    ]
