@@ -59,6 +59,12 @@ class SavedConversation:
             self.messages[-1]["content"].append(ToolResult(call.id, NOT_RUN, True).to_block())
 
 
+def transcript_lines(text: str) -> list[str]:
+    """A transcript's lines: split at newlines only (str.splitlines would also split inside
+    an entry at U+2028, U+0085 and the like, which JSON leaves unescaped)."""
+    return text.split("\n")
+
+
 def saved_conversation(lines: list[str]) -> SavedConversation:
     """The conversation of a transcript, repaired where a killed run left it unfinished.
 
@@ -73,14 +79,14 @@ def saved_conversation(lines: list[str]) -> SavedConversation:
             entry = json.loads(line)
             if not isinstance(entry, dict):
                 raise ValueError("not an object")
-        except ValueError:
+        except (ValueError, RecursionError):
             if number < len(lines) - 1:
                 saved.damaged += 1
             continue
         saved.lines.append(line)
         try:
             pending = _apply(saved, entry, pending)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, ArithmeticError, RecursionError):
             saved.damaged += 1
     saved.answer(pending, last=True)
     return saved
@@ -99,15 +105,22 @@ def _apply(
         saved.messages[:] = [summary_message(str(entry["summary"]))]
         return {}
     if kind == "assistant":
-        if pending:
-            saved.answer(pending, last=False)  # results never logged
-        elif messages and messages[-1]["role"] == "assistant":
+        # Everything that can fail comes first: a bad entry changes nothing.
+        if not pending and messages and messages[-1]["role"] == "assistant":
             raise ValueError("two answers of the model in a row")
-        message = {"role": "assistant", "content": list(entry["content"])}
+        content = entry["content"]
+        if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+            raise ValueError("an answer whose content is not a list of blocks")
+        message = {"role": "assistant", "content": content}
+        counts = {k: max(0, int(v)) for k, v in dict(entry.get("usage") or {}).items()}
+        usage = Usage(**counts)
+        calls = _tool_uses(message)
+        if pending:
+            saved.answer(pending, last=False)  # answers that were never logged
         messages.append(message)
         saved.turns += 1
-        saved.usage.add(Usage(**{k: int(v) for k, v in dict(entry.get("usage") or {}).items()}))
-        return _tool_uses(message)
+        saved.usage.add(usage)
+        return calls
     if kind == "user":
         block: dict[str, Any] = {"type": "text", "text": str(entry["text"])}
     elif kind == "tool_result":
@@ -129,7 +142,8 @@ def _apply(
 def _tool_uses(message: dict[str, Any]) -> dict[str, ToolCall]:
     """The calls of an assistant message that its conversation has not answered yet."""
     return {
-        block["id"]: ToolCall(block["id"], block["name"], dict(block.get("input") or {}))
+        # The input is kept as the model sent it, an object or not (the loop answered it).
+        str(block["id"]): ToolCall(str(block["id"]), str(block["name"]), block.get("input") or {})
         for block in message["content"]
         if isinstance(block, dict) and block.get("type") == "tool_use"
     }

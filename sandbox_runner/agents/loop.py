@@ -233,11 +233,12 @@ class AgentLoop:
                 raise Interrupted("interrupted")
             future = started.get(call.id)
             results.append(future.result() if future is not None else self._execute(call))
-        # Every tool_use needs an answer, but a turn of hundreds of calls is not run.
-        results += [
-            ToolResult(call.id, f"Not run: at most {MAX_CALLS_PER_TURN} tool calls per turn.", True)
-            for call in calls[MAX_CALLS_PER_TURN:]
-        ]
+        # Every tool_use needs an answer, but a turn of hundreds of calls is not run; the
+        # answers are logged too, so the transcript holds the conversation as it was sent.
+        for call in calls[MAX_CALLS_PER_TURN:]:
+            not_run = f"Not run: at most {MAX_CALLS_PER_TURN} tool calls per turn."
+            results.append(ToolResult(call.id, not_run, True))
+            self._log_result(call, results[-1])
         self.state.messages.append(
             {"role": "user", "content": [result.to_block() for result in results]}
         )

@@ -19,6 +19,7 @@ from sandbox_runner.limits import RunLimits
 from sandbox_runner.model.errors import (
     CassetteError,
     ContextBudgetError,
+    MalformedAnswerError,
     ModelAPIError,
     ModelError,
 )
@@ -235,7 +236,7 @@ def outside_conversation(error: PlanrunError) -> bool:
     stands (400, too large) would only fail again."""
     if isinstance(error, SandboxError):
         return True
-    if isinstance(error, ContextBudgetError | CassetteError):
+    if isinstance(error, ContextBudgetError | CassetteError | MalformedAnswerError):
         return False
     if isinstance(error, ModelAPIError):
         return error.status != 400

@@ -21,6 +21,7 @@ from sandbox_runner.plans.inputs import (
     read_requirements,
 )
 from sandbox_runner.plans.report import Report
+from sandbox_runner.runs.batch_ledger import RUN_LOCK, BatchLock
 from sandbox_runner.runs.multi import execute
 from sandbox_runner.runs.plan_job import SandboxFactory
 from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, prepare
@@ -114,7 +115,9 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
         click.echo(f"planrun: planning {len(labels)} perspective(s) into {spec.out_dir}", err=True)
         if spec.agent_override:
             click.echo(f"planrun: agent {one_line(spec.agent_override)}", err=True)
-    run_and_report(ctx, prepared, spec, sandboxes_for(spec.name), options)
+    # `planrun plans resume` of this run waits until it is over.
+    with BatchLock(spec.out_dir, name=RUN_LOCK, what="planrun plan"):
+        run_and_report(ctx, prepared, spec, sandboxes_for(spec.name), options)
 
 
 def run_and_report(

@@ -131,19 +131,28 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
     """
     from sandbox_runner.cli.plan_cmd import run_and_report
     from sandbox_runner.model import check_model_options
-    from sandbox_runner.runs.batch_ledger import BatchLock
-    from sandbox_runner.runs.plan_resume import check_unchanged, plan_resume, read_run_record
+    from sandbox_runner.runs.batch_ledger import RUN_LOCK, BatchLock
+    from sandbox_runner.runs.plan_resume import (
+        check_not_batch_task,
+        check_unchanged,
+        plan_resume,
+        read_run_record,
+    )
     from sandbox_runner.runs.prepare import prepare
 
     directory = _run_directory(name)
-    with BatchLock(directory, name="resume.lock", what="planrun plans resume"):
+    check_not_batch_task(directory)
+    read_run_record(directory)  # a run planrun cannot resume is refused before any lock
+    with BatchLock(directory, name=RUN_LOCK, what="planrun plans resume"):
         recorded = read_run_record(directory)
         prepared = prepare(recorded.request, warn)
         check_model_options(None, None, prepared.labels, os.environ)
         spec = replace(prepared.spec, name=directory.name, out_dir=directory)
         check_unchanged(spec, recorded.tree)
         resume = plan_resume(spec)
-        if not resume.to_run:
+        if resume.nothing_to_do:
+            if as_json:
+                click.echo((directory / "report.json").read_text(encoding="utf-8"), nl=False)
             click.echo(one_line(f"every plan of {directory} is complete and valid"), err=True)
             return
         sandboxes = services(ctx).sandbox_factory(spec.workspace, prepared.settings)
@@ -154,6 +163,8 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
                 *((label, "is kept") for label in resume.kept),
             ]:
                 click.echo(one_line(f"planrun: {label} {verb}"), err=True)
+            if resume.unfinished and not resume.to_run:
+                click.echo(one_line(f"planrun: finishing the run: {resume.unfinished}"), err=True)
         resume.set_aside()
         options = {"as_json": as_json, "replay": None, "record": None}
         run_and_report(ctx, prepared, spec, sandboxes(spec.name), options, resume.resumption)

@@ -21,6 +21,7 @@ from anthropic.types import Message
 from sandbox_runner.limits import API_RETRIES, API_TIMEOUT_SECONDS
 from sandbox_runner.model.errors import (
     ContextBudgetError,
+    MalformedAnswerError,
     ModelAPIError,
     ModelError,
     unreadable_response,
@@ -223,7 +224,7 @@ class AnthropicModel:
         """The one-line error a user sees for an API error we will not retry."""
         if isinstance(error, _StreamAssemblyError):
             summary = "the model kept streaming tool input that is not valid JSON"
-            return ModelAPIError(summary, api_message=str(error), attempts=attempts)
+            return MalformedAnswerError(summary, api_message=str(error), attempts=attempts)
         if isinstance(error, anthropic.APITimeoutError):
             summary = (
                 f"the Anthropic API at {self.client.base_url} did not answer in {seconds:.0f} s"

@@ -46,6 +46,11 @@ class ModelAPIError(ModelError):
         super().__init__(message, status=status, attempts=attempts)
 
 
+class MalformedAnswerError(ModelAPIError):
+    """The model itself kept answering with something that cannot be read (tool input
+    that is not JSON): the conversation, not the API, is at fault."""
+
+
 def unreadable_response(error: Exception) -> ModelAPIError:
     """The error for an answer that is not JSON, or not shaped like a Messages API response."""
     if isinstance(error, json.JSONDecodeError):

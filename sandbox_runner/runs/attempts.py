@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.runs.plan_job import EarlierAttempt
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
@@ -41,24 +43,34 @@ class AttemptNote:
 def move_aside(
     directory: Path, label: str, tag: str, note: AttemptNote, *, also: tuple[Path, ...] = ()
 ) -> Path | None:
-    """Move a plan and its transcript (and `also`) to `.attempts/<label>/<tag>/`; nothing
-    is deleted."""
-    files = [directory / f"{label}.md", directory / f"{label}.transcript.jsonl", *also]
+    """Move a plan and its transcript (and `also`, which may lie on another filesystem) to
+    `.attempts/<label>/<tag>/`; nothing is deleted.
+
+    Raises:
+        ConfigError: `.attempts` or its label's directory is a link (never followed).
+    """
+    files = [directory / f"{label}.md", directory / f"{label}.transcript.jsonl"]
     present = [path for path in files if path.exists() or path.is_symlink()]
-    if not present:
+    others = [path for path in also if path.exists() or path.is_symlink()]
+    if not present and not others:
         return None
     target = new_attempt_dir(directory, label, tag)
     for path in present:
         os.rename(path, target / path.name)
+    for path in others:
+        shutil.move(path, target / path.name)
     write_new(target / ATTEMPT_NOTE, note.to_json())
     return target
 
 
 def earlier_attempt(directory: Path, label: str, fingerprint: str) -> EarlierAttempt | None:
-    """The newest attempt of a job, when its conversation can go on under this fingerprint."""
+    """The newest attempt of a job that held a conversation, when that conversation can go
+    on under this fingerprint."""
     newest: tuple[int, Path, dict[str, Any]] | None = None
     attempts = directory / ATTEMPTS_DIR / label
     for attempt in attempts.iterdir() if attempts.is_dir() else ():
+        if not (attempt / f"{label}.transcript.jsonl").is_file():
+            continue  # it held no conversation (a sandbox copy, a plan alone)
         note = read_json(attempt / ATTEMPT_NOTE)
         set_aside = note.get("set_aside_ns")
         if isinstance(set_aside, int) and (newest is None or set_aside > newest[0]):
@@ -75,10 +87,17 @@ def earlier_attempt(directory: Path, label: str, fingerprint: str) -> EarlierAtt
 
 
 def new_attempt_dir(directory: Path, label: str, tag: str) -> Path:
-    target, number = directory / ATTEMPTS_DIR / label / tag, 2
-    while target.exists():
-        target, number = directory / ATTEMPTS_DIR / label / f"{tag}-{number}", number + 1
-    target.mkdir(parents=True)
+    """A new `.attempts/<label>/<tag>[-n]/`; a link planted on the way is refused."""
+    parent = directory
+    for part in (ATTEMPTS_DIR, label):
+        parent = parent / part
+        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+            raise ConfigError(f"{parent} is not a directory; planrun never writes through links")
+        parent.mkdir(exist_ok=True)
+    target, number = parent / tag, 2
+    while target.exists() or target.is_symlink():
+        target, number = parent / f"{tag}-{number}", number + 1
+    target.mkdir()
     return target
 
 

@@ -3,6 +3,7 @@ conversation so far, kept aside as an attempt for the next run to go on with."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -20,12 +21,13 @@ from sandbox_runner.runs.batch_job import SCRATCH_IDENTITY
 IN_FLIGHT = "in flight when the batch stopped"
 
 
-def salvage_scratch(scratch_root: Path, task_dirs: dict[str, Path]) -> int:
+def salvage_scratch(scratch_root: Path, jobs: dict[str, tuple[Path, str]]) -> int:
     """Keep the conversations of jobs that were in flight when an earlier driver stopped
-    (their scratch holds the transcript so far), then remove the scratch.
+    (their scratch holds the transcript so far), and remove the scratch they leave.
 
     Args:
-        task_dirs: the run directory of each job of the batch, by job key.
+        jobs: the run directory and label of each job of this run, by job key. The
+            scratch of other jobs (left out by --only, or renamed) stays for a later run.
     Returns:
         How many conversations were kept.
     """
@@ -34,10 +36,12 @@ def salvage_scratch(scratch_root: Path, task_dirs: dict[str, Path]) -> int:
         return kept
     for scratch in sorted(scratch_root.iterdir()):
         identity = read_json(scratch / SCRATCH_IDENTITY)
-        key, label = identity.get("key"), identity.get("label")
-        directory = task_dirs.get(str(key))
+        found = jobs.get(str(identity.get("key")))
+        if found is None:
+            continue
+        directory, label = found
         transcript = scratch / f"{label}.transcript.jsonl"
-        if directory is not None and isinstance(label, str) and transcript.is_file():
+        if transcript.is_file() and not transcript.is_symlink():
             target = new_attempt_dir(directory, label, "interrupted")
             os.rename(transcript, target / transcript.name)
             draft = scratch / ".sandbox" / label / f"{label}.md"
@@ -47,7 +51,8 @@ def salvage_scratch(scratch_root: Path, task_dirs: dict[str, Path]) -> int:
             write_new(target / ATTEMPT_NOTE, note.to_json())
             kept += 1
         shutil.rmtree(scratch, ignore_errors=True)
-    shutil.rmtree(scratch_root, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        scratch_root.rmdir()  # when nothing is left for a later run
     return kept
 
 

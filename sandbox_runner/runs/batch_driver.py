@@ -303,8 +303,10 @@ class BatchDriver:
         conversations of the jobs it had in flight, to go on with."""
         for stale in self.out_dir.glob(".tmp-*"):
             stale.unlink(missing_ok=True)
-        task_dirs = {job.key: task_dir(self.out_dir, job.payload.task_id) for job in self.jobs}
-        salvage_scratch(self.scratch or self.out_dir / SCRATCH, task_dirs)
+        jobs = {
+            job.key: (task_dir(self.out_dir, job.payload.task_id), job.label) for job in self.jobs
+        }
+        salvage_scratch(self.scratch or self.out_dir / SCRATCH, jobs)
 
 
 def _files_only(before: str | None, after: str | None) -> WorkspaceComparison:

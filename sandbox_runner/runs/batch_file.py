@@ -110,7 +110,7 @@ def _entries(path: Path, text: str) -> tuple[list[Any], dict[str, Any]]:
     """The raw tasks and defaults of a YAML document or of JSONL lines."""
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         tasks = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:

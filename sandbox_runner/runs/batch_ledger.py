@@ -15,6 +15,8 @@ from sandbox_runner.errors import ConfigError
 
 LEDGER_NAME = "results.jsonl"
 LOCK_NAME = "batch.lock"
+RUN_LOCK = "run.lock"
+"""Held by `planrun plan` while it writes a run, and by `planrun plans resume`."""
 COMPLETE = "complete"
 FAILED_STATUSES = frozenset({"failed", "incomplete", "invalid", "error"})
 
@@ -69,7 +71,7 @@ class Ledger:
             text = self.path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return []
-        records = (LedgerRecord.from_json(line) for line in text.splitlines() if line.strip())
+        records = (LedgerRecord.from_json(line) for line in text.split("\n") if line.strip())
         return [record for record in records if record is not None]
 
     def last_by_key(self) -> dict[str, tuple[LedgerRecord, int]]:
@@ -105,7 +107,8 @@ class Ledger:
 
 
 class BatchLock:
-    """An exclusive flock on `<out>/batch.lock`, held while a driver runs."""
+    """An exclusive flock on `<out>/batch.lock` (or another name), held while a driver (or
+    a plan run) runs; the file says who holds it."""
 
     def __init__(
         self, out_dir: Path, *, name: str = LOCK_NAME, what: str = "planrun batch"
@@ -115,20 +118,24 @@ class BatchLock:
         self._descriptor: int | None = None
 
     def __enter__(self) -> BatchLock:
-        descriptor = os.open(
-            self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
-        )
+        try:
+            descriptor = os.open(
+                self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+            )
+        except OSError as error:
+            raise ConfigError(f"cannot lock {self.path}: {error.strerror}") from None
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(descriptor, 64).decode(errors="replace").strip() or "?"
+            holder = os.read(descriptor, 200).decode(errors="replace").strip()
             os.close(descriptor)
+            pid, _, what = holder.partition(" ")
             raise ConfigError(
-                f"another {self.what} (pid {holder}) is running in {self.path.parent}; "
-                "wait for it, or stop it"
+                f"another {what or 'planrun'} (pid {pid or '?'}) is running in "
+                f"{self.path.parent}; wait for it, or stop it"
             ) from None
         os.ftruncate(descriptor, 0)
-        os.write(descriptor, str(os.getpid()).encode())
+        os.write(descriptor, f"{os.getpid()} {self.what}".encode())
         self._descriptor = descriptor
         return self
 

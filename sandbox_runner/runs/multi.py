@@ -3,9 +3,9 @@ synthesis of a recommended plan, and the report."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -175,11 +175,18 @@ def exit_code(results: list[PlanResult], workspace_problem: str) -> int:
     return EXIT_OK if results and all(result.valid for result in results) else EXIT_PLAN_FAILED
 
 
-def _sandbox_root(spec: PlanRunSpec) -> Path:
-    # The sandboxes' writable plan directories must never be visible inside the
-    # read-only workspace, so an --out inside the repository gets them elsewhere.
+def sandbox_root_of(spec: PlanRunSpec) -> Path:
+    """Where the run's sandboxes keep their plan directories: `<out>/.sandbox`, or, for an
+    --out inside the repository, a place of its own under ~/.planrun/tmp (the sandboxes'
+    writable directories must never be visible inside the read-only workspace). The same
+    for every run of that directory, so that a resumed run finds a killed run's drafts."""
     if not spec.out_dir.is_relative_to(spec.workspace):
         return spec.out_dir / ".sandbox"
-    scratch = planrun_home() / "tmp"
-    scratch.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=scratch))
+    digest = hashlib.sha256(str(spec.out_dir).encode()).hexdigest()[:12]
+    return planrun_home() / "tmp" / f"{spec.out_dir.name}-{digest}"
+
+
+def _sandbox_root(spec: PlanRunSpec) -> Path:
+    root = sandbox_root_of(spec)
+    root.mkdir(parents=True, exist_ok=True)
+    return root

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner import Model, Sandbox, SandboxBase
-from sandbox_runner.agents.conversation import saved_conversation
+from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
 from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.plan_run import Continuation, PlanAgentRun
@@ -185,7 +185,7 @@ def _continuation(
     """The earlier attempt's conversation, if the new run can go on with it as it is."""
     if earlier is None:
         return None
-    conversation = saved_conversation(earlier.transcript.splitlines())
+    conversation = saved_conversation(transcript_lines(earlier.transcript))
     if not conversation.intact or (conversation.system, conversation.model) != (prompt, model_id):
         return None
     return Continuation(conversation, earlier.reason, has_plan=bool(earlier.plan))

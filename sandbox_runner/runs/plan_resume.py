@@ -16,8 +16,14 @@ from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.plans.workspace import tree_fingerprint
-from sandbox_runner.runs.attempts import AttemptNote, move_aside, read_json, read_text
-from sandbox_runner.runs.multi import RUN_RECORD
+from sandbox_runner.runs.attempts import (
+    AttemptNote,
+    earlier_attempt,
+    move_aside,
+    read_json,
+    read_text,
+)
+from sandbox_runner.runs.multi import EXIT_INTERRUPTED, RUN_RECORD, sandbox_root_of
 from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob, required_sections
 from sandbox_runner.runs.prepare import PlanRequest
 from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
@@ -49,12 +55,26 @@ def read_run_record(directory: Path) -> RunRecordFile:
         )
     try:
         request = PlanRequest.from_json(data["request"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, ArithmeticError):
         raise ConfigError(
             f"{directory / RUN_RECORD} is damaged; the run cannot be resumed"
         ) from None
     tree = data.get("tree")
     return RunRecordFile(request, tree if isinstance(tree, str) else None)
+
+
+def check_not_batch_task(directory: Path) -> None:
+    """A batch's task is resumed by its batch, which keeps the ledger.
+
+    Raises:
+        ConfigError: the directory is a task of a batch.
+    """
+    batch = directory.parent.parent
+    if directory.parent.name == "tasks" and (batch / "batch.json").is_file():
+        raise ConfigError(
+            f"{directory} is task {directory.name} of batch {batch}: run the same "
+            "`planrun batch` command again (with --retry-failed for failed jobs) to resume it"
+        )
 
 
 def check_unchanged(spec: PlanRunSpec, tree: str | None) -> None:
@@ -76,9 +96,12 @@ class ResumePlan:
     """What resuming a run does with each of its plans."""
 
     directory: Path
+    sandbox_root: Path
     resumption: Resumption = field(default_factory=Resumption)
     starting_over: list[str] = field(default_factory=list)
     """Plans made again from the start (their conversation ended for good, or is gone)."""
+    unfinished: str = ""
+    """Why the run needs finishing although every plan is kept ("" when it does not)."""
     notes: dict[str, AttemptNote] = field(default_factory=dict)
 
     @property
@@ -93,47 +116,82 @@ class ResumePlan:
     def to_run(self) -> list[str]:
         return [*self.going_on, *self.starting_over]
 
+    @property
+    def nothing_to_do(self) -> bool:
+        return not self.to_run and not self.unfinished
+
     def set_aside(self) -> None:
         """Move the files of every plan made again (and the old report and recommended
-        plan) to `.attempts/`."""
+        plan) to `.attempts/`. A conversation gone on with stays there until its new run
+        has copied it (a resume stopped before then finds it there).
+
+        Raises:
+            ConfigError: `.attempts` holds a link.
+        """
         directory = self.directory
         for label in self.to_run:
-            sandbox = directory / ".sandbox" / label
+            sandbox = self.sandbox_root / label
             move_aside(directory, label, "resumed", self.notes[label], also=(sandbox,))
-        if self.to_run:
-            stale = AttemptNote("", False, "replaced by a resumed run")
-            synthesis_sandbox = directory / ".sandbox" / SYNTHESIS_LABEL
-            move_aside(directory, SYNTHESIS_LABEL, "resumed", stale, also=(synthesis_sandbox,))
-            reports = (directory / "report.json", directory / "report.html")
-            move_aside(directory, "report", "resumed", stale, also=reports)
+        stale = AttemptNote("", False, "replaced by a resumed run")
+        synthesis_sandbox = self.sandbox_root / SYNTHESIS_LABEL
+        move_aside(directory, SYNTHESIS_LABEL, "resumed", stale, also=(synthesis_sandbox,))
+        reports = (directory / "report.json", directory / "report.html")
+        move_aside(directory, "report", "resumed", stale, also=reports)
 
 
 def plan_resume(spec: PlanRunSpec) -> ResumePlan:
     """Decide, from the run's report and files, what happens to each of its plans."""
     directory = spec.out_dir
-    entries = _report_entries(directory)
-    plan = ResumePlan(directory)
+    report = _report(directory)
+    entries = _plan_entries(report)
+    plan = ResumePlan(directory, sandbox_root_of(spec))
     for job in spec.jobs():
         label = job.label
         kept = kept_result(job, spec, directory)
         if kept is not None:
             plan.resumption.kept[label] = kept
             continue
-        entry = entries.get(label)
-        transcript = read_text(directory / f"{label}.transcript.jsonl")
-        reason = str(entry.get("reason") or "") if entry is not None else IN_FLIGHT
-        # Without a report the run was killed: every plan without a result was in flight.
-        resumable = entry.get("resumable") is True if entry is not None else True
-        plan.notes[label] = AttemptNote("", resumable, reason or "stopped")
-        if resumable and transcript:
-            draft = read_text(directory / f"{label}.md") or read_text(
-                directory / ".sandbox" / label / f"{label}.md"
-            )
-            body = split_document(draft)[1] if draft else None
-            plan.resumption.earlier[label] = EarlierAttempt(transcript, body, reason or IN_FLIGHT)
+        earlier = _earlier(plan, label, entries.get(label))
+        if earlier is not None:
+            plan.resumption.earlier[label] = earlier
         else:
             plan.starting_over.append(label)
+    plan.unfinished = _unfinished(spec, report, len(plan.kept))
     return plan
+
+
+def _earlier(plan: ResumePlan, label: str, entry: dict[str, Any] | None) -> EarlierAttempt | None:
+    """The conversation a plan goes on with: its transcript in the run directory, or one
+    an earlier resume set aside and never got going with."""
+    directory = plan.directory
+    transcript = read_text(directory / f"{label}.transcript.jsonl")
+    if not transcript:
+        earlier = earlier_attempt(directory, label, "")
+        plan.notes[label] = AttemptNote("", earlier is not None, "no transcript")
+        return earlier
+    # Without a report the run was killed: every plan without a result was in flight.
+    reason = str(entry.get("reason") or "stopped") if entry is not None else IN_FLIGHT
+    resumable = entry.get("resumable") is True if entry is not None else True
+    plan.notes[label] = AttemptNote("", resumable, reason)
+    if not resumable:
+        return None
+    draft = read_text(directory / f"{label}.md") or read_text(
+        plan.sandbox_root / label / f"{label}.md"
+    )
+    return EarlierAttempt(transcript, split_document(draft)[1] if draft else None, reason)
+
+
+def _unfinished(spec: PlanRunSpec, report: dict[str, Any] | None, valid: int) -> str:
+    """Why a run whose plans are all kept still needs its synthesis or report."""
+    if report is None:
+        return "it has no report"
+    if report.get("exit_code") == EXIT_INTERRUPTED:
+        return "it was interrupted"
+    recommended = report.get("recommended")
+    made = isinstance(recommended, dict) and recommended.get("valid") is True
+    if spec.synthesis and valid >= 2 and not made:
+        return "it has no valid recommended plan"
+    return ""
 
 
 def kept_result(job: PlanJob, spec: PlanRunSpec, directory: Path) -> PlanResult | None:
@@ -163,28 +221,44 @@ def kept_result(job: PlanJob, spec: PlanRunSpec, directory: Path) -> PlanResult 
         plan_path=plan_file,
         plan_text=body,
         check=check,
-        suggested_commands=[str(c) for c in metadata.get("suggested_commands") or []],
-        turns=_number(metadata.get("turns")),
-        tool_calls=_number(metadata.get("tool_calls")),
+        suggested_commands=_strings(metadata.get("suggested_commands")),
+        turns=int(_number(metadata.get("turns"))),
+        tool_calls=int(_number(metadata.get("tool_calls"))),
         usage=Usage(
-            *(_number(counts.get(k)) for k in ("input", "output", "cache_creation", "cache_read"))
+            *(
+                int(_number(counts.get(k)))
+                for k in ("input", "output", "cache_creation", "cache_read")
+            )
         ),
-        wall_seconds=float(metadata.get("wall_seconds") or 0.0),
+        wall_seconds=float(_number(metadata.get("wall_seconds"), real=True)),
         transcript=transcript if transcript.is_file() else None,
     )
 
 
-def _report_entries(directory: Path) -> dict[str, dict[str, Any]]:
-    """The report's plan entries by label ({} without a readable report)."""
+def _report(directory: Path) -> dict[str, Any] | None:
+    """The run's report.json, if it has a readable one."""
     try:
-        report = json.loads(read_text(directory / "report.json") or "{}")
-    except ValueError:
-        return {}
-    plans = report.get("plans") if isinstance(report, dict) else None
+        report = json.loads(read_text(directory / "report.json") or "null")
+    except (ValueError, RecursionError):
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def _plan_entries(report: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The report's plan entries by label."""
+    plans = report.get("plans") if report is not None else None
     if not isinstance(plans, list):
         return {}
     return {str(p.get("label")): p for p in plans if isinstance(p, dict)}
 
 
-def _number(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _number(value: object, *, real: bool = False) -> int | float:
+    """A count (or with real, a number) from front matter someone may have edited; else 0."""
+    kinds = (int, float) if real else (int,)
+    if isinstance(value, kinds) and not isinstance(value, bool) and abs(value) < 1e15:
+        return value
+    return 0
+
+
+def _strings(value: object) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else []

@@ -18,6 +18,7 @@ from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.inputs import read_context_files, read_template
 from sandbox_runner.plans.names import claim_directory
 from sandbox_runner.plans.workspace import git_metadata_problem
+from sandbox_runner.runs.attempts import ATTEMPTS_DIR
 from sandbox_runner.runs.plan_job import plan_agent
 from sandbox_runner.runs.run_spec import PlanRunSpec
 from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
@@ -59,7 +60,10 @@ class PlanRequest:
             "agent": self.agent,
             "model": model_id,
             "template": str(self.template.resolve()) if self.template else None,
-            "context_files": [str(path.resolve()) for path in self.context_files],
+            # Relative context files are read from the repository, not the current directory.
+            "context_files": [
+                str((workspace / path.expanduser()).resolve()) for path in self.context_files
+            ],
             "parallel": self.parallel,
             "max_turns": self.max_turns,
             "timeout": self.timeout,
@@ -212,8 +216,9 @@ def claim_out_dir(requested: Path | None, workspace: Path) -> Path:
         )
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {requested} exists and is not a directory")
+    leftovers = [out_dir / name for name in (*PLAN_FILES, ATTEMPTS_DIR)]
     if out_dir.is_dir() and (
-        any(out_dir.glob("*.md")) or any((out_dir / name).exists() for name in PLAN_FILES)
+        any(out_dir.glob("*.md")) or any(p.exists() or p.is_symlink() for p in leftovers)
     ):
         raise ConfigError(f"--out {requested} already holds plans; planrun never overwrites them")
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import replace
 from pathlib import Path
 
 from sandbox_runner.agents.events import AgentEvent, EventSink
@@ -112,12 +113,12 @@ class PerspectiveRunner:
         if future is not None and finished and future.exception() is None:
             result = future.result()
         else:
-            result = failed_result(job, spec.model_id, "interrupted before it finished")
+            result = stopped_result(job, spec.model_id, "interrupted before it finished")
         return synthesis_ran(job, result, spec.synthesis_agent_override)
 
     def _outcome(self, job: PlanJob, future: Future[PlanResult]) -> PlanResult:
         if future.cancelled():
-            return failed_result(job, self.spec.model_id, "interrupted before it started")
+            return stopped_result(job, self.spec.model_id, "interrupted before it started")
         return future.result()
 
     def _kept(self, result: PlanResult) -> Future[PlanResult]:
@@ -180,6 +181,12 @@ class PerspectiveRunner:
                 results.append(future.result())
             else:
                 results.append(
-                    failed_result(job, self.spec.model_id, "interrupted before it finished")
+                    stopped_result(job, self.spec.model_id, "interrupted before it finished")
                 )
         return results
+
+
+def stopped_result(job: PlanJob, model_id: str, reason: str) -> PlanResult:
+    """A plan an interrupt stopped before it had a result: resumable, since nothing about
+    its conversation (if it had begun one) ended it."""
+    return replace(failed_result(job, model_id, reason), resumable=True)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from sandbox_runner import Model, Sandbox
-from sandbox_runner.agents.conversation import saved_conversation
+from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.loop import AgentLoop, Approval, LoopHooks
@@ -462,7 +462,7 @@ class _SessionHooks(LoopHooks):
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        return path.read_text(errors="replace").splitlines()
+        return transcript_lines(path.read_text(errors="replace"))
     except FileNotFoundError:
         return []
 

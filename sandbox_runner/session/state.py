@@ -150,7 +150,7 @@ class SessionStore:
 
     def events(self) -> list[dict[str, Any]]:
         try:
-            lines = (self.directory / EVENTS_FILE).read_text().splitlines()
+            lines = (self.directory / EVENTS_FILE).read_text().split("\n")
         except FileNotFoundError:
             return []
         events = []

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,3 +146,42 @@ def test_resume_refuses_what_it_cannot_resume(
     old = invoke("plans", "resume", str(out))
     assert old.exit_code == 2 and "holds no run.json" in old.output
     assert "Traceback" not in changed.output + unknown.output + old.output
+
+
+def test_a_run_killed_during_its_synthesis_is_finished(
+    api: FakeMessagesAPI, sample_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "synthesis"
+    plans = {
+        "simplicity": writes_plan("simplicity", VALID_PLAN),
+        "security": writes_plan("security", VALID_PLAN.replace("# Add", "# Guard")),
+    }
+    synthesising = threading.Event()
+
+    def slow_synthesis(body: dict[str, Any]) -> Any:
+        if label_of(body) == "recommended":
+            synthesising.set()
+            time.sleep(30)
+        return PerspectiveScript(plans)(body)
+
+    api.script = slow_synthesis
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sandbox_runner", "plan", "Add a flag", "--repo",
+         str(sample_repo), "--out", str(out), "--perspective", "simplicity",
+         "--perspective", "security"],
+        env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert synthesising.wait(90), process.communicate(timeout=30)[1][-2000:]
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+
+    api.requests.clear()
+    api.script = PerspectiveScript(
+        {"recommended": writes_plan("recommended", RECOMMENDED_PLAN)[1:]}
+    )
+    resumed = invoke("plans", "resume", str(out))
+    assert resumed.exit_code == 0, resumed.output
+    assert "finishing the run: it has no report" in resumed.output
+    assert set(first_turns(api)) == {"recommended"}  # the plans were not asked again
+    report = json.loads((out / "report.json").read_text())
+    assert report["recommended"]["valid"] and report["exit_code"] == 0

@@ -335,6 +335,7 @@ def test_a_job_in_flight_when_the_driver_died_goes_on_with_its_conversation(
             (tmp_path / f"out/tasks/{task}/{label}.transcript.jsonl").unlink(missing_ok=True)
     in_flight_scratch(tmp_path, "t1/b", fingerprints["t1/b"])
     in_flight_scratch(tmp_path, "t2/a", "sha256:of-a-task-since-changed")
+    elsewhere = in_flight_scratch(tmp_path, "t9/a", "sha256:left-out-by-only")
     again = FakeWork()
     run_batch(tmp_path, again)
     assert again.runs == {"t1/b": 1, "t2/a": 1, "t2/b": 1}
@@ -344,7 +345,8 @@ def test_a_job_in_flight_when_the_driver_died_goes_on_with_its_conversation(
     assert again.earlier["t2/a"] is None and again.earlier["t2/b"] is None
     kept = tmp_path / "out/tasks/t2/.attempts/a/interrupted"
     assert (kept / "a.transcript.jsonl").is_file() and (kept / "a.md").is_file()
-    assert not (tmp_path / "scratch").exists()
+    # Only the scratch of a job not in this run stays, for a later run.
+    assert list((tmp_path / "scratch").iterdir()) == [elsewhere]
 
 
 def test_each_task_report_says_how_its_repository_was_compared(

@@ -10,11 +10,16 @@ from typing import Any
 
 import pytest
 
-from sandbox_runner.agents.conversation import NOT_RUN, saved_conversation
+from sandbox_runner.agents.conversation import NOT_RUN, saved_conversation, transcript_lines
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import SandboxDiedError
 from sandbox_runner.limits import RunLimits
-from sandbox_runner.model.errors import ContextBudgetError, ModelAPIError, ModelError
+from sandbox_runner.model.errors import (
+    ContextBudgetError,
+    MalformedAnswerError,
+    ModelAPIError,
+    ModelError,
+)
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob, run_plan
 from sandbox_runner.types import ModelRequest
@@ -253,3 +258,58 @@ def test_an_interrupted_run_is_resumable_and_a_limit_is_not(planner: Planner) ->
     invalid, _ = planner([reply(say("# Plan\n\n## Approach\nthin")), reply(say("# Plan\n\nno"))])
     assert invalid.status is PlanStatus.COMPLETE and not invalid.valid
     assert not invalid.resumable
+
+
+def test_a_call_whose_input_is_not_an_object_does_not_damage_the_conversation() -> None:
+    odd = {"type": "tool_use", "id": "toolu_odd", "name": "Read", "input": "src/app.py"}
+    ls = use("LS", {})
+    lines = [entry("system", text="p", model="m"), entry("user", text="t"), assistant(odd)]
+    lines += [result_of(odd, "input must be an object"), assistant(ls), result_of(ls)]
+    saved = saved_conversation(lines)
+    assert saved.intact and saved.turns == 2 and len(saved.messages) == 5
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_line_separators_inside_an_entry_do_not_split_it(
+    planner: Planner, sample_repo: Path, separator: str
+) -> None:
+    (sample_repo / "odd.txt").write_text(f"one{separator}two\n")
+    first, _ = planner([reply(use("Read", {"file_path": "odd.txt"})), OVERLOADED])
+    second, model = planner(
+        [reply(say(VALID_PLAN)), reply(say("Done."))], earlier=earlier_of(first)
+    )
+    assert second.continued
+    assert separator in json.dumps(model.requests[0].messages, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("content", ['"text"', '{"type": "text"}', "[1]"])
+def test_an_answer_whose_content_is_not_a_list_of_blocks_is_damage(content: str) -> None:
+    ls = use("LS", {})
+    odd = '{"type": "assistant", "content": ' + content + "}"
+    lines = [entry("system", text="p", model="m"), entry("user", text="t"), odd]
+    lines += [assistant(ls), result_of(ls)]
+    assert saved_conversation(lines).damaged == 1
+
+
+def test_usage_read_back_is_never_negative() -> None:
+    ls = use("LS", {})
+    answer = entry("assistant", content=[ls], usage={"input_tokens": -(10**18)})
+    saved = saved_conversation([entry("system", text="p"), entry("user", text="t"), answer])
+    assert saved.usage.total == 0
+
+
+def test_a_model_that_keeps_sending_unreadable_tool_input_is_not_resumable(
+    planner: Planner,
+) -> None:
+    unreadable = MalformedAnswerError("the model kept streaming tool input that is not JSON")
+    result, _ = planner(explore_then_fail(unreadable))
+    assert result.status is PlanStatus.FAILED and not result.resumable
+
+
+def test_a_turn_of_too_many_calls_is_rebuilt_as_it_was_sent(planner: Planner) -> None:
+    calls = [use("LS", {}) for _ in range(34)]
+    first, model = planner([reply(*calls), reply(say(VALID_PLAN)), reply(say("Done."))])
+    assert first.transcript is not None
+    lines = transcript_lines(first.transcript.read_text())
+    sent = model.requests[1].messages
+    assert saved_conversation(lines).messages[: len(sent)] == sent
