@@ -136,36 +136,48 @@ def _drive(
     live = wants_live_display(sys.stderr, json_output=options["as_json"])
     progress = BatchProgress(len(to_run), skipped, live=live) if not options["as_json"] else None
     executor: Executor
-    disconnect = contextlib.ExitStack()
-    if options["engine"] == "ray":
-        from sandbox_runner.runs.batch_ray import RayEngine
-
-        engine = RayEngine.connect(options["address"], parallel, warn)
-        disconnect.callback(engine.close)
-        executor, work_for = engine.executor, engine.work_for(out_dir.name, jobs, out_dir)
-    else:
-        thread_executor = ThreadExecutor(parallel)
-        executor = thread_executor
-        work_for = _local(ctx, out_dir, to_run, workspaces, progress, thread_executor)
-    driver = BatchDriver(
-        out_dir.name,
-        out_dir,
-        jobs,
-        executor,
-        work_for,
-        events=progress or NoEvents(),
-        stop_sandboxes=svc.stop_sandboxes,
-        on_stop=progress.stopping if progress else lambda: None,
-    )
-    with disconnect:
-        if progress is None:
-            outcome = driver.run()
+    with contextlib.ExitStack() as disconnect:
+        if options["engine"] == "ray":
+            executor, work_for = _ray(ctx, out_dir, jobs, to_run, options, parallel, disconnect)
         else:
-            with progress:
-                outcome = driver.run()
+            thread_executor = ThreadExecutor(parallel)
+            executor = thread_executor
+            work_for = _local(ctx, out_dir, to_run, workspaces, progress, thread_executor)
+        driver = BatchDriver(
+            out_dir.name,
+            out_dir,
+            jobs,
+            executor,
+            work_for,
+            events=progress or NoEvents(),
+            stop_sandboxes=svc.stop_sandboxes,
+            on_stop=progress.stopping if progress else lambda: None,
+        )
+        with progress or contextlib.nullcontext():
+            outcome = driver.run()
     if outcome.interrupted and not options["as_json"]:
         click.echo("planrun: interrupted; run the same command to resume", err=True)
     return outcome.exit_code, outcome.summary
+
+
+def _ray(
+    ctx: click.Context,
+    out_dir: Path,
+    jobs: list[BatchJob],
+    to_run: list[BatchJob],
+    options: dict[str, Any],
+    parallel: int,
+    disconnect: contextlib.ExitStack,
+) -> tuple[Executor, WorkFor]:
+    """Connect, prepare the nodes (only those that pass run jobs), ship work there."""
+    from sandbox_runner.runs.batch_ray import RayEngine
+
+    svc = services(ctx)
+    engine = RayEngine.connect(options["address"], svc.progress)
+    disconnect.callback(engine.close)
+    if to_run:
+        engine.prepare(out_dir.name, to_run, svc.docker, svc.progress, warn)
+    return engine.executor(parallel), engine.work_for(out_dir.name, jobs, out_dir)
 
 
 def _local(
