@@ -78,13 +78,16 @@ class CheckNode:
     expected: NodeExpectation
 
     def __call__(self) -> NodeReport:
+        return self.check(_here())
+
+    def check(self, here: NodeReport) -> NodeReport:
+        """This machine's report, as the node `here` names."""
         from sandbox_runner import __version__
         from sandbox_runner.model.anthropic_model import credentials_found
         from sandbox_runner.sandbox.docker_provider import collect_garbage
         from sandbox_runner.sandbox.engine import connect
         from sandbox_runner.sandbox.image_transfer import image_id
 
-        here = _here()
         problems = []
         if __version__ != self.expected.version:
             problems.append(f"planrun {__version__} here, {self.expected.version} on the driver")
@@ -93,7 +96,8 @@ class CheckNode:
         try:
             client = connect(timeout=30)
         except DockerUnavailableError as error:
-            return NodeReport(here.node_id, here.host, (*problems, f"no Docker engine: {error}"))
+            problems.append(f"no Docker engine: {error.reason}")
+            return NodeReport(here.node_id, here.host, tuple(problems))
         collected = collect_garbage(client, session=self.expected.session)
         missing = image_id(client, self.expected.image) is None
         return NodeReport(here.node_id, here.host, tuple(problems), missing, len(collected))
