@@ -214,6 +214,8 @@ class RayExecutor:
             self._in_flight.discard(ref)
         self._slots.release()
         error = done.exception()
+        if isinstance(error, self._ray.exceptions.RayTaskError) and error.cause is not None:
+            error = error.cause  # the job's own exception, without the remote traceback
         if error is not None:
             future.set_exception(error)
         else:

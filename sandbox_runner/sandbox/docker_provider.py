@@ -12,6 +12,8 @@ from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.provider import LiveSandboxes
 from sandbox_runner.sandbox.spec import MANAGED_LABEL, SandboxSpec
 
+CONFLICT = 409
+
 
 class DockerProvider:
     """The sandboxes of one planrun process: one hardened container each."""
@@ -51,7 +53,10 @@ def collect_garbage(
     removed = []
     hostname = os.uname().nodename
     labels = [MANAGED_LABEL] + ([f"io.planrun.session={session}"] if session else [])
-    for container in docker_client.containers.list(all=True, filters={"label": labels}):
+    # Other sandboxes may be removed while the list is read (a batch's other jobs on a
+    # shared engine): a container gone between listing and inspecting is skipped.
+    listed = docker_client.containers.list(all=True, filters={"label": labels}, ignore_removed=True)
+    for container in listed:
         if not everything and not _abandoned(container.labels, hostname):
             continue
         try:
@@ -59,6 +64,9 @@ def collect_garbage(
             removed.append(container.short_id)
         except docker.errors.NotFound:
             continue
+        except docker.errors.APIError as error:
+            if error.status_code != CONFLICT:  # 409: another gc is removing it already
+                raise
     return removed
 
 

@@ -5,6 +5,7 @@ Ray's defaults; stopped by killing exactly its own processes."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 import secrets
@@ -37,9 +38,8 @@ def node_ports(index: int) -> list[str]:
 
 def missing_ray() -> str | None:
     """Why a local cluster cannot be started here, or None."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
+    # Not imported here: Ray reads its token settings when first imported.
+    if importlib.util.find_spec("ray") is None:
         return "Ray is not installed: pip install 'planrun[ray]'"
     if shutil.which("ray", path=str(BIN)) is None:
         return "the ray command is not installed next to this Python"
