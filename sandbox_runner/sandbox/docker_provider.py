@@ -53,11 +53,11 @@ def collect_garbage(
     removed = []
     hostname = os.uname().nodename
     labels = [MANAGED_LABEL] + ([f"io.planrun.session={session}"] if session else [])
-    # Other sandboxes may be removed while the list is read (a batch's other jobs on a
-    # shared engine): a container gone between listing and inspecting is skipped.
-    listed = docker_client.containers.list(all=True, filters={"label": labels}, ignore_removed=True)
+    # The listing's own labels, without inspecting each container: cheaper when a batch's
+    # jobs gc a shared engine, and no error for a sandbox removed meanwhile.
+    listed = docker_client.containers.list(all=True, filters={"label": labels}, sparse=True)
     for container in listed:
-        if not everything and not _abandoned(container.labels, hostname):
+        if not everything and not _abandoned(container.attrs.get("Labels") or {}, hostname):
             continue
         try:
             container.remove(force=True, v=True)

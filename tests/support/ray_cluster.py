@@ -95,18 +95,23 @@ class Cluster:
         return raylets
 
     def pids(self) -> list[int]:
-        """This cluster's processes: their command line names its temp dir, or (the Ray
-        Client server, which names neither) its head's port, run by this Python."""
+        """This cluster's processes: their environment names its token file (every process
+        `ray start` made inherits it, also those that rename themselves, like the dashboard
+        agent), or their command line names its temp dir, or (the Ray Client server)
+        its head's port, run by this Python."""
+        token = f"RAY_AUTH_TOKEN_PATH={self.env['RAY_AUTH_TOKEN_PATH']}".encode()
         pids = []
         for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
                 continue
             try:
                 line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                environment = (entry / "environ").read_bytes().split(b"\0")
             except OSError:
                 continue
             client = "ray.util.client.server" in line and f":{BASE_PORT} " in line
-            if str(self.root / "ray") in line or (client and str(BIN) in line):
+            ours = token in environment or str(self.root / "ray") in line
+            if ours or (client and str(BIN) in line):
                 pids.append(int(entry.name))
         return pids
 
