@@ -25,8 +25,9 @@ from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.spec import SandboxSpec
 
 JOBS, PARALLEL, TASKS = 32, 8, 16
-RAY_SLOTS = PARALLEL // 2
-"""Sandbox slots per Ray node: the two nodes run as many jobs at once as the local engine."""
+RAY_SLOTS = 1
+"""Sandbox slots per Ray node, as many as its CPUs (each node is given one of this machine's
+two): each slot is a worker process that imports planrun and the SDK (~1.5 s of CPU)."""
 RESUME_JOBS = 10_000
 
 
@@ -48,6 +49,7 @@ def bench_batch_local(
     from tests.support.plan_scripts import PerspectiveScript, writes_plan
     from tests.unit.test_plan_loop import VALID_PLAN
 
+    scratch.mkdir()
     batch = load_batch_file(_batch(scratch, repo, TASKS))
     prepared = prepare_tasks(batch, batch.tasks, PARALLEL, lambda _: None)
     out = scratch / "batch-out"
@@ -123,10 +125,10 @@ def bench_resume_decision(repo: Path, scratch: Path, Figure: Any) -> Any:
 
 
 def bench_batch_ray(repo: Path, scratch: Path, client: Any, Figure: Any) -> Any:
-    """The same 32 jobs on a two-node local Ray cluster (4 sandbox slots each), the model
-    answering at once: what planrun adds per job over Ray itself running 32 empty tasks the
-    same way, measured in the same run on the same cluster. Starting the cluster is not
-    counted; connecting, the prepare step, shipping the repository and the jobs are."""
+    """The same 32 jobs on a two-node local Ray cluster, the model answering at once: what
+    planrun adds per job over Ray itself running 32 empty tasks the same way, on the same
+    cluster in the same run (best of two each). Starting the cluster is not counted;
+    connecting, the prepare step, shipping the repository and the jobs are."""
     from tests.support.fake_messages_api import FakeMessagesAPI
     from tests.support.plan_scripts import PerspectiveScript, writes_plan
     from tests.support.ray_cluster import local_cluster, missing_ray
@@ -142,13 +144,17 @@ def bench_batch_ray(repo: Path, scratch: Path, client: Any, Figure: Any) -> Any:
         started = time.perf_counter()
         cluster.start(node_env, node_env, slots=RAY_SLOTS)
         cluster_start = time.perf_counter() - started
+        baselines, runs = [], []
         with _driver_environment(cluster.env):
-            baseline = _ray_alone(cluster.address)
-            elapsed = _ray_batch(repo, scratch, client, cluster.address)
+            for attempt in range(2):
+                baselines.append(_ray_alone(cluster.address))
+                runs.append(_ray_batch(repo, scratch / f"ray-{attempt}", client, cluster.address))
+    elapsed, baseline = min(runs), min(baselines)
     per_job = (elapsed - baseline) / JOBS
     target = 0.5
     return Figure(
-        f"batch of {JOBS} jobs, Ray engine, 2 local nodes x {RAY_SLOTS} slots, model at once",
+        f"batch of {JOBS} jobs, Ray engine, 2 local nodes of 1 CPU and {RAY_SLOTS} slot each, "
+        "model at once",
         f"{elapsed:.1f} s in all, {per_job:.2f} s per job over the baseline",
         f"Ray alone (connect, {JOBS} empty tasks, disconnect): {baseline:.1f} s; "
         f"cluster start ({cluster_start:.0f} s) not counted",
@@ -193,6 +199,7 @@ def _ray_batch(repo: Path, scratch: Path, client: Any, address: str) -> float:
     """The batch driver on Ray, in this process: connect, prepare, run, disconnect."""
     from sandbox_runner.runs.batch_ray import RayEngine
 
+    scratch.mkdir()
     batch = load_batch_file(_batch(scratch, repo, TASKS))
     prepared = prepare_tasks(batch, batch.tasks, PARALLEL, lambda _: None)
     out = scratch / "batch-ray-out"

@@ -95,25 +95,33 @@ class Cluster:
         return raylets
 
     def pids(self) -> list[int]:
-        """This cluster's processes: their environment names its token file (every process
-        `ray start` made inherits it, also those that rename themselves, like the dashboard
-        agent), or their command line names its temp dir, or (the Ray Client server)
-        its head's port, run by this Python."""
-        token = f"RAY_AUTH_TOKEN_PATH={self.env['RAY_AUTH_TOKEN_PATH']}".encode()
+        """This cluster's processes: their command line or one of their open files names
+        its temp dir (the dashboard agent renames itself over its command line and its
+        environment, but keeps its logs open), or (the Ray Client server, which names
+        neither) its head's port, run by this Python."""
         pids = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():
                 continue
             try:
                 line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                environment = (entry / "environ").read_bytes().split(b"\0")
             except OSError:
                 continue
             client = "ray.util.client.server" in line and f":{BASE_PORT} " in line
-            ours = token in environment or str(self.root / "ray") in line
-            if ours or (client and str(BIN) in line):
+            if self._names_root(entry, line) or (client and str(BIN) in line):
                 pids.append(int(entry.name))
         return pids
+
+    def _names_root(self, process: Path, line: str) -> bool:
+        root = str(self.root / "ray")
+        if root in line:
+            return True
+        with contextlib.suppress(OSError):
+            for fd in (process / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd).startswith(root):
+                        return True
+        return False
 
     def stop(self) -> None:
         for pid in self.pids():
