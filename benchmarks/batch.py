@@ -49,7 +49,6 @@ def bench_batch_local(
     from tests.support.plan_scripts import PerspectiveScript, writes_plan
     from tests.unit.test_plan_loop import VALID_PLAN
 
-    scratch.mkdir()
     batch = load_batch_file(_batch(scratch, repo, TASKS))
     prepared = prepare_tasks(batch, batch.tasks, PARALLEL, lambda _: None)
     out = scratch / "batch-out"
