@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from sandbox_runner.model import check_model_options
 from sandbox_runner.plans.history import batches_dir, remember_run
 from sandbox_runner.runs.batch_driver import BatchDriver, NoEvents, WorkFor
 from sandbox_runner.runs.batch_file import load_batch_file
+from sandbox_runner.runs.batch_job import JobOutcome
 from sandbox_runner.runs.batch_ledger import BatchLock
 from sandbox_runner.runs.batch_output import (
     open_batch_dir,
@@ -169,15 +170,21 @@ def _ray(
     parallel: int,
     disconnect: contextlib.ExitStack,
 ) -> tuple[Executor, WorkFor]:
-    """Connect, prepare the nodes (only those that pass run jobs), ship work there."""
+    """Connect, prepare the nodes (only those that pass run jobs), ship work there; with
+    nothing to run (every job done or skipped), no cluster is needed."""
     from sandbox_runner.runs.batch_ray import RayEngine
 
+    if not to_run:
+        return ThreadExecutor(parallel), _nothing_to_run
     svc = services(ctx)
     engine = RayEngine.connect(options["address"], svc.progress)
     disconnect.callback(engine.close)
-    if to_run:
-        engine.prepare(out_dir.name, to_run, svc.docker, svc.progress, warn)
+    engine.prepare(out_dir.name, to_run, svc.docker, svc.progress, warn)
     return engine.executor(parallel), engine.work_for(out_dir.name, jobs, out_dir)
+
+
+def _nothing_to_run(job: BatchJob) -> Callable[[], JobOutcome]:
+    raise AssertionError(f"{job.key} is not to run")
 
 
 def _local(

@@ -183,3 +183,9 @@ def test_ray_batch_survives_a_killed_node(
     for container in leftovers:
         container.remove(force=True)
     assert leftovers == []
+    # The same command again: every job is complete, nothing runs.
+    again = run_batch(cluster, batch_file(tmp_path, sample_repo), out)
+    stdout, stderr = again.communicate(timeout=60)
+    assert again.returncode == 0, stderr[-3000:]
+    assert json.loads(stdout)["counts"] == {"complete": len(TASKS) * len(PERSPECTIVES)}
+    assert len(ledger(out)) == len(records)
