@@ -1,9 +1,15 @@
-"""Batch figures for `make bench`: the local engine's overhead per job, and the resume decision."""
+"""Batch figures for `make bench`: the overhead per job of the local engine and of Ray (two
+local nodes), and the resume decision."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib
+import logging
+import os
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +25,9 @@ from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.spec import SandboxSpec
 
 JOBS, PARALLEL, TASKS = 32, 8, 16
+RAY_SLOTS = 1
+"""Sandbox slots per Ray node, as many as its CPUs (each node is given one of this machine's
+two): each slot is a worker process that imports planrun and the SDK (~1.5 s of CPU)."""
 RESUME_JOBS = 10_000
 
 
@@ -112,3 +121,101 @@ def bench_resume_decision(repo: Path, scratch: Path, Figure: Any) -> Any:
         f"<= {target:.1f} s",
         best <= target,
     )
+
+
+def bench_batch_ray(repo: Path, scratch: Path, client: Any, Figure: Any) -> Any:
+    """The same 32 jobs on a two-node local Ray cluster, the model answering at once: what
+    planrun adds per job over Ray itself running 32 empty tasks the same way, on the same
+    cluster in the same run (best of two each). Starting the cluster is not counted;
+    connecting, the prepare step, shipping the repository and the jobs are."""
+    from tests.support.fake_messages_api import FakeMessagesAPI
+    from tests.support.plan_scripts import PerspectiveScript, writes_plan
+    from tests.support.ray_cluster import local_cluster, missing_ray
+    from tests.unit.test_plan_loop import VALID_PLAN
+
+    if problem := missing_ray():
+        raise RuntimeError(problem)
+    script = PerspectiveScript({label: writes_plan(label, VALID_PLAN) for label in ("p0", "p1")})
+    home = scratch / "ray-home"
+    home.mkdir()
+    with FakeMessagesAPI(script) as api, local_cluster(home) as cluster:
+        node_env = {"ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": "bench"}
+        started = time.perf_counter()
+        cluster.start(node_env, node_env, slots=RAY_SLOTS)
+        cluster_start = time.perf_counter() - started
+        baselines, runs = [], []
+        with _driver_environment(cluster.env):
+            for attempt in range(2):
+                baselines.append(_ray_alone(cluster.address))
+                runs.append(_ray_batch(repo, scratch / f"ray-{attempt}", client, cluster.address))
+    elapsed, baseline = min(runs), min(baselines)
+    per_job = (elapsed - baseline) / JOBS
+    target = 0.5
+    return Figure(
+        f"batch of {JOBS} jobs, Ray engine, 2 local nodes of 1 CPU and {RAY_SLOTS} slot each, "
+        "model at once",
+        f"{elapsed:.1f} s in all, {per_job:.2f} s per job over the baseline",
+        f"Ray alone (connect, {JOBS} empty tasks, disconnect): {baseline:.1f} s; "
+        f"cluster start ({cluster_start:.0f} s) not counted",
+        per_job / target,
+        f"<= {target:.2f} s per job",
+        per_job <= target,
+    )
+
+
+@contextlib.contextmanager
+def _driver_environment(env: dict[str, str]) -> Iterator[None]:
+    """This process is the driver: it needs the cluster's token settings while connected."""
+    names = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_USAGE_STATS_ENABLED")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update({name: env[name] for name in names})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _ray_alone(address: str) -> float:
+    """Connect, run JOBS empty tasks as planrun submits its jobs, disconnect."""
+    from sandbox_runner.runs.batch_ray import job_options
+    from sandbox_runner.runs.batch_ray_nodes import RESOURCE, call
+
+    ray: Any = importlib.import_module("ray")
+    start = time.perf_counter()
+    ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+    nodes = [node["NodeID"] for node in ray.nodes() if node["Resources"].get(RESOURCE)]
+    remote = ray.remote(call).options(**job_options(nodes))
+    ray.get([remote.remote(int) for _ in range(JOBS)])
+    ray.shutdown()
+    return time.perf_counter() - start
+
+
+def _ray_batch(repo: Path, scratch: Path, client: Any, address: str) -> float:
+    """The batch driver on Ray, in this process: connect, prepare, run, disconnect."""
+    from sandbox_runner.runs.batch_ray import RayEngine
+
+    scratch.mkdir()
+    batch = load_batch_file(_batch(scratch, repo, TASKS))
+    prepared = prepare_tasks(batch, batch.tasks, PARALLEL, lambda _: None)
+    out = scratch / "batch-ray-out"
+    out.mkdir()
+    jobs = decide_all(batch_jobs(prepared, out), out)
+    start = time.perf_counter()
+    engine = RayEngine.connect(address, lambda _: None)
+    try:
+        engine.prepare(out.name, jobs, lambda: client, lambda _: None, print)
+        executor = engine.executor(PARALLEL)
+        outcome = BatchDriver(
+            out.name, out, jobs, executor, engine.work_for(out.name, jobs, out)
+        ).run()
+    finally:
+        engine.close()
+    elapsed = time.perf_counter() - start
+    if outcome.exit_code != 0:
+        reasons = {job["reason"] for job in outcome.summary["jobs"] if job["reason"]}
+        raise RuntimeError(f"bench batch on Ray failed: {outcome.summary['counts']} {reasons}")
+    return elapsed

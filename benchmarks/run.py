@@ -407,13 +407,16 @@ def main() -> int:
             figures += bench_terminal_figures()
         except Exception as error:
             figures.append(Figure("terminal session", f"failed: {error!r}", "-", None, "-", False))
-        from benchmarks.batch import bench_batch_local, bench_resume_decision
+        from benchmarks.batch import bench_batch_local, bench_batch_ray, bench_resume_decision
 
         figures.append(
             measured(
                 "batch, local engine",
                 lambda: bench_batch_local(repo, Path(scratch), client, image, SESSION, Figure),
             )
+        )
+        figures.append(
+            measured("batch, Ray", lambda: bench_batch_ray(repo, Path(scratch), client, Figure))
         )
         figures.append(
             measured("resume decision", lambda: bench_resume_decision(repo, Path(scratch), Figure))

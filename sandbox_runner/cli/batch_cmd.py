@@ -21,6 +21,7 @@ from sandbox_runner.plans.history import batches_dir, remember_run
 from sandbox_runner.plans.workspace import GitStatusRunner
 from sandbox_runner.runs.batch_driver import BatchDriver, NoEvents, WorkFor
 from sandbox_runner.runs.batch_file import load_batch_file
+from sandbox_runner.runs.batch_job import JobOutcome
 from sandbox_runner.runs.batch_ledger import BatchLock
 from sandbox_runner.runs.batch_output import (
     open_batch_dir,
@@ -138,35 +139,27 @@ def _drive(
     progress = BatchProgress(len(to_run), skipped, live=live) if not options["as_json"] else None
     executor: Executor
     git_for: Callable[[Path], GitStatusRunner | None] = _no_git
-    disconnect = contextlib.ExitStack()
-    if options["engine"] == "ray":
-        from sandbox_runner.runs.batch_ray import RayEngine
-
-        engine = RayEngine.connect(options["address"], parallel, warn)
-        disconnect.callback(engine.close)
-        executor, work_for = engine.executor, engine.work_for(out_dir.name, jobs, out_dir)
-    else:
-        thread_executor = ThreadExecutor(parallel)
-        executor = thread_executor
-        work_for, git_for = _local(ctx, out_dir, to_run, workspaces, progress, thread_executor)
-    driver = BatchDriver(
-        out_dir.name,
-        out_dir,
-        jobs,
-        executor,
-        work_for,
-        events=progress or NoEvents(),
-        stop_sandboxes=svc.stop_sandboxes,
-        on_stop=progress.stopping if progress else lambda: None,
-        scratch=scratch_root(out_dir, workspaces),
-        git_for=git_for,
-    )
-    with disconnect:
-        if progress is None:
-            outcome = driver.run()
+    with contextlib.ExitStack() as disconnect:
+        if options["engine"] == "ray":
+            executor, work_for = _ray(ctx, out_dir, jobs, to_run, options, parallel, disconnect)
         else:
-            with progress:
-                outcome = driver.run()
+            thread_executor = ThreadExecutor(parallel)
+            executor = thread_executor
+            work_for, git_for = _local(ctx, out_dir, to_run, workspaces, progress, thread_executor)
+        driver = BatchDriver(
+            out_dir.name,
+            out_dir,
+            jobs,
+            executor,
+            work_for,
+            events=progress or NoEvents(),
+            stop_sandboxes=svc.stop_sandboxes,
+            on_stop=progress.stopping if progress else lambda: None,
+            scratch=scratch_root(out_dir, workspaces),
+            git_for=git_for,
+        )
+        with progress or contextlib.nullcontext():
+            outcome = driver.run()
     if outcome.interrupted and not options["as_json"]:
         click.echo("planrun: interrupted; run the same command to resume", err=True)
     return outcome.exit_code, outcome.summary
@@ -175,6 +168,32 @@ def _drive(
 def _no_git(workspace: Path) -> GitStatusRunner | None:
     """The Ray engine's driver may have no Docker: its repositories' files are compared."""
     return None
+
+
+def _ray(
+    ctx: click.Context,
+    out_dir: Path,
+    jobs: list[BatchJob],
+    to_run: list[BatchJob],
+    options: dict[str, Any],
+    parallel: int,
+    disconnect: contextlib.ExitStack,
+) -> tuple[Executor, WorkFor]:
+    """Connect, prepare the nodes (only those that pass run jobs), ship work there; with
+    nothing to run (every job done or skipped), no cluster is needed."""
+    from sandbox_runner.runs.batch_ray import RayEngine
+
+    if not to_run:
+        return ThreadExecutor(parallel), _nothing_to_run
+    svc = services(ctx)
+    engine = RayEngine.connect(options["address"], svc.progress)
+    disconnect.callback(engine.close)
+    engine.prepare(out_dir.name, to_run, svc.docker, svc.progress, warn)
+    return engine.executor(parallel), engine.work_for(out_dir.name, jobs, out_dir)
+
+
+def _nothing_to_run(job: BatchJob) -> Callable[[], JobOutcome]:
+    raise AssertionError(f"{job.key} is not to run")
 
 
 def _local(

@@ -56,6 +56,21 @@ FAIL_AT_ONCE = {
 _PROMPT_TOO_LONG = re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)")
 
 
+def credentials_found() -> bool:
+    """Whether the SDK finds an API key, a token or a profile here, as a model call would
+    (nothing is sent, and nothing of the credentials is returned)."""
+    try:
+        client = anthropic.Anthropic(max_retries=0)
+    except anthropic.AnthropicError:
+        return False
+    with client:
+        return _has_credentials(client)
+
+
+def _has_credentials(client: anthropic.Anthropic) -> bool:
+    return bool(client.api_key or client.auth_token or client.credentials)
+
+
 class _StreamAssemblyError(Exception):
     """The SDK could not assemble a streamed Message: a tool input was not valid JSON."""
 
@@ -116,7 +131,7 @@ class AnthropicModel:
                     raise ModelError(
                         f"the Anthropic credentials cannot be loaded: {reason}"
                     ) from error
-                if not (client.api_key or client.auth_token or client.credentials):
+                if not _has_credentials(client):
                     raise ModelError(
                         "ANTHROPIC_API_KEY is not set; export your Anthropic API key "
                         "(or replay a recorded cassette) to run the model"

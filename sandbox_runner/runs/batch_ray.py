@@ -1,10 +1,12 @@
-"""The Ray engine of a batch (optional extra `planrun[ray]`): each job is a Ray task on a
-node that advertises the `planrun_sandbox` resource; the repository travels as a tarball
-through the object store. The API key is each node's own: never in arguments or runtime_env."""
+"""The Ray engine of a batch (optional extra `planrun[ray]`): each job is a Ray task on one of
+the nodes that advertise the `planrun_sandbox` resource and passed the prepare step
+(batch_ray_nodes); the repository travels as a tarball through the object store. The API key
+is each node's own: never in arguments or runtime_env."""
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import importlib
 import io
@@ -16,21 +18,29 @@ import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sandbox_runner import Sandbox
-from sandbox_runner.errors import ConfigError
+from sandbox_runner import Sandbox, __version__
+from sandbox_runner.errors import ConfigError, DockerUnavailableError
 from sandbox_runner.limits import Limits
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.runs.batch_driver import WorkFor
 from sandbox_runner.runs.batch_job import JobOutcome, JobPayload, run_job
+from sandbox_runner.runs.batch_ray_nodes import (
+    NODE_ID_LABEL,
+    RESOURCE,
+    NodeExpectation,
+    NodePreparation,
+    Say,
+    call,
+)
 from sandbox_runner.runs.batch_setup import BatchJob
 from sandbox_runner.runs.executor import Announced
+from sandbox_runner.sandbox.image_transfer import SavedImage
 
 T = TypeVar("T")
-RESOURCE = "planrun_sandbox"
 MAX_REPO_BYTES = 512 * 1024 * 1024
 """Ray's own limit for a single object sent in a task (GRPC message size)."""
 NODE_RETRIES = 2
@@ -86,7 +96,8 @@ class RemoteJob:
     payload: JobPayload
     repo_ref: Any
     repo_digest: str
-    image: str | None
+    image: str
+    """The tag the prepare step checked on every node that runs jobs."""
     limits: Limits
     session: str
     trust_project: bool = False
@@ -132,18 +143,24 @@ def _node_id() -> str:
     return str(ray.get_runtime_context().get_node_id())
 
 
-def _call(work: Callable[[], T]) -> T:
-    return work()
+def job_options(nodes: list[str]) -> dict[str, Any]:
+    """How every job is submitted: one sandbox slot on a node that passed the prepare step;
+    retried when its node or worker dies, never when it raised (a rerun pays the model again)."""
+    return {
+        "num_cpus": 0,
+        "resources": {RESOURCE: 1},
+        "label_selector": {NODE_ID_LABEL: f"in({','.join(nodes)})"},
+        "max_retries": NODE_RETRIES,
+        "retry_exceptions": False,
+    }
 
 
 class RayExecutor:
     """Ray tasks behind the Executor seam; at most `parallel` submitted at once."""
 
-    def __init__(self, ray: Any, parallel: int) -> None:
+    def __init__(self, ray: Any, parallel: int, nodes: list[str]) -> None:
         self._ray = ray
-        self._remote = ray.remote(_call).options(
-            num_cpus=0, resources={RESOURCE: 1}, max_retries=NODE_RETRIES, retry_exceptions=False
-        )
+        self._remote = ray.remote(call).options(**job_options(nodes))
         self._slots = threading.Semaphore(max(1, parallel))
         self._queue: queue.Queue[tuple[Callable[[], Any], Future[Any]]] = queue.Queue()
         self._cancelled = threading.Event()
@@ -197,6 +214,8 @@ class RayExecutor:
             self._in_flight.discard(ref)
         self._slots.release()
         error = done.exception()
+        if isinstance(error, self._ray.exceptions.RayTaskError) and error.cause is not None:
+            error = error.cause  # the job's own exception, without the remote traceback
         if error is not None:
             future.set_exception(error)
         else:
@@ -205,19 +224,21 @@ class RayExecutor:
 
 @dataclass
 class RayEngine:
-    """A connected Ray cluster: the executor, and how jobs become Ray work."""
+    """A connected Ray cluster: its prepared nodes, the executor, how jobs become Ray work."""
 
     ray: Any
-    executor: RayExecutor
+    image: str = ""
+    """The sandbox image every prepared node holds."""
+    nodes: list[str] = field(default_factory=list)
+    """The ids of the nodes that passed the prepare step: the only ones that run jobs."""
+    _executor: RayExecutor | None = None
 
     @classmethod
-    def connect(
-        cls, address: str | None, parallel: int, warn: Callable[[object], None]
-    ) -> RayEngine:
-        """Connect to the cluster at address (or RAY_ADDRESS); it must offer planrun_sandbox.
+    def connect(cls, address: str | None, say: Say) -> RayEngine:
+        """Connect to the cluster at address (or RAY_ADDRESS).
 
         Raises:
-            ConfigError: no address, no connection, or no node with the resource.
+            ConfigError: no address, or no connection.
         """
         ray: Any = importlib.import_module("ray")
         address = address or os.environ.get("RAY_ADDRESS")
@@ -229,18 +250,42 @@ class RayEngine:
             ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
         except Exception as error:
             raise ConfigError(f"cannot connect to Ray at {address}: {error}") from None
-        capacity = ray.cluster_resources().get(RESOURCE, 0)
-        if capacity < 1:
-            raise ConfigError(
-                f"no Ray node advertises {RESOURCE}; start nodes with "
-                f"ray start ... --resources='{{\"{RESOURCE}\": N}}'"
-            )
-        warn(f"Ray cluster at {address}: {int(capacity)} sandbox slot(s)")
-        return cls(ray, RayExecutor(ray, parallel))
+        say(f"connected to the Ray cluster at {address}")
+        return cls(ray)
+
+    def prepare(
+        self, batch: str, jobs: list[BatchJob], docker: Callable[[], Any], say: Say, warn: Say
+    ) -> None:
+        """Check every node that advertises sandboxes, give the image to those that lack it
+        (the driver's copy, from this machine's engine through docker, or a build there),
+        and keep the nodes that passed.
+
+        Raises:
+            ConfigError: no node advertises sandboxes, or none passed.
+        """
+        from sandbox_runner.sandbox.image import image_tag
+
+        # The image is the operator's setting (a batch file or project cannot choose it).
+        self.image = jobs[0].task.prepared.settings.settings.image or image_tag()
+        expected = NodeExpectation(
+            __version__, self.image, f"batch-{batch}", self.image == image_tag()
+        )
+        saved = functools.partial(_saved_image, docker, self.image, say)
+        preparation = NodePreparation(self.ray, expected, saved, say, warn)
+        self.nodes = preparation.run()
+        slots = sum(preparation.slots[node] for node in self.nodes)
+        say(f"{len(self.nodes)} Ray node(s) ready, {slots} sandbox slot(s)")
+
+    def executor(self, parallel: int) -> RayExecutor:
+        """The executor of this batch's jobs (after prepare: only its nodes run them)."""
+        if self._executor is None:
+            self._executor = RayExecutor(self.ray, parallel, self.nodes)
+        return self._executor
 
     def close(self) -> None:
         """Disconnect from the cluster (its nodes keep running)."""
-        self.executor.cancel()
+        if self._executor is not None:
+            self._executor.cancel()
         self.ray.shutdown()
 
     def work_for(self, batch: str, jobs: list[BatchJob], out_dir: Path) -> WorkFor:
@@ -259,10 +304,24 @@ class RayEngine:
                 job.payload,
                 ref,
                 digest,
-                loaded.settings.image,
+                self.image,
                 loaded.limits(),
                 f"batch-{batch}",
                 loaded.project_trusted,
             )
 
         return work
+
+
+def _saved_image(docker: Callable[[], Any], tag: str, say: Say) -> SavedImage | None:
+    """This machine's copy of the image to ship, or None (no engine here, or no such image)."""
+    from sandbox_runner.sandbox.image_transfer import image_id, save_image
+
+    try:
+        client = docker()
+    except DockerUnavailableError:
+        return None
+    if image_id(client, tag) is None:
+        return None
+    say(f"saving the sandbox image {tag} from this machine's engine…")
+    return save_image(client, tag)

@@ -12,6 +12,8 @@ from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.provider import LiveSandboxes
 from sandbox_runner.sandbox.spec import MANAGED_LABEL, SandboxSpec
 
+CONFLICT = 409
+
 
 class DockerProvider:
     """The sandboxes of one planrun process: one hardened container each."""
@@ -51,14 +53,20 @@ def collect_garbage(
     removed = []
     hostname = os.uname().nodename
     labels = [MANAGED_LABEL] + ([f"io.planrun.session={session}"] if session else [])
-    for container in docker_client.containers.list(all=True, filters={"label": labels}):
-        if not everything and not _abandoned(container.labels, hostname):
+    # The listing's own labels, without inspecting each container: cheaper when a batch's
+    # jobs gc a shared engine, and no error for a sandbox removed meanwhile.
+    listed = docker_client.containers.list(all=True, filters={"label": labels}, sparse=True)
+    for container in listed:
+        if not everything and not _abandoned(container.attrs.get("Labels") or {}, hostname):
             continue
         try:
             container.remove(force=True, v=True)
             removed.append(container.short_id)
         except docker.errors.NotFound:
             continue
+        except docker.errors.APIError as error:
+            if error.status_code != CONFLICT:  # 409: another gc is removing it already
+                raise
     return removed
 
 

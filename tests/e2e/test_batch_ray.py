@@ -1,18 +1,14 @@
-"""`planrun batch --engine ray` on a real local two-node Ray cluster (started with `ray start`
-under a temporary directory, token auth on, usage stats off, ports outside Ray's defaults)."""
+"""`planrun batch --engine ray` on a real local two-node Ray cluster (tests/support/ray_cluster):
+a node whose Docker daemon and disk are its own gets the image through the object store and
+runs the jobs the node without credentials may not; a killed node's job reruns elsewhere."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
-import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,110 +17,125 @@ from typing import Any
 import pytest
 
 from tests.conftest import unavailable
-from tests.e2e.test_cli_batch import PERSPECTIVES, TASKS, CountingScript, batch_file
-from tests.support.fake_messages_api import FakeMessagesAPI
+from tests.e2e.test_cli_batch import PERSPECTIVES, TASKS, CountingScript, batch_file, job_key
+from tests.support.fake_messages_api import FakeMessagesAPI, Scripted, error
+from tests.support.ray_cluster import Cluster, local_cluster, missing_ray
+from tests.support.second_dockerd import SecondDockerd, missing_dockerd, second_dockerd
 
 pytestmark = pytest.mark.ray
-BIN = Path(sys.executable).parent
-BASE_PORT = 26400
-"""Ray's defaults are 6379 and 10002-19999 (workers); everything here lies above."""
-
-
-def node_ports(index: int) -> list[str]:
-    base = BASE_PORT + 200 * index
-    return [
-        f"--node-manager-port={base + 1}",
-        f"--object-manager-port={base + 2}",
-        f"--min-worker-port={base + 100}",
-        f"--max-worker-port={base + 190}",
-        f"--dashboard-agent-listen-port={base + 3}",
-        f"--dashboard-agent-grpc-port={base + 4}",
-        f"--metrics-export-port={base + 5}",
-        f"--runtime-env-agent-port={base + 6}",
-    ]
-
-
-class Cluster:
-    """A head and a worker node, each a `ray start` with its own environment."""
-
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
-        self.root, self.env = root, env
-        self.address = f"127.0.0.1:{BASE_PORT}"
-
-    def start(self, extra_env: dict[str, str]) -> None:
-        env = {**self.env, **extra_env}
-        common = ["--num-cpus=1", '--resources={"planrun_sandbox": 1}', "--disable-usage-stats"]
-        self._ray(
-            "start",
-            "--head",
-            f"--port={BASE_PORT}",
-            f"--temp-dir={self.root / 'ray'}",
-            "--include-dashboard=false",
-            f"--ray-client-server-port={BASE_PORT + 10}",
-            *common,
-            *node_ports(1),
-            env=env,
-        )
-        self._ray("start", f"--address={self.address}", *common, *node_ports(2), env=env)
-
-    def _ray(self, *args: str, env: dict[str, str]) -> None:
-        result = subprocess.run(
-            [str(BIN / "ray"), *args], env=env, capture_output=True, text=True, timeout=120
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"ray {args[0]} failed: {result.stderr[-2000:]}")
-
-    def raylet_pids(self) -> list[int]:
-        pids = self.pids()
-        return [p for p in pids if b"raylet" in Path(f"/proc/{p}/cmdline").read_bytes()[:200]]
-
-    def pids(self) -> list[int]:
-        """This cluster's processes: their command line names its temp dir, or (the Ray
-        Client server, which names neither) its head's port, run by this Python."""
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            client = "ray.util.client.server" in line and f":{BASE_PORT} " in line
-            if str(self.root / "ray") in line or (client and str(BIN) in line):
-                pids.append(int(entry.name))
-        return pids
-
-    def stop(self) -> None:
-        for pid in self.pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+SESSION_LABEL = "io.planrun.session"
 
 
 @pytest.fixture
 def cluster(sandbox_image: str, planrun_home: Path) -> Iterator[Cluster]:
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        unavailable("Ray is not installed: pip install 'planrun[ray]'")
-    if shutil.which("ray", path=str(BIN)) is None:
-        unavailable("the ray command is not installed next to this Python")
-    root = Path(tempfile.mkdtemp(prefix="/tmp/prb"))  # Unix socket paths must stay short.
-    token = root / "token"
-    token.write_text(secrets.token_hex(32))
-    env = dict(
-        os.environ,
-        RAY_AUTH_MODE="token",
-        RAY_AUTH_TOKEN_PATH=str(token),
-        RAY_USAGE_STATS_ENABLED="0",
-        PLANRUN_HOME=str(planrun_home),
+    """A cluster not started yet: each test gives each node its own environment."""
+    if problem := missing_ray():
+        unavailable(problem)
+    with local_cluster(planrun_home) as started:
+        yield started
+
+
+@pytest.fixture
+def other_daemon(docker_client: Any) -> Iterator[SecondDockerd]:
+    """A second Docker daemon with its own disk, as on another host: no sandbox image."""
+    if problem := missing_dockerd():
+        unavailable(problem)
+    with second_dockerd(docker_client) as daemon:
+        yield daemon
+
+
+def run_batch(cluster: Cluster, batch: Path, out: Path) -> subprocess.Popen[str]:
+    """The driver, with no API key of its own: the nodes' keys are theirs."""
+    command = [sys.executable, "-m", "sandbox_runner", "batch", str(batch), "--out", str(out)]
+    command += ["--engine", "ray", "--address", cluster.address, "--json"]
+    env = {**cluster.env, "ANTHROPIC_API_KEY": ""}
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    env.pop("RAY_ADDRESS", None)
-    result = Cluster(root, env)
-    try:
-        yield result
-    finally:
-        result.stop()
-        shutil.rmtree(root, ignore_errors=True)
+
+
+def ledger(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def created_containers(client: Any, session: str, since: float) -> int:
+    """How many containers of the session the daemon created since then."""
+    events = client.events(
+        since=int(since),
+        until=int(time.time()) + 1,
+        filters={"type": "container", "event": "create", "label": f"{SESSION_LABEL}={session}"},
+        decode=True,
+    )
+    return sum(1 for _ in events)
+
+
+class FailsOneJob(CountingScript):
+    """CountingScript, but one job's model calls are refused for good (HTTP 400)."""
+
+    FAILING = f"{TASKS[-1]}/{PERSPECTIVES[-1]}"
+
+    def __call__(self, body: dict[str, Any]) -> Scripted:
+        answer = super().__call__(body)
+        if job_key(body) == self.FAILING:
+            return error(400, "invalid_request_error", "refused by the test")
+        return answer
+
+
+def test_a_node_without_the_image_or_a_shared_disk_gets_the_image_and_runs_the_jobs(
+    cluster: Cluster,
+    other_daemon: SecondDockerd,
+    sample_repo: Path,
+    tmp_path: Path,
+    docker_client: Any,
+    sandbox_image: str,
+) -> None:
+    node_home = tmp_path / "node-home"
+    script = FailsOneJob(delay=0.0)
+    started = time.time()
+    with FakeMessagesAPI(script) as server:
+        api = {"ANTHROPIC_BASE_URL": server.base_url}
+        # The head shares the driver's engine and disk but has no key: it must be left out.
+        # The worker has a key, its own daemon (without the image) and its own planrun home.
+        cluster.start(
+            {**api, "ANTHROPIC_API_KEY": ""},
+            {
+                **api,
+                "ANTHROPIC_API_KEY": "node-key",
+                "DOCKER_HOST": other_daemon.host,
+                "PLANRUN_HOME": str(node_home),
+            },
+        )
+        (_, head_id), (_, worker_id) = cluster.raylets()
+        out = tmp_path / "out"
+        process = run_batch(cluster, batch_file(tmp_path, sample_repo), out)
+        stdout, stderr = process.communicate(timeout=180)
+    assert process.returncode == 1, stderr[-3000:]  # one job's model call was refused
+    assert "preparing 2 Ray node(s)" in stderr
+    left_out = [line for line in stderr.splitlines() if "left out" in line]
+    assert len(left_out) == 1 and head_id[:12] in left_out[0], stderr[-3000:]
+    assert "no Anthropic credentials" in left_out[0]
+    assert f"node {worker_id[:12]} (" in stderr and "loading the sandbox image (" in stderr
+    assert "1 Ray node(s) ready, 1 sandbox slot(s)" in stderr
+
+    # The image the worker's daemon now holds is exactly the driver's.
+    shipped = other_daemon.client().images.get(sandbox_image).id
+    assert shipped == docker_client.images.get(sandbox_image).id
+    summary = json.loads(stdout)
+    assert summary["counts"] == {"complete": len(TASKS) * len(PERSPECTIVES) - 1, "failed": 1}
+    records = ledger(out)
+    assert all(worker_id[:12] in record["node"] for record in records), records
+    # A refused model call fails its job once: Ray does not run it again (that would pay
+    # twice), and every other job also ran exactly once.
+    assert len(records) == len(TASKS) * len(PERSPECTIVES)
+    failed = [record["key"] for record in records if record["status"] != "complete"]
+    assert failed == [FailsOneJob.FAILING]
+    assert script.requests[FailsOneJob.FAILING] == 1
+    # The sandboxes ran on the worker's daemon, from the repository copy on its own disk.
+    session = f"batch-{out.name}"
+    assert created_containers(other_daemon.client(), session, started) >= len(records)
+    assert created_containers(docker_client, session, started) == 0
+    assert len(list((node_home / "batch-cache" / "repos").glob("*/repo/src/app.py"))) == 1
+    assert other_daemon.client().containers.list(all=True) == []
 
 
 def test_ray_batch_survives_a_killed_node(
@@ -133,29 +144,10 @@ def test_ray_batch_survives_a_killed_node(
     script = CountingScript(delay=1.0)
     with FakeMessagesAPI(script) as server:
         # The key lives in the nodes' environment, not in the driver's task arguments.
-        cluster.start({"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "node-key"})
+        nodes = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "node-key"}
+        cluster.start(nodes, nodes)
         out = tmp_path / "out"
-        env = {**cluster.env, "ANTHROPIC_API_KEY": ""}
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "sandbox_runner",
-                "batch",
-                str(batch_file(tmp_path, sample_repo)),
-                "--out",
-                str(out),
-                "--engine",
-                "ray",
-                "--address",
-                cluster.address,
-                "--json",
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        process = run_batch(cluster, batch_file(tmp_path, sample_repo), out)
         # One sandbox slot per node: once two jobs have talked to the API, each node runs one.
         deadline = time.monotonic() + 60
         while len(script.requests) < 2 and time.monotonic() < deadline:
@@ -163,33 +155,37 @@ def test_ray_batch_survives_a_killed_node(
                 break
             time.sleep(0.05)
         assert len(script.requests) >= 2, process.communicate(timeout=30)[1][-3000:]
-        raylets = cluster.raylet_pids()
+        raylets = cluster.raylets()
         assert len(raylets) == 2
-        killed = max(raylets)  # the worker node's raylet started last
-        found = re.search(rb"--node_id=([0-9a-f]+)", Path(f"/proc/{killed}/cmdline").read_bytes())
-        assert found is not None
-        killed_node = found.group(1).decode()[:12]
+        killed, killed_node = raylets[-1]  # the worker node's raylet started last
         os.kill(killed, signal.SIGKILL)
         stdout, stderr = process.communicate(timeout=90)
     assert process.returncode == 0, stderr[-3000:]
+    assert "2 Ray node(s) ready, 2 sandbox slot(s)" in stderr
     summary = json.loads(stdout)
     assert summary["counts"] == {"complete": len(TASKS) * len(PERSPECTIVES)}
     # The job that was mid-run on the killed node ran again, on the head, to completion:
     # its conversation was paid for more than once; every other job's exactly once.
-    ledger = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert sorted(record["key"] for record in ledger) == sorted(script.requests)
-    assert all(record["status"] == "complete" for record in ledger)
+    records = ledger(out)
+    assert sorted(record["key"] for record in records) == sorted(script.requests)
+    assert all(record["status"] == "complete" for record in records)
     once = min(script.requests.values())
     rerun = [key for key, count in script.requests.items() if count > once]
     assert len(rerun) == 1, script.requests  # one slot per node: one job was cut short
-    nodes = {record["key"]: record["node"] for record in ledger}
-    assert killed_node not in nodes[rerun[0]], nodes
+    nodes_of = {record["key"]: record["node"] for record in records}
+    assert killed_node[:12] not in nodes_of[rerun[0]], nodes_of
     assert "is terminated" in stderr  # Ray's notice went to stderr; stdout is the JSON only
     # The killed attempt's container is collected by the next job's gc on the shared
     # Docker daemon, or at the latest by the driver's end.
     leftovers = docker_client.containers.list(
-        all=True, filters={"label": f"io.planrun.session=batch-{out.name}"}
+        all=True, filters={"label": f"{SESSION_LABEL}=batch-{out.name}"}
     )
     for container in leftovers:
         container.remove(force=True)
     assert leftovers == []
+    # The same command again: every job is complete, nothing runs.
+    again = run_batch(cluster, batch_file(tmp_path, sample_repo), out)
+    stdout, stderr = again.communicate(timeout=60)
+    assert again.returncode == 0, stderr[-3000:]
+    assert json.loads(stdout)["counts"] == {"complete": len(TASKS) * len(PERSPECTIVES)}
+    assert len(ledger(out)) == len(records)

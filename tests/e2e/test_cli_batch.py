@@ -44,12 +44,17 @@ class CountingScript:
         self.lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Scripted:
-        match = TASK_MARK.search(json.dumps(body.get("messages", [])[:1]))
-        key = f"{match.group(1) if match else '?'}/{label_of(body)}"
         with self.lock:
+            key = job_key(body)
             self.requests[key] += 1
             self.first_turns.setdefault(key, turn_of(body))
         return self.inner(body)
+
+
+def job_key(body: dict[str, Any]) -> str:
+    """The batch job a request belongs to: `<task>/<perspective>`."""
+    match = TASK_MARK.search(json.dumps(body.get("messages", [])[:1]))
+    return f"{match.group(1) if match else '?'}/{label_of(body)}"
 
 
 def batch_file(tmp_path: Path, repo: Path) -> Path:
