@@ -19,8 +19,6 @@ from sandbox_runner.tools.bash_checkers import (
     check_date,
     check_env,
     check_find,
-    check_git,
-    check_sed,
     check_tail,
     check_uniq,
     check_xxd,
@@ -28,6 +26,8 @@ from sandbox_runner.tools.bash_checkers import (
     name_set,
 )
 from sandbox_runner.tools.bash_lexer import Refusal, SimpleCommand, parse
+from sandbox_runner.tools.git_checker import check_git
+from sandbox_runner.tools.sed_checker import check_sed
 
 __all__ = ["BashVerdict", "classify"]
 
