@@ -134,13 +134,15 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         ui: LineUI | TerminalUI = TerminalUI()
     else:
         ui = LineUI(_read_line, sys.stdout)
-    # The first line comes before Docker is asked anything: the containers start in the
-    # background, and a missing engine or image is still one line and exit status 2.
     if resumed:
         plan = f", plan file {state.plan_file}" if state.plan_file else ""
-        ui.show(f"resumed session {state.active_id} in {state.mode} mode{plan}")
+        greeting = f"resumed session {state.active_id} in {state.mode} mode{plan}"
     else:
-        ui.show(f"session {state.id} on {workspace} ({state.mode} mode); /help lists commands")
+        greeting = f"session {state.id} on {workspace} ({state.mode} mode); /help lists commands"
+    if isinstance(ui, LineUI):
+        # The first line comes before Docker is asked anything: the containers start in
+        # the background, and a missing engine or image is still one line and exit status 2.
+        ui.show(greeting)
     session = Session(
         store,
         state,
@@ -161,14 +163,19 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         if not isinstance(ui, LineUI):
             from sandbox_runner.session.terminal import run_terminal
 
-            # The prompt comes up at once; containers start and the SDK loads behind it.
+            # The prompt comes up at once; the first line is printed above it, and the
+            # containers start and the SDK loads behind it, under a spinner (a message
+            # sent meanwhile waits for them).
             def first() -> None:
-                session.start()
-                if wanted is not None and not resumed:
-                    session.set_mode(PermissionMode(wanted))
-                    if session.state.plan_file:
-                        ui.show(f"plan mode: the plan file is `{session.state.plan_file}`")
-                _load_model_sdk()
+                with ui.preparing("starting the session"):
+                    ui.show(greeting)
+                    session.start()
+                    if wanted is not None and not resumed:
+                        session.set_mode(PermissionMode(wanted))
+                        if session.state.plan_file:
+                            ui.show(f"plan mode: the plan file is `{session.state.plan_file}`")
+                with ui.preparing("loading the model client"):
+                    _load_model_sdk()
 
             run_terminal(session, commands, ui, store.directory / "history", first)
         else:
