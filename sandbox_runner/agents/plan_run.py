@@ -11,7 +11,8 @@ from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.budget import final_turn_note, low_budget_note
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.events import EventSink
-from sandbox_runner.agents.loop import AgentLoop, LoopHooks
+from sandbox_runner.agents.hooks import LoopHooks
+from sandbox_runner.agents.loop import AgentLoop
 from sandbox_runner.agents.run_state import LimitReached, PlanPaths
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits

@@ -199,11 +199,11 @@ def _read_line() -> str | None:
 
 
 def _models(loaded: LoadedSettings, model_id: str, directory: Path) -> Any:
-    from sandbox_runner.model import create_model
-
     settings = loaded.settings
 
     def make(label: str) -> Any:
+        from sandbox_runner.model import create_model  # with the first turn, in the worker
+
         return create_model(
             model_id,
             key=label,

@@ -23,7 +23,6 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.agents.loop import Approval
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.commands import Commands
@@ -37,7 +36,7 @@ from sandbox_runner.session.terminal_ui import (
     tool_line,
     toolbar,
 )
-from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 
 if TYPE_CHECKING:
     from rich.console import Console

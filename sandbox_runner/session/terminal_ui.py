@@ -20,11 +20,10 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.styles import Style
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.agents.loop import Approval
 from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.commands import COMMANDS
 from sandbox_runner.session.engine import PlanReview
-from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
 
 if TYPE_CHECKING:

@@ -70,6 +70,17 @@ class Deny:
 Decision = Allow | Ask | Deny
 
 
+@dataclass(frozen=True)
+class Approval:
+    """The user's answer to an Ask."""
+
+    allowed: bool
+    always: bool = False
+    """Approve calls like this one for the rest of the session."""
+    feedback: str = ""
+    """With a no: what the agent should do instead."""
+
+
 SHELL_OPERATORS = frozenset(";&|<>$`()\n")
 
 

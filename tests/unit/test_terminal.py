@@ -16,7 +16,6 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from sandbox_runner.agents.loop import Approval
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.terminal import Terminal, TerminalUI
@@ -29,7 +28,7 @@ from sandbox_runner.session.terminal_ui import (
     toolbar,
     wrap_parts,
 )
-from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
 from sandbox_runner.types import ToolRequest
 from tests.support.scripted_model import reply, say, use
