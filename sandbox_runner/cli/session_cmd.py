@@ -175,7 +175,7 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
                         if session.state.plan_file:
                             ui.show(f"plan mode: the plan file is `{session.state.plan_file}`")
                 with ui.preparing("loading the model client"):
-                    _load_model_sdk()
+                    _load_first_turn()
 
             run_terminal(session, commands, ui, store.directory / "history", first)
         else:
@@ -189,8 +189,11 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         session.close()
 
 
-def _load_model_sdk() -> None:
-    import sandbox_runner.model.anthropic_model  # noqa: F401
+def _load_first_turn() -> None:
+    """Import what the first turn needs (the SDK above all) while the user types."""
+    import sandbox_runner.agents.loop
+    import sandbox_runner.model.anthropic_model
+    import sandbox_runner.session.subagents  # noqa: F401
 
 
 def _read_line() -> str | None:
