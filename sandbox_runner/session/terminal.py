@@ -205,6 +205,8 @@ class Terminal:
         """Jobs queued so far, and the last one an interrupt dropped."""
         self._target: PermissionMode | None = None
         """A mode chosen with Shift+Tab that the worker has not applied yet."""
+        self._first: Callable[[], None] | None = None
+        """The job that gets the session ready, until the worker is given it."""
         self.prompt: PromptSession[str] = PromptSession(
             message=self._message,
             history=history or InMemoryHistory(),
@@ -236,7 +238,7 @@ class Terminal:
             self.session.request_mode(target)
             return
         self._target = target
-        self.worker.submit(lambda: self._apply_mode(target))
+        self._submit(lambda: self._apply_mode(target))
 
     def _apply_mode(self, target: PermissionMode) -> None:
         try:
@@ -293,10 +295,12 @@ class Terminal:
 
     async def run(self, first: Callable[[], None] | None = None) -> None:
         """Read lines until Ctrl-D, a second Ctrl-C or /quit; the agent works meanwhile.
-        FIRST (starting containers, say) runs in the worker while the prompt comes up."""
+        FIRST (starting containers, say) runs in the worker once the prompt is drawn,
+        before anything typed there."""
         self.ui.loop, self.ui.app = asyncio.get_running_loop(), self.prompt.app
-        if first is not None:
-            self.worker.submit(first)
+        self._first = first
+        # Not sooner: the worker's imports would slow the first drawing of the prompt.
+        self.prompt.app.after_render += self._start_first
         ticker = asyncio.create_task(self._tick())
         try:
             while True:
@@ -335,6 +339,17 @@ class Terminal:
         self._dropped = self._queued
         self.session.interrupt()
 
+    def _start_first(self, _: object = None) -> None:
+        self.prompt.app.after_render -= self._start_first
+        first, self._first = self._first, None
+        if first is not None:
+            self.worker.submit(first)
+
+    def _submit(self, job: Callable[[], None]) -> None:
+        """JOB to the worker, after the session's first job, whenever JOB comes."""
+        self._start_first()
+        self.worker.submit(job)
+
     def _queue(self, job: Callable[[], None]) -> None:
         if self.ui.activity.busy:
             self.ui.say("(queued: it runs when the agent's turn is over)")
@@ -353,7 +368,7 @@ class Terminal:
                     self.hint = QUIT_HINT if self.quit_armed else ""
                 self.ui.redraw()
 
-        self.worker.submit(run)
+        self._submit(run)
 
     def _print(self, lines: list[str]) -> None:
         if lines:
