@@ -25,7 +25,7 @@ class _Quiet:
         pass
 
     def approve(self, ask: Any) -> Any:
-        from sandbox_runner.agents.loop import Approval
+        from sandbox_runner.tools.permissions import Approval
 
         return Approval(False)
 

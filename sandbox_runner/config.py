@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.config_values import (
     CHECKS,
@@ -133,6 +131,8 @@ def _parse(path: Path, text: str) -> object:
             raise ConfigError(
                 f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
             ) from None
+    import yaml  # only when there is a YAML file: most starts read none
+
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as error:

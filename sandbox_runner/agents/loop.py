@@ -14,21 +14,29 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.budget import Budget
 from sandbox_runner.agents.conversation import NOT_RUN, SavedConversation, summary_message
 from sandbox_runner.agents.events import AgentEvent, EventSink
+from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.model_call import CallStopped, complete_within
 from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS, RunLimits
 from sandbox_runner.plans.files import append_line, append_lines
 from sandbox_runner.tools.output import cap_result
-from sandbox_runner.tools.permissions import Allow, Ask, Deny, PermissionMode, Rules, check
+from sandbox_runner.tools.permissions import (
+    Allow,
+    Approval,
+    Ask,
+    Deny,
+    PermissionMode,
+    Rules,
+    check,
+)
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.types import (
     ModelCall,
@@ -43,24 +51,6 @@ from sandbox_runner.types import (
 MAX_CALLS_PER_TURN = 32
 
 
-@dataclass(frozen=True)
-class Approval:
-    """The user's answer to an Ask."""
-
-    allowed: bool
-    always: bool = False
-    """Approve calls like this one for the rest of the session."""
-    feedback: str = ""
-    """With a no: what the agent should do instead."""
-
-
-class Approver(Protocol):
-    """Answers the calls the permission mode asks about."""
-
-    def approve(self, ask: Ask) -> Approval:
-        """The user's answer (a terminal asks; a headless run cannot)."""
-
-
 class Headless:
     """The approver of a run nobody watches: every Ask is a no, with a clear message."""
 
@@ -73,24 +63,6 @@ class Headless:
 
 HostTool = Callable[[ToolCall], "ToolResult"]
 """Answers a call of a tool the host itself implements (Task, ExitPlanMode)."""
-
-
-class LoopHooks:
-    """What a use of the loop adds; the defaults add nothing."""
-
-    def notes_before_call(self, loop: AgentLoop) -> list[str]:
-        """Notes for the model, added to the user turn the next call sends."""
-        return []
-
-    def on_stop(self, loop: AgentLoop) -> str | None:
-        """The model answered without tool calls: a message to go on with, or None."""
-        return None
-
-    def on_budget_spent(self, loop: AgentLoop, reason: str) -> None:
-        """The turns or tokens are about spent (a final turn without tools goes here)."""
-
-    def on_approval(self, loop: AgentLoop, ask: Ask, approval: Approval) -> None:
-        """An Ask was answered (a session keeps "always" answers in its rules)."""
 
 
 class AgentLoop:

@@ -12,7 +12,8 @@ from sandbox_runner.agents.budget import final_turn_note, low_budget_note
 from sandbox_runner.agents.conversation import SavedConversation
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.events import EventSink
-from sandbox_runner.agents.loop import AgentLoop, LoopHooks
+from sandbox_runner.agents.hooks import LoopHooks
+from sandbox_runner.agents.loop import AgentLoop
 from sandbox_runner.agents.run_state import Interrupted, LimitReached, PlanPaths
 from sandbox_runner.errors import PlanrunError, SandboxError
 from sandbox_runner.limits import RunLimits

@@ -7,9 +7,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from sandbox_runner.agents.definitions import (
     BUILTINS,
@@ -24,6 +22,9 @@ from sandbox_runner.agents.definitions import (
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
+
+if TYPE_CHECKING:
+    import yaml
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Front-matter keys planrun reads, in both Claude Code's camelCase and snake_case. Other
@@ -235,6 +236,8 @@ def _read_agent_file(path: Path, scope: Scope, beneath: Path | None = None) -> _
     except UnicodeDecodeError as error:
         raise _InvalidFile(f"not UTF-8 text (invalid byte at offset {error.start})") from error
     header, body = _split_front_matter(text)
+    import yaml  # only when there is an agent file: most starts read none
+
     try:
         data = yaml.safe_load(header)
     except yaml.YAMLError as error:
@@ -355,6 +358,8 @@ def _kind(value: object) -> str:
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
+    import yaml
+
     if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
         # +2: marks count from 0 and the front matter starts after the opening '---' line.
         return f"{error.problem} (line {error.problem_mark.line + 2})"

@@ -26,6 +26,7 @@ from sandbox_runner.safe_text import one_line
 if TYPE_CHECKING:
     from sandbox_runner.config import LoadedSettings
     from sandbox_runner.sandbox.docker_provider import DockerProvider
+    from sandbox_runner.sandbox.factory import DockerSandboxes
 
 # Errors the user fixes by changing the command or the setup: exit status 2.
 USAGE_ERRORS = (ConfigError, WorkspaceError, DockerUnavailableError, ImageMissingError)
@@ -79,34 +80,20 @@ class Services:
         """Checks Docker, the image and that the sandbox user can read the workspace now;
         then, given a session name, makes a plan run's sandboxes: one Docker container per
         plan directory (None: a probe sandbox)."""
-        from sandbox_runner.sandbox.image import require_image
         from sandbox_runner.sandbox.readable import require_readable
-        from sandbox_runner.sandbox.spec import SandboxSpec
 
-        provider = self.provider()
-        image = require_image(
-            provider.docker_client, loaded.settings.image, loaded.sources["image"]
-        )
+        sandboxes = self.sandboxes(workspace, loaded)
+        sandboxes.check()
         if warning := require_readable(workspace):
             self.progress(f"warning: {warning}")
-        extra_dirs = tuple(loaded.resolved_extra_dirs())
-        limits = loaded.limits()
+        return sandboxes.for_run
 
-        def for_session(session: str) -> Callable[[Path | None], Sandbox]:
-            def make(plan_dir: Path | None) -> Sandbox:
-                if plan_dir is None:
-                    return provider.create(
-                        SandboxSpec.probe(workspace, image, extra_dirs, limits, session=session)
-                    )
-                agent = plan_dir.name
-                spec = SandboxSpec.plan(
-                    workspace, plan_dir, image, extra_dirs, limits, session=session, agent=agent
-                )
-                return provider.create(spec)
+    def sandboxes(self, workspace: Path, loaded: LoadedSettings) -> DockerSandboxes:
+        """The Docker sandboxes of WORKSPACE, made to LOADED by this invocation's provider
+        (Docker is asked nothing yet)."""
+        from sandbox_runner.sandbox.factory import DockerSandboxes
 
-            return make
-
-        return for_session
+        return DockerSandboxes(self.provider, workspace, loaded)
 
     def provider(self) -> DockerProvider:
         """The provider that makes and owns this invocation's sandboxes (connects to

@@ -6,7 +6,6 @@ import datetime
 import json
 import sys
 import tempfile
-import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,79 +25,30 @@ from sandbox_runner.session.state import SessionStore, all_sessions, latest_for
 from sandbox_runner.tools.permissions import PermissionMode
 
 if TYPE_CHECKING:
-    from sandbox_runner.sandbox.docker_provider import DockerProvider
+    from sandbox_runner.sandbox.factory import DockerSandboxes
 
 
 class DockerSessionSandboxes:
     """A session's containers: the work one (workspace writable), the plan one, and one
-    per Task subagent."""
+    per Task subagent. Docker is first asked for the first of them: the terminal's prompt
+    is up before that, which happens in the background."""
 
-    def __init__(
-        self,
-        ctx: click.Context,
-        workspace: Path,
-        loaded: LoadedSettings,
-        session: str,
-        scratch: Path,
-    ):
-        self.services = services(ctx)
-        self.settings = loaded.settings
-        self.workspace = workspace
-        self.extra_dirs = tuple(loaded.resolved_extra_dirs())
-        self.limits = loaded.limits()
+    def __init__(self, sandboxes: DockerSandboxes, session: str, scratch: Path) -> None:
+        self.sandboxes = sandboxes
         self.session = session
         self.scratch = scratch
         """Where Task subagents' plan directories go (the session's own directory)."""
-        self._lock = threading.Lock()
-        self._docker: tuple[DockerProvider, str] | None = None
-
-    @property
-    def provider(self) -> DockerProvider:
-        return self._connect()[0]
-
-    @property
-    def image(self) -> str:
-        return self._connect()[1]
-
-    def _connect(self) -> tuple[DockerProvider, str]:
-        """Docker and the image, the first time a container is needed (the terminal's
-        prompt is up before this: it runs in the background)."""
-        with self._lock:
-            if self._docker is None:
-                from sandbox_runner.sandbox.image import require_image
-
-                provider = self.services.provider()
-                self._docker = provider, require_image(provider.docker_client, self.settings.image)
-            return self._docker
 
     def plan(self, plan_dir: Path) -> Sandbox:
-        from sandbox_runner.sandbox.spec import SandboxSpec
-
-        spec = SandboxSpec.plan(
-            self.workspace, plan_dir, self.image, self.extra_dirs, self.limits,
-            session=self.session, agent="plan-session",
-        )  # fmt: skip
-        return self.provider.create(spec)
+        return self.sandboxes.plan(plan_dir, session=self.session, agent="plan-session")
 
     def read_only(self) -> Sandbox:
-        from sandbox_runner.sandbox.spec import SandboxSpec
-
         self.scratch.mkdir(parents=True, exist_ok=True)
         plan_dir = Path(tempfile.mkdtemp(dir=self.scratch))
-        spec = SandboxSpec.plan(
-            self.workspace, plan_dir, self.image, self.extra_dirs, self.limits,
-            session=self.session, agent="task",
-        )  # fmt: skip
-        return self.provider.create(spec)
+        return self.sandboxes.plan(plan_dir, session=self.session, agent="task")
 
     def work(self) -> Sandbox:
-        from sandbox_runner.sandbox.spec import SandboxSpec
-
-        spec = SandboxSpec.work(
-            self.workspace, self.image, self.extra_dirs, self.limits,
-            session=self.session, agent="work-session",
-        )  # fmt: skip
-        return self.provider.create(spec)
+        return self.sandboxes.work(session=self.session, agent="work-session")
 
 
 @reports_errors
@@ -134,20 +84,22 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         ui: LineUI | TerminalUI = TerminalUI()
     else:
         ui = LineUI(_read_line, sys.stdout)
-    # The first line comes before Docker is asked anything: the containers start in the
-    # background, and a missing engine or image is still one line and exit status 2.
     if resumed:
         plan = f", plan file {state.plan_file}" if state.plan_file else ""
-        ui.show(f"resumed session {state.active_id} in {state.mode} mode{plan}")
+        greeting = f"resumed session {state.active_id} in {state.mode} mode{plan}"
     else:
-        ui.show(f"session {state.id} on {workspace} ({state.mode} mode); /help lists commands")
+        greeting = f"session {state.id} on {workspace} ({state.mode} mode); /help lists commands"
+    if isinstance(ui, LineUI):
+        # The first line comes before Docker is asked anything: the containers start in
+        # the background, and a missing engine or image is still one line and exit status 2.
+        ui.show(greeting)
     session = Session(
         store,
         state,
         workspace=workspace,
         registry=registry,
         sandboxes=DockerSessionSandboxes(
-            ctx, workspace, loaded, state.id, store.directory / "tasks"
+            services(ctx).sandboxes(workspace, loaded), state.id, store.directory / "tasks"
         ),
         model=_models(loaded, state.model, store.directory),
         ui=ui,
@@ -161,14 +113,19 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         if not isinstance(ui, LineUI):
             from sandbox_runner.session.terminal import run_terminal
 
-            # The prompt comes up at once; containers start and the SDK loads behind it.
+            # The prompt comes up at once; the first line is printed above it, and the
+            # containers start and the SDK loads behind it, under a spinner (a message
+            # sent meanwhile waits for them).
             def first() -> None:
-                session.start()
-                if wanted is not None and not resumed:
-                    session.set_mode(PermissionMode(wanted))
-                    if session.state.plan_file:
-                        ui.show(f"plan mode: the plan file is `{session.state.plan_file}`")
-                _load_model_sdk()
+                with ui.preparing("starting the session"):
+                    ui.show(greeting)
+                    session.start()
+                    if wanted is not None and not resumed:
+                        session.set_mode(PermissionMode(wanted))
+                        if session.state.plan_file:
+                            ui.show(f"plan mode: the plan file is `{session.state.plan_file}`")
+                with ui.preparing("loading the model client"):
+                    _load_first_turn()
 
             run_terminal(session, commands, ui, store.directory / "history", first)
         else:
@@ -182,8 +139,11 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         session.close()
 
 
-def _load_model_sdk() -> None:
-    import sandbox_runner.model.anthropic_model  # noqa: F401
+def _load_first_turn() -> None:
+    """Import what the first turn needs (the SDK above all) while the user types."""
+    import sandbox_runner.agents.loop
+    import sandbox_runner.model.anthropic_model
+    import sandbox_runner.session.subagents  # noqa: F401
 
 
 def _read_line() -> str | None:
@@ -192,11 +152,11 @@ def _read_line() -> str | None:
 
 
 def _models(loaded: LoadedSettings, model_id: str, directory: Path) -> Any:
-    from sandbox_runner.model import create_model
-
     settings = loaded.settings
 
     def make(label: str) -> Any:
+        from sandbox_runner.model import create_model  # with the first turn, in the worker
+
         return create_model(
             model_id,
             key=label,

@@ -16,6 +16,7 @@ from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.image import require_image
 from sandbox_runner.sandbox.plan_copy import (
     CopyProblem,
+    HostCopy,
     copy_all,
     copy_file,
     safe_relative,
@@ -65,6 +66,8 @@ class DockerSandbox(SandboxBase):
         self._started_at = 0.0
         self.left_out: list[str] = []
         """Files of /plan the last copy did not take (over its limits, odd names)."""
+        self._host_copy = HostCopy(spec.plan_dir) if spec.plan_dir is not None else None
+        """Where /plan is copied to on the host, and how many bytes that holds."""
 
     @property
     def container_id(self) -> str | None:
@@ -138,21 +141,21 @@ class DockerSandbox(SandboxBase):
         target = str(request.args.get("file_path", ""))
         prefix = PLAN_MOUNT + "/"
         relative = safe_relative(target[len(prefix) :]) if target.startswith(prefix) else None
-        if self.spec.plan_dir is None or relative is None:
+        if self._host_copy is None or relative is None:
             return
         deadline = time.monotonic() + max(1.0, request.timeout or 0)
         try:
-            copy_file(client.request, relative, self.spec.plan_dir, deadline)
+            copy_file(client.request, relative, self._host_copy, deadline)
         except (CopyProblem, PlanrunError) as problem:
             # The write itself succeeded: the copy is retried when the sandbox stops.
             self.left_out.append(str(problem))
 
     def _copy_everything(self, client: ToolServerClient) -> None:
-        if self.spec.plan_dir is None:
+        if self._host_copy is None:
             return
         deadline = time.monotonic() + FINAL_COPY_SECONDS
         with contextlib.suppress(PlanrunError, OSError):
-            self.left_out = copy_all(client.request, self.spec.plan_dir, deadline)
+            self.left_out = copy_all(client.request, self._host_copy, deadline)
 
     def stop(self) -> None:
         """Copy /plan out to the plan directory, then remove the container."""

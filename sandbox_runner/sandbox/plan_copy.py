@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -41,14 +43,92 @@ class CopyProblem(Exception):
     """One file could not be copied out; the message says which and why."""
 
 
-def copy_file(call: Call, relative: str, plan_dir: Path, deadline: float) -> int:
-    """Copy one file of /plan to the same place under plan_dir; return the bytes copied.
+class HostCopy:
+    """The host copy of one sandbox's /plan (plan_dir), and a running count of its bytes.
 
-    The host copy of a sandbox never holds more than MAX_TOTAL_BYTES, however often the
-    sandbox deletes and rewrites its files.
+    The count is taken once, at the first copy, from the files plan_dir already holds;
+    from then on each copy adds its file's size and takes off the size of the file it
+    replaces, so a write walks no directory. Every byte the sandbox sends is counted;
+    files the host itself removed (a session's staging copy) are found by a recount,
+    done only when a copy would otherwise be refused. No other sandbox may copy into
+    plan_dir.
+    """
+
+    def __init__(self, plan_dir: Path) -> None:
+        self.plan_dir = plan_dir
+        self._sizes: dict[str, int] | None = None
+        """Bytes of each regular file under plan_dir, by relative name; None: not counted."""
+        self._total = 0
+        self._lock = threading.Lock()
+
+    @property
+    def total(self) -> int:
+        """Bytes of the regular files under plan_dir, as counted."""
+        with self._lock:
+            self._count_once()
+            return self._total
+
+    def put(self, relative: str, data: bytes) -> None:
+        """Write DATA as plan_dir/RELATIVE (a harmless name), replacing what was there.
+
+        The copy never holds more than MAX_TOTAL_BYTES, however often the sandbox
+        deletes and rewrites its files.
+
+        Raises:
+            CopyProblem: the copy would pass MAX_TOTAL_BYTES, or the host cannot write it.
+        """
+        target = self.plan_dir / relative
+        with self._lock:
+            self._count_once()
+            if self._total_with(relative, len(data)) > MAX_TOTAL_BYTES:
+                self._recount()
+            if self._total_with(relative, len(data)) > MAX_TOTAL_BYTES:
+                raise CopyProblem(
+                    f"{relative}: the plan directory's copy would pass {MAX_TOTAL_BYTES} bytes"
+                )
+            try:
+                write_atomically(target, data)
+            except OSError as error:
+                raise CopyProblem(f"{relative}: {error.strerror or error}") from None
+            self._set(relative, len(data))
+
+    def _count_once(self) -> None:
+        if self._sizes is None:
+            self._recount()
+
+    def _recount(self) -> None:
+        self._sizes = {
+            relative: _regular_size(path)
+            for relative, path in _host_files(self.plan_dir, limit=None)
+        }
+        self._total = sum(self._sizes.values())
+
+    def _total_with(self, relative: str, size: int) -> int:
+        """The total were RELATIVE to hold SIZE bytes."""
+        assert self._sizes is not None
+        return self._total - self._sizes.get(relative, 0) + size
+
+    def _set(self, relative: str, size: int) -> None:
+        self._total = self._total_with(relative, size)
+        assert self._sizes is not None
+        self._sizes[relative] = size
+
+
+def _regular_size(path: Path) -> int:
+    """The size of PATH if it is a regular file (no link followed), else 0."""
+    try:
+        status = path.stat(follow_symlinks=False)
+    except OSError:
+        return 0
+    return status.st_size if stat.S_ISREG(status.st_mode) else 0
+
+
+def copy_file(call: Call, relative: str, host: HostCopy, deadline: float) -> int:
+    """Copy one file of /plan to the same place in the host copy; return the bytes copied.
 
     Raises:
-        CopyProblem: the file could not be read back or written on the host.
+        CopyProblem: the file could not be read back or written on the host, or the
+            host copy would pass its limit.
     """
     chunks: list[bytes] = []
     offset = 0
@@ -70,24 +150,11 @@ def copy_file(call: Call, relative: str, plan_dir: Path, deadline: float) -> int
             raise CopyProblem(f"{relative}: over {MAX_FILE_BYTES} bytes")
         if result.meta.get("eof") is True or not data:
             break
-    target = plan_dir / relative
-    if host_total(plan_dir, leaving_out=target) + offset > MAX_TOTAL_BYTES:
-        raise CopyProblem(
-            f"{relative}: the plan directory's copy would pass {MAX_TOTAL_BYTES} bytes"
-        )
-    try:
-        write_atomically(target, b"".join(chunks))
-    except OSError as error:
-        raise CopyProblem(f"{relative}: {error.strerror or error}") from None
+    host.put(relative, b"".join(chunks))
     return offset
 
 
-def host_total(plan_dir: Path, leaving_out: Path | None = None) -> int:
-    """Bytes of the regular files under plan_dir (the host copy), leaving one file out."""
-    return sum(path.stat().st_size for _, path in _host_files(plan_dir) if path != leaving_out)
-
-
-def copy_all(call: Call, plan_dir: Path, deadline: float) -> list[str]:
+def copy_all(call: Call, host: HostCopy, deadline: float) -> list[str]:
     """Copy every regular file of /plan within the caps; return what was left out."""
     listing = call(ToolRequest("plan_files", {}, max(0.1, deadline - time.monotonic())))
     if not listing.ok:
@@ -105,7 +172,7 @@ def copy_all(call: Call, plan_dir: Path, deadline: float) -> list[str]:
             left_out.append(f"{relative} ({size} bytes: over the copy limits)")
             continue
         try:
-            total += copy_file(call, relative, plan_dir, deadline)
+            total += copy_file(call, relative, host, deadline)
         except CopyProblem as problem:
             left_out.append(str(problem))
     return left_out
@@ -128,9 +195,15 @@ def write_atomically(path: Path, data: bytes) -> None:
     temporary = path.with_name(f".planrun-{os.getpid()}-{threading.get_ident()}.copy")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
     descriptor = os.open(temporary, flags, 0o644)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(data)
-    os.replace(temporary, path)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        # Left behind, it would hold bytes that the host copy's count does not know of.
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def seed(call: Call, plan_dir: Path, deadline: float) -> list[str]:
@@ -157,11 +230,11 @@ def seed(call: Call, plan_dir: Path, deadline: float) -> list[str]:
     return left_out
 
 
-def _host_files(plan_dir: Path) -> list[tuple[str, Path]]:
-    """Regular files under plan_dir (no links followed), at most MAX_FILES."""
+def _host_files(plan_dir: Path, limit: int | None = MAX_FILES) -> list[tuple[str, Path]]:
+    """Regular files under plan_dir (no links followed), at most LIMIT (None: all)."""
     found: list[tuple[str, Path]] = []
     stack = [plan_dir]
-    while stack and len(found) < MAX_FILES:
+    while stack and (limit is None or len(found) < limit):
         directory = stack.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
@@ -174,4 +247,4 @@ def _host_files(plan_dir: Path) -> list[tuple[str, Path]]:
                 relative = safe_relative(os.path.relpath(entry.path, plan_dir))
                 if relative is not None:
                     found.append((relative, Path(entry.path)))
-    return found[:MAX_FILES]
+    return found[:limit]

@@ -13,7 +13,6 @@ from sandbox_runner import __version__
 from sandbox_runner.errors import WorkspaceError
 from sandbox_runner.limits import Limits
 from sandbox_runner.paths import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
-from sandbox_runner.sandbox.seccomp import seccomp_profile
 
 # The tool server is a package directory, started as one: `python3 -I -S TOOLSERVER_MOUNT`.
 TOOLSERVER_MOUNT = "/opt/planrun/toolserver"
@@ -330,6 +329,9 @@ def container_options(
     privilege escalation, planrun's seccomp profile, no shared IPC, no log copy, bounded
     memory, processes, CPU and file size.
     """
+    # Here, not at the top: resolve_workspace is on the way to the session's prompt.
+    from sandbox_runner.sandbox.seccomp import seccomp_profile
+
     uid, gid = user or sandbox_user(spec.workspace)
     limits = spec.limits
     mounts = [

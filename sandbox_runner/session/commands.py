@@ -9,7 +9,6 @@ from pathlib import Path
 
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.files import write_new
-from sandbox_runner.plans.inputs import read_context_files
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
 from sandbox_runner.session.engine import Session
 from sandbox_runner.tools.permissions import PermissionMode
@@ -132,6 +131,8 @@ class Commands:
     def _attach(self, args: list[str]) -> Outcome:
         if len(args) != 1:
             raise ConfigError("/attach takes one path")
+        from sandbox_runner.plans.inputs import read_context_files  # not before the prompt
+
         session = self.session
         if session.state.permission_mode is PermissionMode.PLAN:
             try:

@@ -8,26 +8,30 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.agents.loop import AgentLoop, Approval, LoopHooks
+from sandbox_runner.agents.hooks import LoopHooks
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.run_state import LimitReached
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.limits import RunLimits
-from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.session import prompts
 from sandbox_runner.session.plan_file import PlanFile
 from sandbox_runner.session.state import SessionState, SessionStore
-from sandbox_runner.session.subagents import TaskRunner
 from sandbox_runner.session.ui import PlanReview, SessionSandboxes, SessionUI
-from sandbox_runner.tools.permissions import Ask, PermissionMode, Rules
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext, ToolKind
 from sandbox_runner.tools.schemas import tools_for
 from sandbox_runner.types import ToolCall, ToolResult, Usage
+
+if TYPE_CHECKING:
+    # The loop, the Task runner and the prices load with the first turn (in the worker),
+    # not before the session's prompt is drawn.
+    from sandbox_runner.agents.loop import AgentLoop
 
 PLAN_TOOLS_EXTRA = ("Write", "Edit", "ExitPlanMode", "Task")
 COMPACT_AT = 0.8
@@ -266,6 +270,8 @@ class Session:
     def _loop(self, which: str) -> AgentLoop:
         if which in self._loops:
             return self._loops[which]
+        from sandbox_runner.agents.loop import AgentLoop
+
         plan = which == "plan"
         definition = self.registry.get("Plan" if plan else "general-purpose")
         names = [*definition.effective_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
@@ -322,6 +328,8 @@ class Session:
         return [a for a in agents if a.name in (*prompts.READ_ONLY_DISPATCH, "general-purpose")]
 
     def _host_tools(self, which: str) -> dict[str, Callable[[ToolCall], ToolResult]]:
+        from sandbox_runner.session.subagents import TaskRunner
+
         runner = TaskRunner(
             agents=lambda: self._task_agents(which),
             sandboxes=self.sandboxes,
@@ -396,6 +404,8 @@ class Session:
         self.save()
 
     def _account(self) -> None:
+        from sandbox_runner.plans.pricing import estimate_cost
+
         usage = Usage()
         for loop in self._loops.values():
             usage.add(loop.state.usage)

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import TextIO
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.agents.loop import Approval
 from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.commands import MODE_NAMES, Commands
 from sandbox_runner.session.engine import PlanReview, Session
-from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
 
 

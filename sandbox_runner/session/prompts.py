@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sandbox_runner.agents.definitions import AgentDefinition
-from sandbox_runner.agents.prompt import render_plan_prompt
 
 PLAN_MODE_RULES = (
     "Plan mode is active. The user indicated that they do not want you to execute yet -- "
@@ -28,6 +27,9 @@ def plan_session_prompt(
 ) -> str:
     """The plan session's system prompt: the plan agent's, the plan-mode rules, seed 003's
     "## Plan File Info:" reminder (it is part of render_plan_prompt), and how to finish."""
+    # Imported when the plan session first talks to the model, not when the session opens.
+    from sandbox_runner.agents.prompt import render_plan_prompt
+
     base = render_plan_prompt(
         definition, perspective=None, plan_file=plan_file, plan_exists=plan_exists
     )

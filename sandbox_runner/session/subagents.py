@@ -12,15 +12,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from sandbox_runner import Model, Sandbox
+from sandbox_runner import Model
 from sandbox_runner.agents.definitions import AgentDefinition, check_read_only
 from sandbox_runner.agents.events import EventSink
-from sandbox_runner.agents.loop import AgentLoop, Approver
+from sandbox_runner.agents.hooks import Approver
+from sandbox_runner.agents.loop import AgentLoop
 from sandbox_runner.agents.run_state import LimitReached
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.limits import RunLimits
+from sandbox_runner.session.ui import SubagentSandboxes
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
@@ -30,16 +31,6 @@ SUBAGENT_NOTE = (
     "You are a subagent: do the task below and answer with your findings as text. You have "
     "no plan file; the agent that launched you writes the plan."
 )
-
-
-class SubagentSandboxes(Protocol):
-    """Where subagents run."""
-
-    def read_only(self) -> Sandbox:
-        """A sandbox whose workspace is read-only (Plan, Explore)."""
-
-    def work(self) -> Sandbox:
-        """A sandbox whose workspace is writable (general-purpose)."""
 
 
 @dataclass

@@ -7,9 +7,10 @@ import asyncio
 import queue
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application, run_in_terminal
@@ -20,11 +21,8 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
-from rich.console import Console
-from rich.markdown import Markdown
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.agents.loop import Approval
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.commands import Commands
@@ -38,7 +36,10 @@ from sandbox_runner.session.terminal_ui import (
     tool_line,
     toolbar,
 )
-from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 T = TypeVar("T")
 QUIT_HINT = "press Ctrl-C again to quit (the session is kept: planrun --continue)"
@@ -49,13 +50,33 @@ class TerminalUI:
 
     def __init__(self) -> None:
         self.activity = Activity()
-        self.console = Console(highlight=False)
+        self._file: IO[str] | None = None
+        """Where output goes; None: sys.stdout at the time of writing."""
+        self._console: Console | None = None
         self.session: Session | None = None
         self.app: Application[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
+    @property
+    def console(self) -> Console:
+        """rich's console, made on the first output: the prompt is drawn without rich, and
+        the thread that first prints (the worker, as a rule) pays for importing it."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self._file, highlight=False)
+        return self._console
+
+    def write_to(self, file: IO[str]) -> None:
+        """Send the output to FILE from now on."""
+        self._file, self._console = file, None
+
     def show(self, text: str) -> None:
-        self._emit(lambda console: console.print(Markdown(terminal_text(text))))
+        from rich.markdown import Markdown
+
+        # Parsed here, in the caller's thread; the event loop's thread only prints it.
+        markdown = Markdown(terminal_text(text))
+        self._emit(lambda console: console.print(markdown))
 
     def say(self, *lines: str) -> None:
         """Plain lines of planrun's own (a command's output, a tool call)."""
@@ -97,10 +118,10 @@ class TerminalUI:
     def _emit(self, render: Callable[[Console], None]) -> None:
         """Print above the prompt, in order with dialogs: both go through run_in_terminal
         (stdout written from a thread would land late, after a dialog, or be overdrawn)."""
-        loop = self.loop
+        loop, console = self.loop, self.console
 
         def draw() -> None:
-            render(self.console)
+            render(console)
 
         if loop is None or not loop.is_running():
             draw()
@@ -117,6 +138,17 @@ class TerminalUI:
     def redraw(self) -> None:
         if self.app is not None and self.loop is not None:
             self.loop.call_soon_threadsafe(self.app.invalidate)
+
+    @contextmanager
+    def preparing(self, what: str) -> Iterator[None]:
+        """WHAT is shown under way, with a spinner, while the block runs."""
+        self.activity.prepare(what)
+        self.redraw()
+        try:
+            yield
+        finally:
+            self.activity.prepare("")
+            self.redraw()
 
 
 class Worker:
@@ -173,6 +205,8 @@ class Terminal:
         """Jobs queued so far, and the last one an interrupt dropped."""
         self._target: PermissionMode | None = None
         """A mode chosen with Shift+Tab that the worker has not applied yet."""
+        self._first: Callable[[], None] | None = None
+        """The job that gets the session ready, until the worker is given it."""
         self.prompt: PromptSession[str] = PromptSession(
             message=self._message,
             history=history or InMemoryHistory(),
@@ -204,7 +238,7 @@ class Terminal:
             self.session.request_mode(target)
             return
         self._target = target
-        self.worker.submit(lambda: self._apply_mode(target))
+        self._submit(lambda: self._apply_mode(target))
 
     def _apply_mode(self, target: PermissionMode) -> None:
         try:
@@ -261,10 +295,12 @@ class Terminal:
 
     async def run(self, first: Callable[[], None] | None = None) -> None:
         """Read lines until Ctrl-D, a second Ctrl-C or /quit; the agent works meanwhile.
-        FIRST (starting containers, say) runs in the worker while the prompt comes up."""
+        FIRST (starting containers, say) runs in the worker once the prompt is drawn,
+        before anything typed there."""
         self.ui.loop, self.ui.app = asyncio.get_running_loop(), self.prompt.app
-        if first is not None:
-            self.worker.submit(first)
+        self._first = first
+        # Not sooner: the worker's imports would slow the first drawing of the prompt.
+        self.prompt.app.after_render += self._start_first
         ticker = asyncio.create_task(self._tick())
         try:
             while True:
@@ -303,6 +339,17 @@ class Terminal:
         self._dropped = self._queued
         self.session.interrupt()
 
+    def _start_first(self, _: object = None) -> None:
+        self.prompt.app.after_render -= self._start_first
+        first, self._first = self._first, None
+        if first is not None:
+            self.worker.submit(first)
+
+    def _submit(self, job: Callable[[], None]) -> None:
+        """JOB to the worker, after the session's first job, whenever JOB comes."""
+        self._start_first()
+        self.worker.submit(job)
+
     def _queue(self, job: Callable[[], None]) -> None:
         if self.ui.activity.busy:
             self.ui.say("(queued: it runs when the agent's turn is over)")
@@ -321,17 +368,17 @@ class Terminal:
                     self.hint = QUIT_HINT if self.quit_armed else ""
                 self.ui.redraw()
 
-        self.worker.submit(run)
+        self._submit(run)
 
     def _print(self, lines: list[str]) -> None:
         if lines:
             self.ui.say(*lines)
 
     async def _tick(self) -> None:
-        """Keep the spinner turning while the agent works."""
+        """Keep the spinner turning while the agent works or the session starts."""
         while True:
             await asyncio.sleep(0.1)
-            if self.ui.activity.busy:
+            if self.ui.activity.busy or self.ui.activity.preparing:
                 self.prompt.app.invalidate()
 
 
@@ -345,7 +392,7 @@ def run_terminal(
     """The full terminal session on a real terminal, until the user quits."""
     # planrun's own output goes straight to the terminal (in run_in_terminal); anything
     # else printed meanwhile lands above the prompt.
-    ui.console = Console(file=sys.stdout, highlight=False)
+    ui.write_to(sys.stdout)
     with patch_stdout(raw=True):
         terminal = Terminal(session, commands, ui, history=FileHistory(str(history)))
         asyncio.run(terminal.run(first))

@@ -20,11 +20,10 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.styles import Style
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.agents.loop import Approval
 from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.commands import COMMANDS
 from sandbox_runner.session.engine import PlanReview
-from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
 
 if TYPE_CHECKING:
@@ -89,7 +88,8 @@ class SlashCompleter(Completer):
 
 
 class Activity:
-    """The turn under way, as the toolbar shows it: elapsed time, tokens, the step now."""
+    """The turn under way, as the toolbar shows it: elapsed time, tokens, the step now;
+    before the first turn, what the session is still getting ready."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -97,6 +97,10 @@ class Activity:
         self.tokens = 0
         self.current = ""
         self.calls: dict[str, str] = {}
+        self.preparing = ""
+        """What the session gets ready behind the prompt (containers, the model client);
+        a message sent meanwhile waits for it."""
+        self._prepared_since = time.monotonic()
 
     def begin(self) -> None:
         with self.lock:
@@ -107,6 +111,13 @@ class Activity:
             self.started, self.current = None, ""
             self.calls.clear()
 
+    def prepare(self, what: str) -> None:
+        """Show WHAT as under way ("" when nothing is)."""
+        with self.lock:
+            if what and not self.preparing:
+                self._prepared_since = time.monotonic()
+            self.preparing = what
+
     @property
     def busy(self) -> bool:
         return self.started is not None
@@ -114,7 +125,10 @@ class Activity:
     def line(self) -> str:
         with self.lock:
             if self.started is None:
-                return ""
+                if not self.preparing:
+                    return ""
+                elapsed = time.monotonic() - self._prepared_since
+                return f"{SPINNER[int(elapsed * 10) % len(SPINNER)]} {self.preparing}…"
             elapsed = time.monotonic() - self.started
             frame = SPINNER[int(elapsed * 10) % len(SPINNER)]
             tokens = f"{self.tokens:,} tokens"

@@ -9,9 +9,7 @@ from typing import Protocol
 
 from sandbox_runner import Sandbox
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.agents.loop import Approval
-from sandbox_runner.session.subagents import SubagentSandboxes
-from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 
 
 @dataclass(frozen=True)
@@ -37,6 +35,16 @@ class SessionUI(Protocol):
 
     def review_plan(self, plan_file: Path, text: str) -> PlanReview:
         """Show the plan and ask whether to accept it."""
+
+
+class SubagentSandboxes(Protocol):
+    """Where subagents run."""
+
+    def read_only(self) -> Sandbox:
+        """A sandbox whose workspace is read-only (Plan, Explore)."""
+
+    def work(self) -> Sandbox:
+        """A sandbox whose workspace is writable (general-purpose)."""
 
 
 class SessionSandboxes(SubagentSandboxes, Protocol):

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from sandbox_runner.tools.bash_policy import classify
 from sandbox_runner.tools.policy import Refusal, ToolContext, ToolKind, ToolUse, translate
 from sandbox_runner.types import ToolCall, ToolRequest
 
@@ -71,6 +70,17 @@ class Deny:
 Decision = Allow | Ask | Deny
 
 
+@dataclass(frozen=True)
+class Approval:
+    """The user's answer to an Ask."""
+
+    allowed: bool
+    always: bool = False
+    """Approve calls like this one for the rest of the session."""
+    feedback: str = ""
+    """With a no: what the agent should do instead."""
+
+
 SHELL_OPERATORS = frozenset(";&|<>$`()\n")
 
 
@@ -114,6 +124,9 @@ def decide(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
 
 def _command(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
     command = use.command or ""
+    # Imported at the first Bash decision: the session's prompt is drawn without it.
+    from sandbox_runner.tools.bash_policy import classify
+
     verdict = classify(command)
     if verdict.allowed:
         return Allow(use.request)

@@ -7,14 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sandbox_runner.agents.conversation import saved_conversation
-from sandbox_runner.agents.loop import (
-    AgentLoop,
-    Approval,
-    Approver,
-    Headless,
-    LoopHooks,
-)
-from sandbox_runner.tools.permissions import Ask, PermissionMode, Rules
+from sandbox_runner.agents.hooks import Approver, LoopHooks
+from sandbox_runner.agents.loop import AgentLoop, Headless
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
 from tests.support.local_sandbox import LocalSandbox

@@ -11,14 +11,13 @@ import pytest
 
 from sandbox_runner import Sandbox
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.agents.loop import Approval
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.state import SessionStore
-from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use
 

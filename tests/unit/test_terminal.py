@@ -16,11 +16,11 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from sandbox_runner.agents.loop import Approval
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.terminal import Terminal, TerminalUI
 from sandbox_runner.session.terminal_ui import (
+    SPINNER,
     Activity,
     SlashCompleter,
     approval_dialog,
@@ -28,7 +28,7 @@ from sandbox_runner.session.terminal_ui import (
     toolbar,
     wrap_parts,
 )
-from sandbox_runner.tools.permissions import Ask, PermissionMode
+from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
 from sandbox_runner.types import ToolRequest
 from tests.support.scripted_model import reply, say, use
@@ -113,6 +113,48 @@ def test_messages_run_in_the_worker_and_queued_commands_after_them(
     assert ui.shown == ["Hi."]
     assert session.state.mode == "plan"  # the command ran after the turn, in order
     assert [m["role"] for m in session.messages("work")] == ["user", "assistant"]
+
+
+def test_a_message_sent_while_the_session_starts_waits_under_a_spinner(
+    workspace: Path, tmp_path: Path, pipe: PipeInput
+) -> None:
+    """The prompt takes a message before the containers are up; the toolbar says what is
+    still starting, and the message runs once it is done."""
+    shown = FakeUI()
+    session = open_session(workspace, tmp_path, Models({"work": [reply(say("Hi."))]}), shown)
+    ui = TerminalUI()
+    release = threading.Event()
+    toolbars: list[str] = []
+    answered_early: list[str] = []
+
+    def first() -> None:
+        with ui.preparing("starting the session"):
+            release.wait(30)
+
+    def type_then_release() -> None:
+        pipe.send_text("hello\r")
+        deadline = time.monotonic() + 30
+        while not ui.activity.preparing and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # time enough for the message to run, were it not waiting
+        toolbars.append(plain(toolbar(session, PermissionMode.DEFAULT, ui.activity, "")))
+        answered_early.extend(shown.shown)
+        release.set()
+        while not shown.shown and time.monotonic() < deadline:
+            time.sleep(0.01)
+        toolbars.append(plain(toolbar(session, PermissionMode.DEFAULT, ui.activity, "")))
+        pipe.send_text(CTRL_D)
+
+    try:
+        terminal = Terminal(session, Commands(session), ui, input=pipe, output=DummyOutput())
+        threading.Thread(target=type_then_release, daemon=True).start()
+        asyncio.run(asyncio.wait_for(terminal.run(first), 30))
+    finally:
+        session.close()
+    waiting, done = toolbars
+    assert waiting.startswith(tuple(f"{frame} starting the session…\n" for frame in SPINNER))
+    assert done.startswith("default mode (shift+tab to cycle)")
+    assert answered_early == [] and shown.shown == ["Hi."]
 
 
 def test_the_badge_texts_colours_and_the_plan_tooltip(session: Session) -> None:

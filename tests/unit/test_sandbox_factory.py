@@ -1,0 +1,88 @@
+"""The one Docker sandbox factory of plan runs and sessions: every container made to the
+settings (image, extra directories, limits), labelled with its session and agent, and
+Docker asked nothing before the first one (a fake Docker client at the outermost edge)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox_runner.cli import Services
+from sandbox_runner.cli.session_cmd import DockerSessionSandboxes
+from sandbox_runner.config import load_settings
+from sandbox_runner.errors import ImageMissingError
+from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+from sandbox_runner.sandbox.spec import Profile, SandboxSpec
+from tests.unit.test_image import FakeDocker
+
+
+def spec_of(sandbox: object) -> SandboxSpec:
+    assert isinstance(sandbox, DockerSandbox)
+    return sandbox.spec
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, planrun_home: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (planrun_home / "config.yaml").write_text(
+        f"image: my/sandbox:1\nmemory_mb: 512\nextra_dirs: [{docs}]\n"
+    )
+    return root
+
+
+def test_runs_and_sessions_get_containers_made_to_the_settings(
+    workspace: Path, tmp_path: Path
+) -> None:
+    services = Services(docker=lambda: FakeDocker("my/sandbox:1"))
+    loaded = load_settings(workspace)
+    run = services.sandbox_factory(workspace, loaded)("run-1")
+    session = DockerSessionSandboxes(services.sandboxes(workspace, loaded), "s-1", tmp_path / "t")
+    made = {
+        "probe": spec_of(run(None)),
+        "perspective": spec_of(run(tmp_path / "perspective")),
+        "plan-session": spec_of(session.plan(tmp_path / "staging")),
+        "task": spec_of(session.read_only()),
+        "work-session": spec_of(session.work()),
+    }
+    for spec in made.values():
+        assert spec.image == "my/sandbox:1" and spec.limits.memory_mb == 512
+        assert [mount.source for mount in spec.mounts] == [workspace, tmp_path / "docs"]
+    assert {name: spec.profile for name, spec in made.items()} == {
+        "probe": Profile.PROBE,
+        "perspective": Profile.PLAN,
+        "plan-session": Profile.PLAN,
+        "task": Profile.PLAN,
+        "work-session": Profile.WORK,
+    }
+    assert {name: (spec.session, spec.agent) for name, spec in made.items()} == {
+        "probe": ("run-1", "git-status"),
+        "perspective": ("run-1", "perspective"),
+        "plan-session": ("s-1", "plan-session"),
+        "task": ("s-1", "task"),
+        "work-session": ("s-1", "work-session"),
+    }
+    assert made["task"].plan_dir is not None
+    assert made["task"].plan_dir.parent == tmp_path / "t"
+
+
+def test_docker_is_asked_at_the_first_sandbox_and_a_missing_image_names_its_setting(
+    workspace: Path, planrun_home: Path, tmp_path: Path
+) -> None:
+    asked: list[bool] = []
+
+    def docker() -> FakeDocker:
+        asked.append(True)
+        return FakeDocker("planrun-sandbox:other")
+
+    services = Services(docker=docker)
+    sandboxes = services.sandboxes(workspace, load_settings(workspace))
+    assert asked == []  # a session's prompt is drawn before this
+    with pytest.raises(ImageMissingError, match=f"set by {planrun_home / 'config.yaml'}"):
+        sandboxes.work(session="s-1", agent="work-session")
+    assert asked == [True]
+    with pytest.raises(ImageMissingError):
+        services.sandbox_factory(workspace, load_settings(workspace))  # checked at once
