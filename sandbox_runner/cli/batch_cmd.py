@@ -317,9 +317,12 @@ def _remember(out_dir: Path, prepared: list[PreparedTask]) -> None:
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
+    width = min(max((len(job["key"]) for job in summary["jobs"]), default=0), 40)
     for job in summary["jobs"]:
-        reason = f" ({job['reason']})" if job["reason"] and job["status"] != "complete" else ""
-        click.echo(one_line(f"  {job['key']:<40} {job['status']:<10}{reason}"))
+        # One line per job; the whole reason is in summary.md and summary.json.
+        reason = str(job["reason"]) if job["status"] != "complete" else ""
+        reason = f" ({reason[:97]}…)" if len(reason) > 100 else (f" ({reason})" if reason else "")
+        click.echo(one_line(f"  {job['key']:<{width}}  {job['status']:<10}{reason}"))
     counts = ", ".join(f"{status} {n}" for status, n in summary["counts"].items())
     click.echo(one_line(f"Batch {summary['batch']}: {counts}"))
     click.echo(one_line(f"Summary: {Path(summary['out_dir']) / 'summary.md'}"))

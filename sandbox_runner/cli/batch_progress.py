@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TextIO
 
 from rich.console import Console, Group
@@ -14,11 +15,12 @@ from rich.live import Live
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.progress import Progress as RichProgress
 from rich.table import Table
@@ -36,6 +38,17 @@ class _Running:
     turn: int = 0
     tool: str = ""
     tokens: int = 0
+
+
+class JobsRemaining(ProgressColumn):
+    """Time left: the average time per finished job so far, times the jobs left. (rich's
+    own estimate, a rate over recent samples, swings wildly when jobs end together.)"""
+
+    def render(self, task: Task) -> Text:
+        if not task.completed or task.total is None or task.elapsed is None:
+            return Text("-:--:--", style="progress.remaining")
+        left = task.elapsed / task.completed * max(task.total - task.completed, 0)
+        return Text(str(timedelta(seconds=round(left))), style="progress.remaining")
 
 
 class BatchProgress(LiveDisplay):
@@ -61,7 +74,7 @@ class BatchProgress(LiveDisplay):
                 MofNCompleteColumn(),
                 TaskProgressColumn(),
                 TimeElapsedColumn(),
-                TimeRemainingColumn(),
+                JobsRemaining(),
                 TextColumn("{task.fields[cost]}"),
                 console=console,
                 speed_estimate_period=300,
@@ -130,4 +143,6 @@ class BatchProgress(LiveDisplay):
                 )
             counts = self.counts()
         assert self._bar is not None
+        if not table.rows:
+            return Group(self._bar, Text(counts))
         return Group(self._bar, Text(counts), table)

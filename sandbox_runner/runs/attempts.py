@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.runs.plan_job import EarlierAttempt
@@ -81,9 +82,15 @@ def earlier_attempt(directory: Path, label: str, fingerprint: str) -> EarlierAtt
     if note.get("resumable") is not True or note.get("fingerprint") != fingerprint:
         return None
     transcript = read_text(attempt / f"{label}.transcript.jsonl")
-    if not transcript:
+    if not transcript or not can_go_on(transcript):
         return None
     return EarlierAttempt(transcript, read_text(attempt / f"{label}.md"), str(note["reason"]))
+
+
+def can_go_on(transcript: str) -> bool:
+    """Whether a transcript holds a conversation to go on with (at least one answer of
+    the model, nothing lost on the way); a run stopped before its first answer has none."""
+    return saved_conversation(transcript_lines(transcript)).intact
 
 
 def new_attempt_dir(directory: Path, label: str, tag: str) -> Path:

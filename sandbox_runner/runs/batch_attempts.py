@@ -12,9 +12,11 @@ from sandbox_runner.plans.files import write_new
 from sandbox_runner.runs.attempts import (
     ATTEMPT_NOTE,
     AttemptNote,
+    can_go_on,
     earlier_attempt,
     new_attempt_dir,
     read_json,
+    read_text,
 )
 from sandbox_runner.runs.batch_job import SCRATCH_IDENTITY
 
@@ -63,11 +65,13 @@ def would_go_on(
     reads, moves nothing). retry_resumable: for a retried job, whether its last attempt
     is recorded as resumable (None for a job that simply runs)."""
     if retry_resumable is not None:
-        return retry_resumable and (directory / f"{label}.transcript.jsonl").is_file()
+        transcript = read_text(directory / f"{label}.transcript.jsonl")
+        return retry_resumable and bool(transcript) and can_go_on(transcript or "")
     if scratch_root.is_dir():
         for scratch in scratch_root.iterdir():
             identity = read_json(scratch / SCRATCH_IDENTITY)
             same = identity.get("label") == label and identity.get("fingerprint") == fingerprint
-            if same and (scratch / f"{label}.transcript.jsonl").is_file():
+            transcript = read_text(scratch / f"{label}.transcript.jsonl") if same else None
+            if transcript and can_go_on(transcript):
                 return True
     return earlier_attempt(directory, label, fingerprint) is not None

@@ -18,6 +18,7 @@ from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.plans.workspace import tree_fingerprint
 from sandbox_runner.runs.attempts import (
     AttemptNote,
+    can_go_on,
     earlier_attempt,
     move_aside,
     read_json,
@@ -173,7 +174,7 @@ def _earlier(plan: ResumePlan, label: str, entry: dict[str, Any] | None) -> Earl
     reason = str(entry.get("reason") or "stopped") if entry is not None else IN_FLIGHT
     resumable = entry.get("resumable") is True if entry is not None else True
     plan.notes[label] = AttemptNote("", resumable, reason)
-    if not resumable:
+    if not resumable or not can_go_on(transcript):
         return None
     draft = read_text(directory / f"{label}.md") or read_text(
         plan.sandbox_root / label / f"{label}.md"

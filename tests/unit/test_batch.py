@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
+from rich.progress import Progress as RichProgress
 
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.cli import cli
-from sandbox_runner.cli.batch_progress import BatchProgress
+from sandbox_runner.cli.batch_progress import BatchProgress, JobsRemaining
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.results import PlanResult, PlanStatus
@@ -161,6 +162,16 @@ def test_cli_dry_run_lists_the_jobs(tmp_path: Path, sample_repo: Path) -> None:
     ]
 
 
+def conversation(task: str) -> str:
+    """A transcript holding a conversation to go on with: the start and one answer."""
+    entries = [
+        {"type": "system", "text": "the prompt", "model": "m"},
+        {"type": "user", "text": task},
+        {"type": "assistant", "content": [{"type": "text", "text": "Looking."}], "usage": {}},
+    ]
+    return "".join(json.dumps(entry) + "\n" for entry in entries)
+
+
 # The driver, with a fake engine --------------------------------------------------------
 
 
@@ -199,7 +210,7 @@ class FakeWork:
                 continued=job.payload.earlier is not None,
             )
             metadata: dict[str, Any] = {"status": result.status.value, "valid": result.valid}
-            transcript = f'{{"attempt of": "{job.key}"}}\n'
+            transcript = conversation(job.key)
             return JobOutcome(job.key, result, render_document(metadata, VALID_PLAN), transcript)
 
         return run
@@ -298,7 +309,7 @@ def test_a_retried_job_goes_on_with_a_resumable_attempt_only(
     status = read_status(tmp_path / "out")
     assert status is not None
     assert {job["key"]: job["continued"] for job in status["jobs"]}["t1/b"] is True
-    assert earlier.transcript == '{"attempt of": "t1/b"}\n' and earlier.plan is not None
+    assert earlier.transcript == conversation("t1/b") and earlier.plan is not None
     assert (tmp_path / "out/tasks/t1/.attempts/b/1/attempt.json").is_file()
     third = FakeWork()
     run_batch(tmp_path, third, retry_failed=True)
@@ -306,7 +317,9 @@ def test_a_retried_job_goes_on_with_a_resumable_attempt_only(
     assert third.earlier == {"t1/b": None, "t2/b": None}  # the newest attempt ended for good
 
 
-def in_flight_scratch(tmp_path: Path, key: str, fingerprint: str) -> Path:
+def in_flight_scratch(
+    tmp_path: Path, key: str, fingerprint: str, transcript: str | None = None
+) -> Path:
     """What a driver killed mid-job leaves in its scratch: the job's identity, the
     transcript so far and the plan draft in the sandbox's directory."""
     label = key.split("/")[1]
@@ -314,7 +327,7 @@ def in_flight_scratch(tmp_path: Path, key: str, fingerprint: str) -> Path:
     (scratch / ".sandbox" / label).mkdir(parents=True)
     identity = {"key": key, "label": label, "fingerprint": fingerprint}
     (scratch / "job.json").write_text(json.dumps(identity))
-    (scratch / f"{label}.transcript.jsonl").write_text('{"type": "system"}\n')
+    (scratch / f"{label}.transcript.jsonl").write_text(transcript or conversation(key))
     (scratch / ".sandbox" / label / f"{label}.md").write_text("# draft\n")
     return scratch
 
@@ -336,12 +349,14 @@ def test_a_job_in_flight_when_the_driver_died_goes_on_with_its_conversation(
     in_flight_scratch(tmp_path, "t1/b", fingerprints["t1/b"])
     in_flight_scratch(tmp_path, "t2/a", "sha256:of-a-task-since-changed")
     elsewhere = in_flight_scratch(tmp_path, "t9/a", "sha256:left-out-by-only")
+    # Stopped before the model's first answer: nothing to go on with.
+    in_flight_scratch(tmp_path, "t2/b", fingerprints["t2/b"], '{"type": "system"}\n')
     again = FakeWork()
     run_batch(tmp_path, again)
     assert again.runs == {"t1/b": 1, "t2/a": 1, "t2/b": 1}
     earlier = again.earlier["t1/b"]
     assert earlier is not None and earlier.plan == "# draft\n"
-    assert earlier.transcript == '{"type": "system"}\n'
+    assert earlier.transcript == conversation("t1/b")
     assert again.earlier["t2/a"] is None and again.earlier["t2/b"] is None
     kept = tmp_path / "out/tasks/t2/.attempts/a/interrupted"
     assert (kept / "a.transcript.jsonl").is_file() and (kept / "a.md").is_file()
@@ -412,3 +427,13 @@ def test_a_dry_run_says_which_jobs_would_go_on(tmp_path: Path, sample_repo: Path
         "skip (complete)    t2/a",
         "retry (goes on)    t2/b",
     ]
+
+
+def test_the_time_left_is_the_average_job_time_times_the_jobs_left() -> None:
+    now = [100.0]
+    progress = RichProgress(get_time=lambda: now[0])
+    task = progress.add_task("plans", total=6)
+    assert JobsRemaining().render(progress.tasks[task]).plain == "-:--:--"
+    now[0] = 130.0
+    progress.update(task, advance=2)  # two jobs finished together after 30 s
+    assert JobsRemaining().render(progress.tasks[task]).plain == "0:01:00"

@@ -27,6 +27,7 @@ from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
 from sandbox_runner.types import ModelRequest, ModelResponse
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, Step, reply, say, use
+from tests.unit.test_batch import conversation
 from tests.unit.test_continue import OVERLOADED
 from tests.unit.test_plan_loop import VALID_PLAN
 
@@ -223,7 +224,7 @@ def test_a_killed_run_inside_the_repository_keeps_its_draft_for_the_resume(
     assert not root.is_relative_to(sample_repo) and root == sandbox_root_of(spec)
     # What a SIGKILL leaves: transcripts in the run directory, drafts in the sandbox root.
     for label in ("simplicity", "security"):
-        (out / f"{label}.transcript.jsonl").write_text('{"type": "system"}\n')
+        (out / f"{label}.transcript.jsonl").write_text(conversation(label))
     (root / "security").mkdir(parents=True)
     (root / "security" / "security.md").write_text("# draft\n")
     resume = plan_resume(spec)
