@@ -322,7 +322,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
         # One line per job; the whole reason is in summary.md and summary.json.
         reason = str(job["reason"]) if job["status"] != "complete" else ""
         reason = f" ({reason[:97]}…)" if len(reason) > 100 else (f" ({reason})" if reason else "")
-        click.echo(one_line(f"  {job['key']:<{width}}  {job['status']:<10}{reason}"))
+        click.echo(one_line(f"  {job['key']:<{width}}  {job['status']:<10}{reason}".rstrip()))
     counts = ", ".join(f"{status} {n}" for status, n in summary["counts"].items())
     click.echo(one_line(f"Batch {summary['batch']}: {counts}"))
     click.echo(one_line(f"Summary: {Path(summary['out_dir']) / 'summary.md'}"))
