@@ -14,7 +14,14 @@ from sandbox_runner.cli.app import cli, reports_errors, services, warn
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
-from sandbox_runner.plans.history import batches_dir, find_run, index_path, list_runs, runs_dir
+from sandbox_runner.plans.history import (
+    batches_dir,
+    find_run,
+    index_path,
+    is_being_written,
+    list_runs,
+    runs_dir,
+)
 from sandbox_runner.safe_text import one_line, terminal_text
 
 
@@ -51,8 +58,10 @@ def plans_list(as_json: bool) -> None:
         name = run.name if run.path.parent == runs_dir() else _shown_path(run.path)
         if run.problem:
             line = f"{name:<28} (unreadable report: {run.problem})"
+        elif not run.has_report and is_being_written(run.path):
+            line = f"{name:<28} (running)"
         elif not run.has_report:
-            line = f"{name:<28} (no report: interrupted or still running)"
+            line = f"{name:<28} (no report: stopped; `planrun plans resume` finishes it)"
         else:
             first_line = (run.requirements.strip().splitlines() or [""])[0][:60]
             started = run.started_at[:16].replace("T", " ")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +33,23 @@ class RunSummary:
     perspectives: list[str] = field(default_factory=list)
     problem: str = ""
     """Why the report could not be read ("" when it could, or when there is none)."""
+
+
+def is_being_written(directory: Path, lock_name: str = "run.lock") -> bool:
+    """Whether a planrun process holds the run's lock now (a run being written or resumed)."""
+    try:
+        descriptor = os.open(directory / lock_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(descriptor)
+    return False
 
 
 def runs_dir() -> Path:

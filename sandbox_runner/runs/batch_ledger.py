@@ -7,6 +7,7 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from sandbox_runner.errors import ConfigError
 
 LEDGER_NAME = "results.jsonl"
 LOCK_NAME = "batch.lock"
+LOCK_TRIES = 10
 RUN_LOCK = "run.lock"
 """Held by `planrun plan` while it writes a run, and by `planrun plans resume`."""
 COMPLETE = "complete"
@@ -125,7 +127,7 @@ class BatchLock:
         except OSError as error:
             raise ConfigError(f"cannot lock {self.path}: {error.strerror}") from None
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock_soon(descriptor)
         except BlockingIOError:
             holder = os.read(descriptor, 200).decode(errors="replace").strip()
             os.close(descriptor)
@@ -144,3 +146,19 @@ class BatchLock:
             with contextlib.suppress(OSError):
                 os.close(self._descriptor)
             self._descriptor = None
+
+
+def _lock_soon(descriptor: int) -> None:
+    """The exclusive lock, retried for a moment: `planrun plans list` holds a shared one
+    for an instant to see whether a run is being written.
+
+    Raises:
+        BlockingIOError: another process holds it.
+    """
+    for _ in range(LOCK_TRIES - 1):
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(0.02)
+    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
