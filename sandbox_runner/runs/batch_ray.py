@@ -5,15 +5,12 @@ is each node's own: never in arguments or runtime_env."""
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import importlib
-import io
 import logging
 import os
 import queue
-import tarfile
 import tempfile
 import threading
 from collections.abc import Callable
@@ -38,55 +35,20 @@ from sandbox_runner.runs.batch_ray_nodes import (
 )
 from sandbox_runner.runs.batch_setup import BatchJob
 from sandbox_runner.runs.executor import Announced
+from sandbox_runner.runs.repo_shipping import node_copy, repo_tarball
 from sandbox_runner.sandbox.image_transfer import SavedImage
 
 T = TypeVar("T")
-MAX_REPO_BYTES = 512 * 1024 * 1024
-"""Ray's own limit for a single object sent in a task (GRPC message size)."""
 NODE_RETRIES = 2
 """Ray re-runs a job whose node or worker died; never one that raised (that would pay twice)."""
 
 
-def repo_tarball(workspace: Path, exclude: Path | None) -> bytes:
-    """The workspace as `planrun plan --repo` sees it, .git included, as a gzip tarball."""
-    buffer = io.BytesIO()
-
-    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        if exclude is not None and (workspace / info.name).resolve().is_relative_to(exclude):
-            return None
-        return info
-
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as archive:
-        archive.add(workspace, arcname=".", filter=keep)
-    data = buffer.getvalue()
-    if len(data) > MAX_REPO_BYTES:
-        raise ConfigError(
-            f"{workspace} is {len(data)} bytes as a tarball; Ray ships at most 512 MB"
-        )
-    return data
-
-
 def node_repository(blob_ref: Any, digest: str) -> Path:
-    """The node's cached copy of a shipped repository, extracted once and checked by digest."""
+    """The node's cached copy of a shipped repository (see repo_shipping.node_copy)."""
     import ray
 
     cache = planrun_home() / "batch-cache" / "repos"
-    cache.mkdir(parents=True, exist_ok=True)
-    target = cache / digest
-    with (cache / f"{digest}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        marker = target / ".planrun-digest"
-        if target.is_dir() and marker.is_file() and marker.read_text() == digest:
-            return target / "repo"
-        blob: bytes = ray.get(blob_ref)
-        if hashlib.sha256(blob).hexdigest() != digest:
-            raise ConfigError("the shipped repository does not match its digest")
-        staging = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=cache))
-        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as archive:
-            archive.extractall(staging / "repo", filter="data")
-        (staging / ".planrun-digest").write_text(digest)
-        os.replace(staging, target)
-    return target / "repo"
+    return node_copy(cache, digest, lambda: bytes(ray.get(blob_ref)))
 
 
 @dataclass(frozen=True)
@@ -289,16 +251,21 @@ class RayEngine:
         self.ray.shutdown()
 
     def work_for(self, batch: str, jobs: list[BatchJob], out_dir: Path) -> WorkFor:
-        """Each job becomes a RemoteJob; each distinct repository is put in the store once."""
+        """Each job becomes a RemoteJob; each distinct repository is packed and put in the
+        store once, all of them before any job is submitted (a repository that cannot be
+        packed is a usage error before anything runs).
+
+        Raises:
+            ConfigError: a repository cannot be packed, or is too large.
+        """
         shipped: dict[Path, tuple[Any, str]] = {}
+        for workspace in dict.fromkeys(job.payload.workspace for job in jobs):
+            exclude = out_dir if out_dir.is_relative_to(workspace) else None
+            blob = repo_tarball(workspace, exclude)
+            shipped[workspace] = (self.ray.put(blob), hashlib.sha256(blob).hexdigest())
 
         def work(job: BatchJob) -> Callable[[], JobOutcome]:
-            workspace = job.payload.workspace
-            if workspace not in shipped:
-                exclude = out_dir if out_dir.is_relative_to(workspace) else None
-                blob = repo_tarball(workspace, exclude)
-                shipped[workspace] = (self.ray.put(blob), hashlib.sha256(blob).hexdigest())
-            ref, digest = shipped[workspace]
+            ref, digest = shipped[job.payload.workspace]
             loaded = job.task.prepared.settings
             return RemoteJob(
                 job.payload,

@@ -1,0 +1,209 @@
+"""A repository shipped to Ray nodes that share no disk: a deterministic gzip tarball (the
+same tree gives the same digest, so a node's cache hits across runs), bounded as it is
+written, without credentials from `.git/config`; and its extraction into a node's cache
+(links kept as the local engine mounts them, nothing else that is not a file or a
+directory), read-only, pruned to the newest few."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gzip
+import hashlib
+import io
+import os
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sandbox_runner.errors import ConfigError
+
+MAX_REPO_BYTES = 512 * 1024 * 1024
+"""Ray's own limit for a single object sent in a task (GRPC message size)."""
+KEPT_REPOSITORIES = 8
+"""A node keeps the most recently used copies; older ones are removed."""
+STALE_STAGING_SECONDS = 3600.0
+MARKER = ".planrun-digest"
+GIT_CONFIG = "./.git/config"
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+
+
+class _Bounded(io.RawIOBase):
+    """A sink that refuses to grow past a limit (the tarball is never held whole first)."""
+
+    def __init__(self, limit: int, workspace: Path) -> None:
+        self.buffer, self.limit, self.workspace = io.BytesIO(), limit, workspace
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        if self.buffer.tell() + len(data) > self.limit:
+            raise ConfigError(
+                f"{self.workspace} is over {self.limit // 2**20} MB as a tarball; Ray ships at "
+                "most 512 MB (move large untracked files out of the repository)"
+            )
+        return self.buffer.write(data)
+
+
+def repo_tarball(workspace: Path, exclude: Path | None, limit: int = MAX_REPO_BYTES) -> bytes:
+    """The workspace as `planrun plan --repo` sees it, .git included (its config without
+    credentials), as a gzip tarball whose bytes depend on the tree alone.
+
+    Raises:
+        ConfigError: it is too large, or a file of it cannot be read.
+    """
+    sink = _Bounded(limit, workspace)
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        # Compared without resolving: the workspace and --out are resolved already.
+        if exclude is not None and (workspace / info.name).is_relative_to(exclude):
+            return None
+        if not (info.isfile() or info.isdir() or info.issym()):
+            return None  # FIFOs, devices, sockets: the local engine's tools skip them too
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        return info
+
+    try:
+        with (
+            gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=1, mtime=0) as compressed,
+            tarfile.open(fileobj=compressed, mode="w", format=tarfile.PAX_FORMAT) as archive,
+        ):
+            archive.add(workspace, arcname=".", filter=_without(GIT_CONFIG, keep))
+            config = workspace / ".git" / "config"
+            if config.is_file() and not config.is_symlink():
+                _add_text(
+                    archive, GIT_CONFIG, sanitised_git_config(config.read_text("utf-8", "replace"))
+                )
+    except (OSError, RuntimeError) as error:
+        raise ConfigError(f"cannot pack {workspace} for the Ray nodes: {error}") from None
+    return sink.buffer.getvalue()
+
+
+def _without(
+    name: str, keep: Callable[[tarfile.TarInfo], tarfile.TarInfo | None]
+) -> Callable[[tarfile.TarInfo], tarfile.TarInfo | None]:
+    def filtered(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return None if info.name == name else keep(info)
+
+    return filtered
+
+
+def _add_text(archive: tarfile.TarFile, name: str, text: str) -> None:
+    data = text.encode("utf-8")
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = len(data), 0o644
+    archive.addfile(info, io.BytesIO(data))
+
+
+def sanitised_git_config(text: str) -> str:
+    """A repository's git config without what could carry a credential: `[credential]`
+    sections, `extraheader` keys (actions/checkout puts a token there), and the user
+    information in URLs."""
+    lines, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            skipping = stripped[1:].lstrip().lower().startswith("credential")
+        if skipping:
+            continue
+        key = stripped.split("=", 1)[0].strip().lower()
+        if key == "extraheader":
+            continue
+        lines.append(_USERINFO.sub(r"\1", line))
+    return "".join(lines)
+
+
+def extract(blob: bytes, target: Path, digest: str) -> None:
+    """Extract a shipped repository into target (a new directory), read-only.
+
+    Raises:
+        ConfigError: it does not match its digest, or cannot be extracted.
+    """
+    if hashlib.sha256(blob).hexdigest() != digest:
+        raise ConfigError("the shipped repository does not match its digest")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as archive:
+            archive.extractall(target, filter=_links_as_they_are)
+    except (OSError, tarfile.TarError) as error:
+        raise ConfigError(f"cannot extract the shipped repository: {error}") from None
+    _read_only(target)
+
+
+def _links_as_they_are(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+    """tarfile's data filter, except that symbolic links are kept wherever they point: the
+    sandbox mounts the copy read-only and its tools read beneath the workspace only, as
+    they do with the repository the local engine mounts."""
+    if member.issym():
+        name = os.path.normpath(member.name)
+        if name.startswith(("/", "..")) or os.path.isabs(name):
+            raise tarfile.OutsideDestinationError(member, path)
+        return member
+    return tarfile.data_filter(member, path)
+
+
+def _read_only(root: Path) -> None:
+    for directory, _, files in os.walk(root):
+        for name in files:
+            path = Path(directory) / name
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        Path(directory).chmod(0o555)
+
+
+def node_copy(cache: Path, digest: str, fetch: Callable[[], bytes]) -> Path:
+    """This node's copy of a shipped repository: extracted once (under a lock), repaired
+    when damaged, the cache pruned to the most recently used copies.
+
+    Raises:
+        ConfigError: the shipped bytes are wrong or cannot be extracted.
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    target = cache / digest
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        marker = target / MARKER
+        if target.is_dir() and marker.is_file() and marker.read_text() == digest:
+            os.utime(marker)  # most recently used
+            return target / "repo"
+        _remove(target)
+        staging = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=cache))
+        try:
+            extract(fetch(), staging / "repo", digest)
+            (staging / MARKER).write_text(digest)
+            os.replace(staging, target)
+        finally:
+            _remove(staging)
+        _prune(cache, keep=target)
+    return target / "repo"
+
+
+def _prune(cache: Path, keep: Path) -> None:
+    now = time.time()
+    copies = []
+    for entry in cache.iterdir():
+        marker = entry / MARKER
+        if entry == keep or not entry.is_dir():
+            continue
+        if marker.is_file():
+            copies.append((marker.stat().st_mtime, entry))
+        elif now - entry.stat().st_mtime > STALE_STAGING_SECONDS:
+            _remove(entry)  # staging left by a worker that died mid-extraction
+    for _, entry in sorted(copies, reverse=True)[KEPT_REPOSITORIES - 1 :]:
+        _remove(entry)
+
+
+def _remove(path: Path) -> None:
+    """Remove a (read-only) directory tree, if it is there."""
+    if not path.exists():
+        return
+    for directory, _, _ in os.walk(path):
+        with contextlib.suppress(OSError):
+            Path(directory).chmod(0o755)
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,139 @@
+"""The repository as it travels to Ray nodes: deterministic, bounded, without credentials,
+and extracted into a node's cache that repairs and prunes itself."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.runs.repo_shipping import (
+    KEPT_REPOSITORIES,
+    MARKER,
+    node_copy,
+    repo_tarball,
+    sanitised_git_config,
+)
+
+GIT_CONFIG = """[core]
+\trepositoryformatversion = 0
+[remote "origin"]
+\turl = https://user:ghp_SECRET@github.com/org/proj.git
+[http "https://github.com/"]
+\textraheader = AUTHORIZATION: basic c2VjcmV0
+[credential]
+\thelper = store
+[credential "https://example.com"]
+\tusername = me
+[branch "main"]
+\tremote = origin
+"""
+
+
+def names(blob: bytes) -> list[str]:
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as archive:
+        return archive.getnames()
+
+
+def member_text(blob: bytes, name: str) -> str:
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as archive:
+        handle = archive.extractfile(name)
+        assert handle is not None
+        return handle.read().decode()
+
+
+def test_the_same_tree_gives_the_same_bytes(sample_repo: Path) -> None:
+    first = repo_tarball(sample_repo, None)
+    assert repo_tarball(sample_repo, None) == first  # so a node's cache hits on the next run
+    (sample_repo / "src" / "new.py").write_text("x = 1\n")
+    assert repo_tarball(sample_repo, None) != first
+
+
+def test_what_the_local_engine_would_not_mount_stays_behind(sample_repo: Path) -> None:
+    out = sample_repo / "plans-out"
+    out.mkdir()
+    (out / "plan.md").write_text("a plan\n")
+    os.mkfifo(sample_repo / "pipe")
+    (sample_repo / "outside").symlink_to("/etc/passwd")
+    (sample_repo / "loop").symlink_to("loop")
+    blob = repo_tarball(sample_repo, out)
+    shipped = names(blob)
+    assert "./pipe" not in shipped and not any("plans-out" in name for name in shipped)
+    assert "./outside" in shipped and "./loop" in shipped and "./src/app.py" in shipped
+
+
+def test_credentials_in_the_git_config_never_travel(sample_repo: Path) -> None:
+    (sample_repo / ".git").mkdir()
+    (sample_repo / ".git" / "config").write_text(GIT_CONFIG)
+    config = member_text(repo_tarball(sample_repo, None), "./.git/config")
+    assert "SECRET" not in config and "c2VjcmV0" not in config and "credential" not in config
+    assert "url = https://github.com/org/proj.git" in config
+    assert '[branch "main"]' in config and "remote = origin" in config
+    assert sanitised_git_config("[Credential]\n\thelper = x\n[core]\n") == "[core]\n"
+
+
+def test_a_repository_too_large_to_ship_is_refused_while_it_is_packed(
+    sample_repo: Path,
+) -> None:
+    (sample_repo / "data.bin").write_bytes(os.urandom(200_000))
+    with pytest.raises(ConfigError, match="Ray ships at most 512 MB"):
+        repo_tarball(sample_repo, None, limit=100_000)
+
+
+@pytest.fixture
+def shipped(sample_repo: Path) -> tuple[bytes, str]:
+    (sample_repo / "outside").symlink_to("/etc/passwd")
+    blob = repo_tarball(sample_repo, None)
+    return blob, hashlib.sha256(blob).hexdigest()
+
+
+def test_a_node_extracts_a_repository_once_read_only_with_its_links(
+    tmp_path: Path, shipped: tuple[bytes, str]
+) -> None:
+    blob, digest = shipped
+    fetched: list[int] = []
+
+    def fetch() -> bytes:
+        fetched.append(1)
+        return blob
+
+    copy = node_copy(tmp_path / "cache", digest, fetch)
+    assert node_copy(tmp_path / "cache", digest, fetch) == copy and len(fetched) == 1
+    assert (copy / "src" / "app.py").is_file()
+    assert os.readlink(copy / "outside") == "/etc/passwd"
+    assert not os.access(copy / "src" / "app.py", os.W_OK) or os.geteuid() == 0
+    assert (copy / "src").stat().st_mode & 0o222 == 0
+
+
+def test_a_damaged_copy_is_replaced_and_wrong_bytes_leave_nothing(
+    tmp_path: Path, shipped: tuple[bytes, str]
+) -> None:
+    blob, digest = shipped
+    cache = tmp_path / "cache"
+    damaged = cache / digest
+    (damaged / "repo").mkdir(parents=True)
+    (damaged / MARKER).write_text("something else")
+    copy = node_copy(cache, digest, lambda: blob)
+    assert (copy / "src" / "app.py").is_file()
+    with pytest.raises(ConfigError, match="does not match its digest"):
+        node_copy(cache, "0" * 64, lambda: blob)
+    assert sorted(p.name for p in cache.iterdir()) == [".lock", digest]
+
+
+def test_the_cache_keeps_the_most_recently_used_copies(tmp_path: Path, sample_repo: Path) -> None:
+    cache = tmp_path / "cache"
+    digests = []
+    for number in range(KEPT_REPOSITORIES + 2):
+        (sample_repo / "version.txt").write_text(f"{number}\n")
+        blob = repo_tarball(sample_repo, None)
+        digests.append(hashlib.sha256(blob).hexdigest())
+        node_copy(cache, digests[-1], functools.partial(bytes, blob))
+        os.utime(cache / digests[-1] / MARKER, (number, number))
+    kept = {p.name for p in cache.iterdir() if p.name != ".lock"}
+    assert len(kept) == KEPT_REPOSITORIES and digests[-1] in kept and digests[0] not in kept
