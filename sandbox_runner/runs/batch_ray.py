@@ -32,6 +32,7 @@ from sandbox_runner.runs.batch_ray_nodes import (
     NodePreparation,
     Say,
     call,
+    code_digest,
 )
 from sandbox_runner.runs.batch_setup import BatchJob
 from sandbox_runner.runs.executor import Announced
@@ -230,7 +231,12 @@ class RayEngine:
         # The image is the operator's setting (a batch file or project cannot choose it).
         self.image = jobs[0].task.prepared.settings.settings.image or image_tag()
         expected = NodeExpectation(
-            __version__, self.image, f"batch-{batch}", self.image == image_tag()
+            __version__,
+            self.image,
+            f"batch-{batch}",
+            self.image == image_tag(),
+            code=code_digest(),
+            image_id=_driver_image_id(docker, self.image),
         )
         saved = functools.partial(_saved_image, docker, self.image, say)
         preparation = NodePreparation(self.ray, expected, saved, say, warn)
@@ -278,6 +284,16 @@ class RayEngine:
             )
 
         return work
+
+
+def _driver_image_id(docker: Callable[[], Any], tag: str) -> str:
+    """The image's ID on this machine's engine ("" without an engine or the image)."""
+    from sandbox_runner.sandbox.image_transfer import image_id
+
+    try:
+        return image_id(docker(), tag) or ""
+    except DockerUnavailableError:
+        return ""
 
 
 def _saved_image(docker: Callable[[], Any], tag: str, say: Say) -> SavedImage | None:

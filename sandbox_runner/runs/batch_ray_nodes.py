@@ -5,10 +5,13 @@ driver's through the object store (or builds it). Only the nodes that pass run j
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sandbox_runner.errors import ConfigError, DockerUnavailableError, PlanrunError
@@ -47,6 +50,28 @@ class NodeExpectation:
     """The batch's container session label (`batch-<name>`), for collecting dead attempts."""
     buildable: bool
     """Whether the tag is planrun's own, which a node can build when nothing is shipped."""
+    code: str = ""
+    """A digest of planrun's code on the driver (the version alone names no build)."""
+    image_id: str = ""
+    """The image's ID on the driver ("" when it has none); a node must have the same one
+    under a tag that is not planrun's own (such a tag can name anything)."""
+
+    def acceptable(self, found_id: str) -> bool:
+        """Whether the image a node has under the tag may run the jobs: planrun's own tag is
+        content-addressed (a node's own build of it will do); any other must be the
+        driver's very image, when the driver has one."""
+        return self.buildable or not self.image_id or found_id == self.image_id
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 over planrun's Python files (names and contents), the tool server included."""
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -91,6 +116,11 @@ class CheckNode:
         problems = []
         if __version__ != self.expected.version:
             problems.append(f"planrun {__version__} here, {self.expected.version} on the driver")
+        elif self.expected.code and code_digest() != self.expected.code:
+            problems.append(
+                f"planrun's code here ({code_digest()[:12]}) differs from the driver's "
+                f"({self.expected.code[:12]}): install the same planrun on every node"
+            )
         if not credentials_found():
             problems.append(NO_CREDENTIALS)
         try:
@@ -99,7 +129,13 @@ class CheckNode:
             problems.append(f"no Docker engine: {error.reason}")
             return NodeReport(here.node_id, here.host, tuple(problems))
         collected = collect_garbage(client, session=self.expected.session)
-        missing = image_id(client, self.expected.image) is None
+        found = image_id(client, self.expected.image)
+        if found is not None and not self.expected.acceptable(found):
+            problems.append(
+                f"{self.expected.image} here is {found[:19]}, not the driver's "
+                f"{self.expected.image_id[:19]}"
+            )
+        missing = found is None
         return NodeReport(here.node_id, here.host, tuple(problems), missing, len(collected))
 
 
@@ -114,19 +150,24 @@ class ProvideImage:
     digest: str = ""
 
     def __call__(self) -> NodeReport:
-        import ray
+        return self.provide(_here())
 
+    def provide(self, here: NodeReport) -> NodeReport:
+        """Load or build the image on this machine, as the node `here` names; a problem
+        when the tag does not then name an image the jobs may run."""
         from sandbox_runner.sandbox.engine import connect
         from sandbox_runner.sandbox.image import build
         from sandbox_runner.sandbox.image_transfer import image_id, load_image
 
-        here = _here()
         tag = self.expected.image
         try:
             client = connect(timeout=300)
-            if image_id(client, tag) is not None:
+            found = image_id(client, tag)
+            if found is not None and self.expected.acceptable(found):
                 return here  # another batch got it here meanwhile
             if self.blob is not None:
+                import ray
+
                 data = ray.get(self.blob)
                 load_image(client, data, tag=tag, expected_id=self.image_id, digest=self.digest)
             elif self.expected.buildable:
@@ -134,8 +175,12 @@ class ProvideImage:
             else:
                 problem = f"{tag} is not here, nor on the driver's engine to ship it"
                 return NodeReport(here.node_id, here.host, (problem,))
+            found = image_id(client, tag)
         except PlanrunError as error:
             return NodeReport(here.node_id, here.host, (f"no sandbox image: {error}",))
+        if found is None or not self.expected.acceptable(found):
+            problem = f"no sandbox image: {tag} is {found or 'still missing'} after providing it"
+            return NodeReport(here.node_id, here.host, (problem,))
         return here
 
 

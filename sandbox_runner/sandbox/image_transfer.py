@@ -82,16 +82,41 @@ def check_archive(data: bytes, tag: str, expected_id: str) -> None:
     """
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
-            member = archive.extractfile("manifest.json")
-            manifest = json.loads(member.read()) if member is not None else None
-    except (tarfile.TarError, KeyError, ValueError) as error:
+            members = _unique_members(archive)
+            manifest = json.loads(_member_bytes(archive, members, "manifest.json"))
+            entry = manifest[0] if isinstance(manifest, list) and manifest else {}
+            config_name = str(entry.get("Config", "")) if isinstance(entry, dict) else ""
+            config = _member_bytes(archive, members, config_name) if config_name else b""
+    except (tarfile.TarError, KeyError, ValueError, AttributeError) as error:
         raise ImageError(f"the shipped image has no readable manifest: {error}") from None
     if not isinstance(manifest, list) or len(manifest) != 1 or not isinstance(manifest[0], dict):
         raise ImageError("the shipped image must hold exactly one image")
     entry = manifest[0]
     if entry.get("RepoTags") != [tag]:
         raise ImageError(f"the shipped image is tagged {entry.get('RepoTags')}, not [{tag!r}]")
-    # Docker < 25 names the config `<hex>.json`, the OCI layout `blobs/sha256/<hex>`.
-    config = PurePosixPath(str(entry.get("Config", ""))).name.removesuffix(".json")
-    if f"sha256:{config}" != expected_id:
-        raise ImageError(f"the shipped image is sha256:{config}, not the expected {expected_id}")
+    # An image's ID is the digest of its config: what the file holds, not what it is called.
+    found = "sha256:" + hashlib.sha256(config).hexdigest()
+    if found != expected_id:
+        raise ImageError(f"the shipped image is {found}, not the expected {expected_id}")
+
+
+def _unique_members(archive: tarfile.TarFile) -> dict[str, tarfile.TarInfo]:
+    """The archive's members by normalised name; a name twice is refused (Python would
+    read the first, `docker load` the last)."""
+    members: dict[str, tarfile.TarInfo] = {}
+    for member in archive.getmembers():
+        name = str(PurePosixPath(member.name))
+        if name in members:
+            raise ValueError(f"{name} appears twice in the archive")
+        members[name] = member
+    return members
+
+
+def _member_bytes(
+    archive: tarfile.TarFile, members: dict[str, tarfile.TarInfo], name: str
+) -> bytes:
+    member = members[str(PurePosixPath(name))]
+    handle = archive.extractfile(member) if member.isfile() else None
+    if handle is None:
+        raise ValueError(f"{name} is not a file in the archive")
+    return handle.read()

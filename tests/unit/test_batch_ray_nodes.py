@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import pytest
 
 from sandbox_runner import __version__
@@ -19,6 +20,7 @@ from sandbox_runner.runs.batch_ray_nodes import (
     NodePreparation,
     NodeReport,
     ProvideImage,
+    code_digest,
 )
 from sandbox_runner.sandbox.image_transfer import SavedImage
 
@@ -219,3 +221,49 @@ def test_jobs_go_to_the_prepared_nodes_and_are_retried_on_node_death_only() -> N
     # A dead node or worker: run again. An exception (the job's own failure): never.
     assert options["max_retries"] == NODE_RETRIES >= 1
     assert options["retry_exceptions"] is False
+
+
+def test_a_node_running_other_planrun_code_is_left_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no.sock'}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    same = NodeExpectation(__version__, EXPECTED.image, "batch-b", True, code=code_digest())
+    assert not CheckNode(same).check(NodeReport("n", "h")).problems[:-1]  # Docker's only
+    other = NodeExpectation(__version__, EXPECTED.image, "batch-b", True, code="0" * 64)
+    problem = CheckNode(other).check(NodeReport("n", "h")).problems[0]
+    assert problem == (
+        f"planrun's code here ({code_digest()[:12]}) differs from the driver's (000000000000): "
+        "install the same planrun on every node"
+    )
+
+
+def test_a_tag_that_is_not_planruns_own_must_name_the_drivers_very_image() -> None:
+    own = NodeExpectation(__version__, EXPECTED.image, "b", True, image_id="sha256:aa")
+    assert own.acceptable("sha256:bb")  # content-addressed: a node's own build will do
+    configured = NodeExpectation(
+        __version__, "org/sandbox:latest", "b", False, image_id="sha256:aa"
+    )
+    assert configured.acceptable("sha256:aa") and not configured.acceptable("sha256:bb")
+    unknown = NodeExpectation(__version__, "org/sandbox:latest", "b", False)
+    assert unknown.acceptable("sha256:bb")  # the driver has none to compare with
+
+
+class NoImages:
+    """A Docker client whose engine never has the image (outermost edge)."""
+
+    class images:
+        @staticmethod
+        def get(tag: str) -> Any:
+            raise docker.errors.ImageNotFound(tag)
+
+
+def test_a_build_that_leaves_the_tag_missing_is_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[Any] = []
+    monkeypatch.setattr("sandbox_runner.sandbox.engine.connect", lambda timeout: NoImages())
+    monkeypatch.setattr("sandbox_runner.sandbox.image.build", built.append)
+    report = ProvideImage(EXPECTED).provide(NodeReport("n", "host-n"))
+    assert len(built) == 1
+    assert report.problems == (
+        f"no sandbox image: {EXPECTED.image} is still missing after providing it",
+    )

@@ -15,24 +15,31 @@ from sandbox_runner.errors import ImageError
 from sandbox_runner.sandbox.image_transfer import check_archive, load_image
 
 TAG = "planrun-sandbox:0123456789ab"
-IMAGE_ID = "sha256:" + "c" * 64
+CONFIG = b'{"architecture": "amd64", "os": "linux"}'
+HEX = hashlib.sha256(CONFIG).hexdigest()
+IMAGE_ID = "sha256:" + HEX
+"""An image's ID is the digest of its config."""
 
 
-def archive(manifest: Any, with_manifest: bool = True) -> bytes:
-    """A `docker save` archive in Docker 20's layout: config, one layer, manifest.json."""
+def archive(
+    manifest: Any, with_manifest: bool = True, extra: list[tuple[str, bytes]] | None = None
+) -> bytes:
+    """A `docker save` archive in Docker 20's layout (config, one layer, manifest.json),
+    with the config also where the OCI layout keeps it."""
     buffer = io.BytesIO()
-    members = {f"{'c' * 64}.json": b"{}", "layer/layer.tar": b"layer"}
+    members = [(f"{HEX}.json", CONFIG), (f"blobs/sha256/{HEX}", CONFIG)]
+    members.append(("layer/layer.tar", b"layer"))
     if with_manifest:
-        members["manifest.json"] = json.dumps(manifest).encode()
+        members.append(("manifest.json", json.dumps(manifest).encode()))
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, content in members.items():
+        for name, content in [*members, *(extra or [])]:
             info = tarfile.TarInfo(name)
             info.size = len(content)
             tar.addfile(info, io.BytesIO(content))
     return buffer.getvalue()
 
 
-def entry(tags: list[str] | None = None, config: str = f"{'c' * 64}.json") -> dict[str, Any]:
+def entry(tags: list[str] | None = None, config: str = f"{HEX}.json") -> dict[str, Any]:
     return {"Config": config, "RepoTags": [TAG] if tags is None else tags, "Layers": []}
 
 
@@ -74,7 +81,7 @@ def test_the_drivers_own_archive_is_accepted_and_loaded() -> None:
         ([entry(), entry()], "exactly one image"),
         ([entry([TAG, "debian:bookworm-slim"])], "tagged"),
         ([entry(["planrun-sandbox:other"])], "tagged"),
-        ([entry(config=f"{'d' * 64}.json")], "not the expected"),
+        ([entry(config="layer/layer.tar")], "not the expected"),
         ({"Config": "x"}, "exactly one image"),
     ],
     ids=["two images", "a second tag", "another tag", "another image", "not a list"],
@@ -92,7 +99,19 @@ def test_an_archive_that_would_load_or_retag_anything_else_is_refused(
 
 
 def test_the_oci_layout_names_its_config_by_digest() -> None:
-    check_archive(archive([entry(config=f"blobs/sha256/{'c' * 64}")]), TAG, IMAGE_ID)
+    check_archive(archive([entry(config=f"blobs/sha256/{HEX}")]), TAG, IMAGE_ID)
+
+
+def test_a_second_manifest_or_a_config_that_is_not_what_its_name_says_is_refused() -> None:
+    # Python would read the first manifest.json, `docker load` the last.
+    retagging = [entry(["planrun-sandbox:victim"])]
+    twice = archive([entry()], extra=[("./manifest.json", json.dumps(retagging).encode())])
+    with pytest.raises(ImageError, match="appears twice"):
+        check_archive(twice, TAG, IMAGE_ID)
+    other = b'{"architecture": "amd64", "os": "linux", "evil": true}'
+    disguised = archive([entry(config=f"x/{HEX}.json")], extra=[(f"x/{HEX}.json", other)])
+    with pytest.raises(ImageError, match="not the expected"):
+        check_archive(disguised, TAG, IMAGE_ID)
 
 
 def test_bytes_that_differ_from_what_the_driver_put_are_never_loaded() -> None:
