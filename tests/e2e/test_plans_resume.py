@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +30,10 @@ def needs_docker(sandbox_image: str) -> None:
     """Every test here runs real sandboxes."""
 
 
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
-    with FakeMessagesAPI() as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        monkeypatch.setenv("PLANRUN_API_RETRIES", "1")
-        yield server
+@pytest.fixture(autouse=True)
+def one_retry(api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An overloaded API gives up at once (the plans here are meant to fail, then resume)."""
+    monkeypatch.setenv("PLANRUN_API_RETRIES", "1")
 
 
 def invoke(*args: str) -> Result:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,14 +41,6 @@ def chromium() -> str:
 @pytest.fixture(autouse=True)
 def needs_docker(sandbox_image: str) -> None:
     """The runs use real sandboxes."""
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
-    with FakeMessagesAPI() as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        yield server
 
 
 def png_size(png: Path) -> tuple[int, int]:
