@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import posixpath
 import tarfile
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any
 
 import docker.errors
@@ -101,11 +101,11 @@ def check_archive(data: bytes, tag: str, expected_id: str) -> None:
 
 
 def _unique_members(archive: tarfile.TarFile) -> dict[str, tarfile.TarInfo]:
-    """The archive's members by normalised name; a name twice is refused (Python would
-    read the first, `docker load` the last)."""
+    """The archive's members by the name `docker load` writes them to; a name twice is
+    refused (Python would read the first, `docker load` the last)."""
     members: dict[str, tarfile.TarInfo] = {}
     for member in archive.getmembers():
-        name = str(PurePosixPath(member.name))
+        name = _as_loaded(member.name)
         if name in members:
             raise ValueError(f"{name} appears twice in the archive")
         members[name] = member
@@ -115,8 +115,14 @@ def _unique_members(archive: tarfile.TarFile) -> dict[str, tarfile.TarInfo]:
 def _member_bytes(
     archive: tarfile.TarFile, members: dict[str, tarfile.TarInfo], name: str
 ) -> bytes:
-    member = members[str(PurePosixPath(name))]
+    member = members[_as_loaded(name)]
     handle = archive.extractfile(member) if member.isfile() else None
     if handle is None:
         raise ValueError(f"{name} is not a file in the archive")
     return handle.read()
+
+
+def _as_loaded(name: str) -> str:
+    """Where `docker load` extracts a member: its name cleaned, under the archive's root
+    (`./manifest.json`, `/manifest.json` and `x/../manifest.json` are all `manifest.json`)."""
+    return posixpath.normpath("/" + name).lstrip("/")

@@ -114,6 +114,16 @@ def test_a_second_manifest_or_a_config_that_is_not_what_its_name_says_is_refused
         check_archive(disguised, TAG, IMAGE_ID)
 
 
+@pytest.mark.parametrize("spelling", ["/manifest.json", "x/../manifest.json", "//manifest.json"])
+def test_a_second_manifest_spelled_otherwise_is_refused(spelling: str) -> None:
+    # `docker load` cleans each name under its root: these all overwrite manifest.json
+    # (checked on Docker 20.10: the retagging manifest won).
+    retagging = [entry([TAG, "planrun-sandbox:victim"])]
+    twice = archive([entry()], extra=[(spelling, json.dumps(retagging).encode())])
+    with pytest.raises(ImageError, match="appears twice"):
+        check_archive(twice, TAG, IMAGE_ID)
+
+
 def test_bytes_that_differ_from_what_the_driver_put_are_never_loaded() -> None:
     data = archive([entry()])
     client = LoadingDocker()
