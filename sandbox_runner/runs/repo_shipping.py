@@ -64,6 +64,13 @@ def repo_tarball(workspace: Path, exclude: Path | None, limit: int = MAX_REPO_BY
         # Compared without resolving: the workspace and --out are resolved already.
         if exclude is not None and (workspace / info.name).is_relative_to(exclude):
             return None
+        if info.islnk():
+            # A second name of a file travels as a file of its own (a copy reads the same);
+            # a second name of a FIFO or a device stays behind with the first.
+            found = (workspace / info.name).lstat()
+            if not stat.S_ISREG(found.st_mode):
+                return None
+            info.type, info.linkname, info.size = tarfile.REGTYPE, "", found.st_size
         if not (info.isfile() or info.isdir() or info.issym()):
             return None  # FIFOs, devices, sockets: the local engine's tools skip them too
         info.uid = info.gid = 0

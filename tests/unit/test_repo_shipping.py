@@ -68,6 +68,19 @@ def test_what_the_local_engine_would_not_mount_stays_behind(sample_repo: Path) -
     assert "./outside" in shipped and "./loop" in shipped and "./src/app.py" in shipped
 
 
+def test_every_name_of_a_hard_linked_file_reaches_the_node(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    os.link(sample_repo / "README.md", sample_repo / "README-again.md")
+    os.mkfifo(sample_repo / "pipe")
+    os.link(sample_repo / "pipe", sample_repo / "pipe-again")  # never opened (it would block)
+    blob = repo_tarball(sample_repo, None)
+    copy = node_copy(tmp_path / "cache", hashlib.sha256(blob).hexdigest(), lambda: blob)
+    for name in ("README.md", "README-again.md"):
+        assert (copy / name).read_text() == (sample_repo / "README.md").read_text()
+    assert not (copy / "pipe").exists() and not (copy / "pipe-again").exists()
+
+
 def test_credentials_in_the_git_config_never_travel(sample_repo: Path) -> None:
     (sample_repo / ".git").mkdir()
     (sample_repo / ".git" / "config").write_text(GIT_CONFIG)
