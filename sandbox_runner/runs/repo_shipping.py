@@ -112,19 +112,54 @@ def _add_text(archive: tarfile.TarFile, name: str, text: str) -> None:
 def sanitised_git_config(text: str) -> str:
     """A repository's git config without what could carry a credential: `[credential]`
     sections, `extraheader` keys (actions/checkout puts a token there), and the user
-    information in URLs."""
-    lines, skipping = [], False
-    for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        if stripped.startswith("["):
-            skipping = stripped[1:].lstrip().lower().startswith("credential")
-        if skipping:
+    information in URLs; as git reads it (a key on its section's line, a value continued
+    over lines with a trailing backslash)."""
+    lines: list[str] = []
+    in_credential = continued = dropping = False
+    for line in text.splitlines():
+        if continued:  # the rest of the value above: kept or dropped with it
+            continued = _continues(line)
+            if not dropping:
+                lines.append(line)
             continue
-        key = stripped.split("=", 1)[0].strip().lower()
-        if key == "extraheader":
+        rest = line.strip()
+        if rest.startswith("["):
+            header, rest = _split_header(rest)
+            in_credential = header[1:].lstrip().lower().startswith("credential")
+            if not in_credential:
+                lines.append(header)
+            if not rest:
+                continue
+            line = rest
+        if rest.startswith(("#", ";")):
+            lines.append(line)
             continue
-        lines.append(_USERINFO.sub(r"\1", line))
-    return "".join(lines)
+        key = rest.split("=", 1)[0].strip().lower()
+        dropping = in_credential or key == "extraheader"
+        continued = _continues(rest)
+        if not dropping:
+            lines.append(line)
+    return "".join(_USERINFO.sub(r"\1", line) + "\n" for line in lines)
+
+
+def _split_header(text: str) -> tuple[str, str]:
+    """A `[section "sub"]` line's header, and what follows it on the line."""
+    quoted = escaped = False
+    for index, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == "]" and not quoted:
+            return text[: index + 1], text[index + 1 :].strip()
+    return text, ""
+
+
+def _continues(line: str) -> bool:
+    """Whether a value goes on over the next line (an odd number of trailing backslashes)."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
 
 
 def extract(blob: bytes, target: Path, digest: str) -> None:

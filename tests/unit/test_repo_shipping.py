@@ -91,6 +91,22 @@ def test_credentials_in_the_git_config_never_travel(sample_repo: Path) -> None:
     assert sanitised_git_config("[Credential]\n\thelper = x\n[core]\n") == "[core]\n"
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        '[http "https://github.com/"] extraheader = AUTHORIZATION: basic SECRET\n',
+        "[http]\n\textraHeader = AUTHORIZATION: basic \\\n SECRET\n",
+        '[credential "https://x]y"] helper = store --file SECRET\n',
+    ],
+    ids=["a key on its section's line", "a value over two lines", "a bracket in a quoted name"],
+)
+def test_credentials_written_as_git_also_reads_them_never_travel(written: str) -> None:
+    # git reads each of these as the key on the line above (checked with git 2.39).
+    config = sanitised_git_config(written + '[remote "origin"] url = https://host/r.git\n')
+    assert "SECRET" not in config
+    assert config.endswith('[remote "origin"]\nurl = https://host/r.git\n')
+
+
 def test_a_repository_too_large_to_ship_is_refused_while_it_is_packed(
     sample_repo: Path,
 ) -> None:
