@@ -141,7 +141,7 @@ def _drive(
     git_for: Callable[[Path], GitStatusRunner | None] = _no_git
     with contextlib.ExitStack() as disconnect:
         if options["engine"] == "ray":
-            executor, work_for = _ray(ctx, out_dir, jobs, to_run, options, parallel, disconnect)
+            executor, work_for = _ray(ctx, out_dir, to_run, options, parallel, disconnect)
         else:
             thread_executor = ThreadExecutor(parallel)
             executor = thread_executor
@@ -173,14 +173,13 @@ def _no_git(workspace: Path) -> GitStatusRunner | None:
 def _ray(
     ctx: click.Context,
     out_dir: Path,
-    jobs: list[BatchJob],
     to_run: list[BatchJob],
     options: dict[str, Any],
     parallel: int,
     disconnect: contextlib.ExitStack,
 ) -> tuple[Executor, WorkFor]:
-    """Connect, prepare the nodes (only those that pass run jobs), ship work there; with
-    nothing to run (every job done or skipped), no cluster is needed."""
+    """Connect, ship the repositories of the jobs to run, prepare the nodes (only those that
+    pass run jobs); with nothing to run (every job done or skipped), no cluster is needed."""
     from sandbox_runner.runs.batch_ray import RayEngine
 
     if not to_run:
@@ -188,8 +187,11 @@ def _ray(
     svc = services(ctx)
     engine = RayEngine.connect(options["address"], svc.progress)
     disconnect.callback(engine.close)
+    # A repository that cannot be packed stops the batch in seconds, before the nodes are
+    # prepared (an image can take minutes to ship or build); finished ones are not packed.
+    work_for = engine.work_for(out_dir.name, to_run, out_dir)
     engine.prepare(out_dir.name, to_run, svc.docker, svc.progress, warn)
-    return engine.executor(parallel), engine.work_for(out_dir.name, jobs, out_dir)
+    return engine.executor(parallel), work_for
 
 
 def _nothing_to_run(job: BatchJob) -> Callable[[], JobOutcome]:

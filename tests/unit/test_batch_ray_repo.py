@@ -1,0 +1,80 @@
+"""Which repositories a Ray batch ships, and when: those of the jobs to run, before the
+nodes are prepared (the cluster itself is faked at its edge: connect and prepare)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sandbox_runner.cli import cli
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.runs.batch_file import load_batch_file
+from sandbox_runner.runs.batch_ray import RayEngine
+from sandbox_runner.runs.batch_setup import batch_jobs, decide_all, prepare_tasks
+from tests.conftest import make_sample_repo
+from tests.unit.test_batch import FakeWork, write
+
+PREPARED = "the nodes were prepared"
+
+
+class ObjectStore:
+    """Ray's object store, as far as the driver puts repositories in it."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def put(self, blob: bytes) -> str:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as archive:
+            self.events.append("put " + ",".join(sorted(archive.getnames())))
+        return f"object-{len(self.events)}"
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_only_repositories_with_jobs_to_run_are_shipped_and_before_the_nodes_are_prepared(
+    tmp_path: Path, sample_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (make_sample_repo(tmp_path / "done") / "done-marker.txt").write_text("finished earlier\n")
+    text = (
+        "defaults: {perspectives: [a]}\n"
+        "tasks:\n  - {id: t1, requirements: r, repo: repo}\n"
+        "  - {id: t2, requirements: s, repo: done}\n"
+    )
+    batch_path = write(tmp_path / "batch.yaml", text)
+    out = tmp_path / "out"
+    _finish_task(batch_path, out, "t2")
+    events: list[str] = []
+
+    def prepare(engine: RayEngine, *args: Any) -> None:
+        events.append(PREPARED)
+        raise ConfigError("no Ray node can run the batch")
+
+    monkeypatch.setattr(RayEngine, "connect", classmethod(lambda c, a, s: c(ObjectStore(events))))
+    monkeypatch.setattr(RayEngine, "prepare", prepare)
+    command = ["batch", str(batch_path), "--out", str(out), "--engine", "ray", "--address", "x:1"]
+    result = CliRunner().invoke(cli, command)
+    assert result.exit_code == 2, result.output
+    assert len(events) == 2 and events[1] == PREPARED, result.output
+    assert "./src/app.py" in events[0] and "done-marker" not in events[0]
+
+
+def _finish_task(batch_path: Path, out: Path, task_id: str) -> None:
+    """Run one task's jobs to completion with the local driver and a model that plans at once."""
+    from sandbox_runner.runs.batch_driver import BatchDriver
+    from sandbox_runner.runs.batch_output import open_batch_dir, record_run
+    from sandbox_runner.runs.executor import ThreadExecutor
+
+    batch = load_batch_file(batch_path)
+    tasks = [task for task in batch.tasks if task.id == task_id]
+    prepared = prepare_tasks(batch, tasks, None, lambda _: None)
+    out = open_batch_dir(out, [task.prepared.spec.workspace for task in prepared])
+    record_run(out, batch.path, batch.digest, "local")
+    jobs = decide_all(batch_jobs(prepared, out), out)
+    driver = BatchDriver("b", out, jobs, ThreadExecutor(1), FakeWork(), scratch=out / "s")
+    assert driver.run().exit_code == 0
