@@ -5,6 +5,7 @@ is each node's own: never in arguments or runtime_env."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -44,8 +45,9 @@ NODE_RETRIES = 2
 """Ray re-runs a job whose node or worker died; never one that raised (that would pay twice)."""
 
 
-def node_repository(blob_ref: Any, digest: str) -> Path:
-    """The node's cached copy of a shipped repository (see repo_shipping.node_copy)."""
+def node_repository(blob_ref: Any, digest: str) -> contextlib.AbstractContextManager[Path]:
+    """The node's cached copy of a shipped repository, in use while the block runs (see
+    repo_shipping.node_copy)."""
     import ray
 
     cache = planrun_home() / "batch-cache" / "repos"
@@ -66,6 +68,13 @@ class RemoteJob:
     trust_project: bool = False
 
     def __call__(self) -> JobOutcome:
+        # The copy stays in use (never pruned) until the job's sandboxes are gone.
+        with node_repository(self.repo_ref, self.repo_digest) as workspace:
+            outcome = self._run(workspace)
+        # Several nodes may share a host name: the Ray node id tells them apart.
+        return replace(outcome, node=f"{outcome.node} ray:{_node_id()[:12]}")
+
+    def _run(self, workspace: Path) -> JobOutcome:
         from sandbox_runner.agents.registry import Registry
         from sandbox_runner.sandbox.docker_provider import collect_garbage
         from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
@@ -73,7 +82,6 @@ class RemoteJob:
         from sandbox_runner.sandbox.image import require_image
         from sandbox_runner.sandbox.spec import SandboxSpec
 
-        workspace = node_repository(self.repo_ref, self.repo_digest)
         client = connect()
         # Containers of attempts whose worker died with its node (this host only).
         collect_garbage(client, session=self.session)
@@ -90,14 +98,12 @@ class RemoteJob:
             return DockerSandbox(spec, client)
 
         with tempfile.TemporaryDirectory(prefix="planrun-batch-") as scratch:
-            outcome = run_job(
+            return run_job(
                 replace(self.payload, workspace=workspace),
                 sandbox_factory=sandboxes,
                 scratch_root=Path(scratch),
                 registry=Registry.load(workspace, trust_project=self.trust_project),
             )
-        # Several nodes may share a host name: the Ray node id tells them apart.
-        return replace(outcome, node=f"{outcome.node} ray:{_node_id()[:12]}")
 
 
 def _node_id() -> str:

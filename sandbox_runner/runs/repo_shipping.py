@@ -18,7 +18,7 @@ import stat
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sandbox_runner.errors import ConfigError
@@ -29,6 +29,8 @@ KEPT_REPOSITORIES = 8
 """A node keeps the most recently used copies; older ones are removed."""
 STALE_STAGING_SECONDS = 3600.0
 MARKER = ".planrun-digest"
+IN_USE = ".in-use"
+"""Held (shared) by every job that reads a copy: `<digest>.in-use` beside it."""
 GIT_CONFIG = "./.git/config"
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
 
@@ -199,31 +201,50 @@ def _read_only(root: Path) -> None:
         Path(directory).chmod(0o555)
 
 
-def node_copy(cache: Path, digest: str, fetch: Callable[[], bytes]) -> Path:
-    """This node's copy of a shipped repository: extracted once (under a lock), repaired
-    when damaged, the cache pruned to the most recently used copies.
+@contextlib.contextmanager
+def node_copy(cache: Path, digest: str, fetch: Callable[[], bytes]) -> Iterator[Path]:
+    """This node's copy of a shipped repository, in use until the block ends (a copy in use
+    is never pruned): extracted once (under a lock), repaired when damaged, the cache
+    pruned to the most recently used copies.
 
     Raises:
         ConfigError: the shipped bytes are wrong or cannot be extracted.
     """
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / digest
-    with (cache / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        marker = target / MARKER
-        if target.is_dir() and marker.is_file() and marker.read_text() == digest:
-            os.utime(marker)  # most recently used
-            return target / "repo"
-        _remove(target)
-        staging = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=cache))
-        try:
-            extract(fetch(), staging / "repo", digest)
-            (staging / MARKER).write_text(digest)
-            os.replace(staging, target)
-        finally:
-            _remove(staging)
-        _prune(cache, keep=target)
-    return target / "repo"
+    with _in_use(cache / f"{digest}{IN_USE}"):
+        with (cache / ".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            marker = target / MARKER
+            if target.is_dir() and marker.is_file() and marker.read_text() == digest:
+                os.utime(marker)  # most recently used
+            else:
+                _remove(target)
+                staging = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=cache))
+                try:
+                    extract(fetch(), staging / "repo", digest)
+                    (staging / MARKER).write_text(digest)
+                    os.replace(staging, target)
+                finally:
+                    _remove(staging)
+            _prune(cache, keep=target)
+        yield target / "repo"
+
+
+@contextlib.contextmanager
+def _in_use(path: Path) -> Iterator[None]:
+    """A shared hold on a copy's in-use file; the pruner removes a copy (and that file)
+    only under an exclusive one, so a hold on a file it unlinked meanwhile is taken again."""
+    while True:
+        with path.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_SH)
+            try:
+                held = os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+            except FileNotFoundError:
+                held = False
+            if held:
+                yield
+                return
 
 
 def _prune(cache: Path, keep: Path) -> None:
@@ -238,7 +259,22 @@ def _prune(cache: Path, keep: Path) -> None:
         elif now - entry.stat().st_mtime > STALE_STAGING_SECONDS:
             _remove(entry)  # staging left by a worker that died mid-extraction
     for _, entry in sorted(copies, reverse=True)[KEPT_REPOSITORIES - 1 :]:
+        _remove_unused(entry, entry.with_name(entry.name + IN_USE))
+    for in_use in cache.glob(f"*{IN_USE}"):
+        entry = in_use.with_name(in_use.name.removesuffix(IN_USE))
+        if not entry.exists():
+            _remove_unused(entry, in_use)  # of a copy that failed to extract
+
+
+def _remove_unused(entry: Path, in_use: Path) -> None:
+    """Remove a copy unless a job holds it (its jobs read it through their sandbox's mount)."""
+    with in_use.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
         _remove(entry)
+        in_use.unlink()
 
 
 def _remove(path: Path) -> None:

@@ -3,6 +3,7 @@ and extracted into a node's cache that repairs and prunes itself."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -75,10 +76,10 @@ def test_every_name_of_a_hard_linked_file_reaches_the_node(
     os.mkfifo(sample_repo / "pipe")
     os.link(sample_repo / "pipe", sample_repo / "pipe-again")  # never opened (it would block)
     blob = repo_tarball(sample_repo, None)
-    copy = node_copy(tmp_path / "cache", hashlib.sha256(blob).hexdigest(), lambda: blob)
-    for name in ("README.md", "README-again.md"):
-        assert (copy / name).read_text() == (sample_repo / "README.md").read_text()
-    assert not (copy / "pipe").exists() and not (copy / "pipe-again").exists()
+    with node_copy(tmp_path / "cache", hashlib.sha256(blob).hexdigest(), lambda: blob) as copy:
+        for name in ("README.md", "README-again.md"):
+            assert (copy / name).read_text() == (sample_repo / "README.md").read_text()
+        assert not (copy / "pipe").exists() and not (copy / "pipe-again").exists()
 
 
 def test_credentials_in_the_git_config_never_travel(sample_repo: Path) -> None:
@@ -132,8 +133,10 @@ def test_a_node_extracts_a_repository_once_read_only_with_its_links(
         fetched.append(1)
         return blob
 
-    copy = node_copy(tmp_path / "cache", digest, fetch)
-    assert node_copy(tmp_path / "cache", digest, fetch) == copy and len(fetched) == 1
+    with node_copy(tmp_path / "cache", digest, fetch) as copy:
+        pass
+    with node_copy(tmp_path / "cache", digest, fetch) as again:
+        assert again == copy and len(fetched) == 1
     assert (copy / "src" / "app.py").is_file()
     assert os.readlink(copy / "outside") == "/etc/passwd"
     assert not os.access(copy / "src" / "app.py", os.W_OK) or os.geteuid() == 0
@@ -148,11 +151,17 @@ def test_a_damaged_copy_is_replaced_and_wrong_bytes_leave_nothing(
     damaged = cache / digest
     (damaged / "repo").mkdir(parents=True)
     (damaged / MARKER).write_text("something else")
-    copy = node_copy(cache, digest, lambda: blob)
-    assert (copy / "src" / "app.py").is_file()
-    with pytest.raises(ConfigError, match="does not match its digest"):
-        node_copy(cache, "0" * 64, lambda: blob)
-    assert sorted(p.name for p in cache.iterdir()) == [".lock", digest]
+    with node_copy(cache, digest, lambda: blob) as copy:
+        assert (copy / "src" / "app.py").is_file()
+    with (
+        pytest.raises(ConfigError, match="does not match its digest"),
+        node_copy(cache, "0" * 64, lambda: blob),
+    ):
+        pass
+    assert sorted(p.name for p in cache.iterdir() if p.is_dir()) == [digest]
+    with node_copy(cache, digest, lambda: blob):
+        pass
+    assert sorted(p.name for p in cache.iterdir()) == [".lock", digest, f"{digest}.in-use"]
 
 
 def test_the_cache_keeps_the_most_recently_used_copies(tmp_path: Path, sample_repo: Path) -> None:
@@ -162,7 +171,27 @@ def test_the_cache_keeps_the_most_recently_used_copies(tmp_path: Path, sample_re
         (sample_repo / "version.txt").write_text(f"{number}\n")
         blob = repo_tarball(sample_repo, None)
         digests.append(hashlib.sha256(blob).hexdigest())
-        node_copy(cache, digests[-1], functools.partial(bytes, blob))
+        with node_copy(cache, digests[-1], functools.partial(bytes, blob)):
+            pass
         os.utime(cache / digests[-1] / MARKER, (number, number))
-    kept = {p.name for p in cache.iterdir() if p.name != ".lock"}
+    kept = {p.name for p in cache.iterdir() if p.is_dir()}
     assert len(kept) == KEPT_REPOSITORIES and digests[-1] in kept and digests[0] not in kept
+
+
+def test_a_copy_in_use_is_never_pruned(tmp_path: Path, sample_repo: Path) -> None:
+    cache = tmp_path / "cache"
+
+    def use(number: int) -> contextlib.AbstractContextManager[Path]:
+        (sample_repo / "version.txt").write_text(f"{number}\n")
+        blob = repo_tarball(sample_repo, None)
+        return node_copy(cache, hashlib.sha256(blob).hexdigest(), functools.partial(bytes, blob))
+
+    with use(0) as running:  # a long job; more recent ones come and go meanwhile
+        for number in range(1, KEPT_REPOSITORIES + 3):
+            with use(number):
+                pass
+        assert (running / "version.txt").read_text() == "0\n"
+    with pytest.raises(FileNotFoundError, match="the job's own"), use(KEPT_REPOSITORIES + 3):
+        raise FileNotFoundError("the job's own error")  # passes through, the copy let go
+    assert not running.exists()  # once its job is over, it is pruned with the rest
+    assert len([p for p in cache.iterdir() if p.is_dir()]) == KEPT_REPOSITORIES
