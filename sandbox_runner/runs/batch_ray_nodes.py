@@ -65,12 +65,27 @@ class NodeExpectation:
 
 @functools.cache
 def code_digest() -> str:
-    """sha256 over planrun's Python files (names and contents), the tool server included."""
+    """sha256 over planrun's files: its Python, the tool server, and what they read (the
+    agents' prompts, the image inputs), the same from a wheel and from an editable install
+    (which keeps the image inputs outside the package)."""
+    from importlib import resources
+
     package = Path(__file__).resolve().parent.parent
+    images = Path(str(resources.files("sandbox_runner.images"))).resolve()
+    return tree_digest({"": package, "images/": images})
+
+
+def tree_digest(trees: dict[str, Path]) -> str:
+    """sha256 over the names and contents of the files under each tree, each named with its
+    tree's prefix (a tree inside another counts once); bytecode caches left out."""
+    found: dict[str, Path] = {}
+    for prefix, root in trees.items():
+        for path in root.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                found[prefix + path.relative_to(root).as_posix()] = path
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    for name, path in sorted(found.items()):
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

@@ -21,6 +21,7 @@ from sandbox_runner.runs.batch_ray_nodes import (
     NodeReport,
     ProvideImage,
     code_digest,
+    tree_digest,
 )
 from sandbox_runner.sandbox.image_transfer import SavedImage
 
@@ -267,3 +268,24 @@ def test_a_build_that_leaves_the_tag_missing_is_a_problem(monkeypatch: pytest.Mo
     assert report.problems == (
         f"no sandbox image: {EXPECTED.image} is still missing after providing it",
     )
+
+
+def test_the_code_digest_is_the_same_from_a_wheel_and_an_editable_install(
+    tmp_path: Path,
+) -> None:
+    def install(root: Path, images: Path) -> dict[str, Path]:
+        (root / "agents" / "prompts").mkdir(parents=True)
+        (root / "agents" / "prompts" / "plan.md").write_text("Plan carefully.\n")
+        (root / "__init__.py").write_text("")
+        images.mkdir(parents=True, exist_ok=True)
+        (images / "__init__.py").write_text("")
+        (images / "Dockerfile").write_text("FROM debian\n")
+        return {"": root, "images/": images}
+
+    wheel = install(tmp_path / "site" / "sandbox_runner", tmp_path / "site/sandbox_runner/images")
+    editable = install(tmp_path / "checkout" / "sandbox_runner", tmp_path / "checkout" / "images")
+    (tmp_path / "checkout/sandbox_runner/__pycache__").mkdir()
+    (tmp_path / "checkout/sandbox_runner/__pycache__/x.cpython-312.pyc").write_bytes(b"built")
+    assert tree_digest(wheel) == tree_digest(editable)
+    (tmp_path / "site/sandbox_runner/agents/prompts/plan.md").write_text("Plan carelessly.\n")
+    assert tree_digest(wheel) != tree_digest(editable)  # other prompts write other plans
