@@ -88,6 +88,9 @@ class Settings:
     """Whether a run with two or more valid plans merges them into a recommended plan."""
     max_plans: int = 8
     """Plans one run may start at most; more perspectives (after presets) are refused."""
+    work_disk_mb: int = 1024
+    """What a work session may add to the repository's disk use, in MiB; a command that
+    goes past it is stopped. A project file may only lower it."""
     trusted_projects: list[str] = field(default_factory=list)
     """Repositories (paths) whose config and agent files may choose the model; user only."""
 

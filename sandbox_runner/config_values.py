@@ -127,6 +127,7 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "planning_enabled": _boolean,
     "synthesis": _boolean,
     "max_plans": _at_least(1, _POSITIVE, integer=True),
+    "work_disk_mb": _at_least(1, "a positive integer (MiB)", integer=True),
     "trusted_projects": _texts,
 }
 """Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
@@ -186,6 +187,7 @@ LOWER_ONLY = (
     "memory_mb",
     "cpus",
     "pids",
+    "work_disk_mb",
 )
 """Limits a project file may lower but never raise."""
 SWITCHES = {"planning_enabled": "planning", "synthesis": "the synthesis"}

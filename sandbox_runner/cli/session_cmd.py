@@ -6,6 +6,8 @@ import datetime
 import json
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,18 +28,28 @@ from sandbox_runner.tools.permissions import PermissionMode
 
 if TYPE_CHECKING:
     from sandbox_runner.sandbox.factory import DockerSandboxes
+    from sandbox_runner.sandbox.guarded import DiskCap
+    from sandbox_runner.sandbox.workspace_guard import WorkspaceGuard
 
 
 class DockerSessionSandboxes:
-    """A session's containers: the work one (workspace writable), the plan one, and one
-    per Task subagent. Docker is first asked for the first of them: the terminal's prompt
-    is up before that, which happens in the background."""
+    """A session's containers: the work one (workspace writable but for its protected
+    entries, watched by one guard), the plan one, and one per Task subagent. Docker is
+    first asked for the first of them: the terminal's prompt is up before that, which
+    happens in the background."""
 
-    def __init__(self, sandboxes: DockerSandboxes, session: str, scratch: Path) -> None:
+    def __init__(
+        self, sandboxes: DockerSandboxes, session: str, scratch: Path, disk_cap_mb: int
+    ) -> None:
         self.sandboxes = sandboxes
         self.session = session
         self.scratch = scratch
         """Where Task subagents' plan directories go (the session's own directory)."""
+        self.disk_cap_mb = disk_cap_mb
+        self.notify: Callable[[str], None] = lambda _text: None
+        """Tells the user what the guard did (the session's UI sets it)."""
+        self._guarded: tuple[WorkspaceGuard, DiskCap] | None = None
+        self._lock = threading.Lock()
 
     def plan(self, plan_dir: Path) -> Sandbox:
         return self.sandboxes.plan(plan_dir, session=self.session, agent="plan-session")
@@ -48,7 +60,28 @@ class DockerSessionSandboxes:
         return self.sandboxes.plan(plan_dir, session=self.session, agent="task")
 
     def work(self) -> Sandbox:
-        return self.sandboxes.work(session=self.session, agent="work-session")
+        from sandbox_runner.sandbox.guarded import GuardedWorkSandbox
+
+        def make() -> Sandbox:
+            protected = tuple(self._guard()[0].read_only_paths())
+            return self.sandboxes.work(
+                session=self.session, agent="work-session", protected=protected
+            )
+
+        return GuardedWorkSandbox(make, self._guard, lambda text: self.notify(text))
+
+    def _guard(self) -> tuple[WorkspaceGuard, DiskCap]:
+        """One guard and one disk cap for every writing sandbox of the session: made
+        with the first (the look at the tree happens in the background start)."""
+        from sandbox_runner.sandbox.guarded import DiskCap
+        from sandbox_runner.sandbox.workspace_guard import WorkspaceGuard
+
+        with self._lock:
+            if self._guarded is None:
+                workspace = self.sandboxes.workspace
+                guard = WorkspaceGuard(workspace, self.scratch.parent / "quarantine")
+                self._guarded = guard, DiskCap(workspace, self.disk_cap_mb * 1024 * 1024)
+            return self._guarded
 
 
 @reports_errors
@@ -93,17 +126,23 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         # The first line comes before Docker is asked anything: the containers start in
         # the background, and a missing engine or image is still one line and exit status 2.
         ui.show(greeting)
+    sandboxes = DockerSessionSandboxes(
+        services(ctx).sandboxes(workspace, loaded),
+        state.id,
+        store.directory / "tasks",
+        loaded.settings.work_disk_mb,
+    )
+    sandboxes.notify = ui.show
     session = Session(
         store,
         state,
         workspace=workspace,
         registry=registry,
-        sandboxes=DockerSessionSandboxes(
-            services(ctx).sandboxes(workspace, loaded), state.id, store.directory / "tasks"
-        ),
+        sandboxes=sandboxes,
         model=_models(loaded, state.model, store.directory),
         ui=ui,
         limits=loaded.run_limits(),
+        task_budget=loaded.settings.parallel,
     )
     if not isinstance(ui, LineUI):
         ui.session = session

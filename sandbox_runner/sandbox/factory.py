@@ -67,12 +67,14 @@ class DockerSandboxes:
         )  # fmt: skip
         return provider.create(spec)
 
-    def work(self, *, session: str, agent: str) -> Sandbox:
-        """A sandbox whose workspace is writable (a work session, a general-purpose Task)."""
+    def work(self, *, session: str, agent: str, protected: tuple[str, ...] = ()) -> Sandbox:
+        """A sandbox whose workspace is writable (a work session, a general-purpose Task),
+        but for the PROTECTED entries (relative paths), mounted read-only."""
         provider, image = self._connected()
         spec = SandboxSpec.work(
-            self.workspace, image, self.extra_dirs, self.limits, session=session, agent=agent
-        )
+            self.workspace, image, self.extra_dirs, self.limits,
+            session=session, agent=agent, protected=protected,
+        )  # fmt: skip
         return provider.create(spec)
 
     def for_run(self, session: str) -> Callable[[Path | None], Sandbox]:

@@ -133,10 +133,13 @@ class SandboxSpec:
         network: bool = False,
         session: str = "adhoc",
         agent: str = "sandbox",
+        protected: tuple[str, ...] = (),
     ) -> SandboxSpec:
-        """A work sandbox: the workspace writable (as the sandbox user), extra directories
+        """A work sandbox: the workspace writable (as the sandbox user) but for its
+        protected entries (relative paths, mounted read-only over it), extra directories
         read-only, no network unless granted."""
         mounts = _mounts(workspace, extra_dirs, writable_workspace=True)
+        mounts += tuple(protected_mounts(workspace, protected))
         return cls(
             mounts,
             image,
@@ -186,6 +189,20 @@ def _mounts(
 ) -> tuple[Mount, ...]:
     extras = [Mount(source, target) for source, target in extra_mount_points(extra_dirs)]
     return (Mount(workspace, WORKSPACE_MOUNT, writable_workspace), *extras)
+
+
+def protected_mounts(workspace: Path, protected: tuple[str, ...]) -> list[Mount]:
+    """Read-only mounts over a writable workspace's protected entries: the kernel refuses
+    every write to them, whatever command runs (a mount point cannot be removed or
+    renamed either)."""
+    mounts = []
+    for relative in protected:
+        source = workspace / relative
+        # A link is never mounted over: Docker would follow it, out of the workspace too.
+        if ".." in Path(relative).parts or source.is_symlink() or not source.exists():
+            continue
+        mounts.append(Mount(source, f"{WORKSPACE_MOUNT}/{relative}"))
+    return mounts
 
 
 def resolve_workspace(path: str | os.PathLike[str]) -> Path:

@@ -52,6 +52,7 @@ class Session:
         model: Callable[[str], Model],
         ui: SessionUI,
         limits: RunLimits,
+        task_budget: int = 4,
     ) -> None:
         self.store, self.state = store, state
         self.workspace = workspace
@@ -61,6 +62,8 @@ class Session:
         self.ui = ui
         self.limits = limits
         self.cancel = threading.Event()
+        self._task_slots = threading.Semaphore(task_budget)
+        """Task subagents' containers at once, over the whole session (`parallel`)."""
         self.plan_file = PlanFile(store.plan_dir, state)
         self._notes: dict[str, list[str]] = {"work": [], "plan": []}
         self._loops: dict[str, AgentLoop] = {}
@@ -342,6 +345,7 @@ class Session:
             approver=self.ui,
             on_event=self.ui.event,
             cancel=self.cancel,
+            slots=self._task_slots,
         )
         tools: dict[str, Callable[[ToolCall], ToolResult]] = {"Task": runner}
         if which == "plan":
@@ -458,7 +462,7 @@ class _SessionHooks(LoopHooks):
         return self.session.take_notes(self.which)
 
     def on_approval(self, loop: AgentLoop, ask: Ask, approval: Approval) -> None:
-        if not approval.always:
+        if not approval.always or ask.once_only:
             return
         state = self.session.state
         if ask.kind is ToolKind.EDIT:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_runner import Model
@@ -49,6 +49,8 @@ class TaskRunner:
     approver: Approver | None = None
     on_event: EventSink | None = None
     cancel: threading.Event | None = None
+    slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(4))
+    """The session's budget of subagent containers, shared by its Task runners."""
 
     def __post_init__(self) -> None:
         self._numbers = itertools.count(1)
@@ -75,6 +77,21 @@ class TaskRunner:
         with self._lock:
             number = next(self._numbers)
         label = f"task-{number}-{agent.name}"
+        if not self._take_slot():
+            return "[the subagent did not start: the user interrupted]"
+        try:
+            return self._run_in_slot(agent, prompt, label)
+        finally:
+            self.slots.release()
+
+    def _take_slot(self) -> bool:
+        """Wait for room in the session's container budget; False once cancelled."""
+        while not self.slots.acquire(timeout=0.2):
+            if self.cancel is not None and self.cancel.is_set():
+                return False
+        return True
+
+    def _run_in_slot(self, agent: AgentDefinition, prompt: str, label: str) -> str:
         mode = PermissionMode.PLAN if agent.read_only else self.approver_mode()
         sandbox = self.sandboxes.read_only() if agent.read_only else self.sandboxes.work()
         tools = tools_for(name for name in agent.effective_tools() if name != "Task")

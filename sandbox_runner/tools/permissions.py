@@ -8,6 +8,7 @@
 | other command             | deny, with guidance          | ask     | ask         |
 | edit of the plan file     | allow                        | ask     | allow       |
 | other edit                | deny, with guidance          | ask     | allow       |
+| edit of a protected file  | deny, with guidance          | ask     | ask, each time |
 | Task, ExitPlanMode        | allow (the host checks)      | allow   | allow       |
 
 In plan mode nothing is ever offered as an approval: the answer is no, with guidance.
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from sandbox_runner.paths import WORKSPACE_MOUNT
+from sandbox_runner.protected import container_relative, protected_reason
 from sandbox_runner.tools.policy import Refusal, ToolContext, ToolKind, ToolUse, translate
 from sandbox_runner.types import ToolCall, ToolRequest
 
@@ -56,6 +59,8 @@ class Ask:
     kind: ToolKind
     prefix: str | None = None
     """For a command, the prefix an "always" answer approves (`npm test`, `git commit`)."""
+    once_only: bool = False
+    """No "always" for this one: a protected file, approved edit by edit."""
 
 
 @dataclass(frozen=True)
@@ -152,9 +157,19 @@ def _edit(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
                 f"{path} is read-only. Describe the change in the plan instead."
             )
         return Allow(use.request)
+    protected = _protected(path)
+    if protected:
+        # In every mode, each time: host tools would run it, or agents obey it.
+        question = f"{use.name.lower()} {path}, a protected file ({protected})"
+        return Ask(use.request, question, ToolKind.EDIT, once_only=True)
     if mode is PermissionMode.ACCEPT_EDITS or rules.approve_edits:
         return Allow(use.request)
     return Ask(use.request, f"{use.name.lower()} {path}", ToolKind.EDIT)
+
+
+def _protected(path: str) -> str | None:
+    relative = container_relative(path, WORKSPACE_MOUNT)
+    return protected_reason(relative) if relative is not None else None
 
 
 WRAPPERS = frozenset(

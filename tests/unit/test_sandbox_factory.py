@@ -13,6 +13,7 @@ from sandbox_runner.cli.session_cmd import DockerSessionSandboxes
 from sandbox_runner.config import load_settings
 from sandbox_runner.errors import ImageMissingError
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
+from sandbox_runner.sandbox.guarded import GuardedWorkSandbox
 from sandbox_runner.sandbox.spec import Profile, SandboxSpec
 from tests.unit.test_image import FakeDocker
 
@@ -40,13 +41,17 @@ def test_runs_and_sessions_get_containers_made_to_the_settings(
     services = Services(docker=lambda: FakeDocker("my/sandbox:1"))
     loaded = load_settings(workspace)
     run = services.sandbox_factory(workspace, loaded)("run-1")
-    session = DockerSessionSandboxes(services.sandboxes(workspace, loaded), "s-1", tmp_path / "t")
+    session = DockerSessionSandboxes(
+        services.sandboxes(workspace, loaded), "s-1", tmp_path / "t", disk_cap_mb=1024
+    )
+    work = session.work()
+    assert isinstance(work, GuardedWorkSandbox)
     made = {
         "probe": spec_of(run(None)),
         "perspective": spec_of(run(tmp_path / "perspective")),
         "plan-session": spec_of(session.plan(tmp_path / "staging")),
         "task": spec_of(session.read_only()),
-        "work-session": spec_of(session.work()),
+        "work-session": spec_of(work.make()),
     }
     for spec in made.values():
         assert spec.image == "my/sandbox:1" and spec.limits.memory_mb == 512

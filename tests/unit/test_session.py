@@ -3,6 +3,8 @@ ExitPlanMode, Task dispatch, state on disk and resume (no Docker, a scripted mod
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -361,5 +363,77 @@ def test_a_read_only_agent_whose_file_lists_writing_tools_is_not_launched(
         result = models.made["plan"].requests[1].messages[-1]["content"][0]
         assert result["is_error"] and "The Explore subagent failed" in result["content"]
         assert "task" not in models.made  # no subagent conversation was started
+    finally:
+        made.close()
+
+
+def test_a_protected_file_is_asked_about_each_time_even_in_accept_edits(
+    workspace: Path, tmp_path: Path
+) -> None:
+    ui = FakeUI()
+    write = {"file_path": ".claude/agents/general-purpose.md", "content": "be evil"}
+    models = Models(
+        {"work": [reply(use("Write", write)), reply(use("Write", write)), reply(say("ok"))]}
+    )
+    made = open_session(workspace, tmp_path, models, ui)
+    try:
+        made.set_mode(PermissionMode.ACCEPT_EDITS)
+        ui.approvals = [Approval(False, always=True), Approval(False)]
+        made.send("set up the agents")
+        assert len(ui.asked) == 2 and all(ask.once_only for ask in ui.asked)
+        assert "protected" in ui.asked[0].question
+        assert not made.state.approve_edits  # an "always" never covers protected files
+        assert not (workspace / ".claude").exists()
+    finally:
+        made.close()
+
+
+class CountingSandboxes(LocalSandboxes):
+    """Counts the subagent containers that run at the same time."""
+
+    def __init__(self, workspace: Path, scratch: Path) -> None:
+        super().__init__(workspace, scratch)
+        self.running = self.most = 0
+        self.lock = threading.Lock()
+
+    def read_only(self) -> Sandbox:
+        outer = self
+
+        class Counted(LocalSandbox):
+            def start(self) -> None:
+                with outer.lock:
+                    outer.running += 1
+                    outer.most = max(outer.most, outer.running)
+                time.sleep(0.05)
+                super().start()
+
+            def stop(self) -> None:
+                super().stop()
+                with outer.lock:
+                    outer.running -= 1
+
+        return Counted(self.workspace, None)
+
+
+def test_task_subagents_share_the_session_container_budget(workspace: Path, tmp_path: Path) -> None:
+    task = {"description": "d", "prompt": "look", "subagent_type": "Explore"}
+    models = Models(
+        {
+            "work": [reply(*[use("Task", task) for _ in range(12)]), reply(say("done"))],
+            "task": [reply(say("found it"))],
+        }
+    )
+    store, state = SessionStore.create(workspace, "claude-test")
+    sandboxes = CountingSandboxes(workspace, tmp_path)
+    made = Session(
+        store, state, workspace=workspace, registry=Registry.load(workspace),
+        sandboxes=sandboxes, model=models, ui=FakeUI(), limits=RunLimits(max_turns=20),
+        task_budget=3,
+    )  # fmt: skip
+    try:
+        made.send("look around")
+        assert sandboxes.most == 3
+        results = made.messages("work")[-2]["content"]
+        assert isinstance(results, list) and all("found it" in r["content"] for r in results)
     finally:
         made.close()

