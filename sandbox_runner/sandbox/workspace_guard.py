@@ -52,6 +52,8 @@ class _Directory:
     ctime: int
     entries: dict[str, bool]
     """Name -> whether it is a directory (not following links)."""
+    subdirectories: list[str]
+    """Relative paths of the directories in it."""
 
 
 @dataclass
@@ -70,6 +72,7 @@ class WorkspaceGuard:
     def __init__(self, workspace: Path, quarantine: Path) -> None:
         self.workspace = workspace
         self.quarantine = quarantine
+        self._root = str(workspace)
         self._lock = threading.Lock()
         self._moved = 0
         self.state = GuardState()
@@ -139,14 +142,15 @@ class WorkspaceGuard:
         if known is None or known.ctime != ctime:
             entries = _entries(host)
             old = known.entries if known is not None else None
-            self.state.directories[relative] = _Directory(ctime, entries)
+            children = [_join(relative, name) for name, is_dir in entries.items() if is_dir]
+            self.state.directories[relative] = _Directory(ctime, entries, children)
             self._judge(relative, entries, old, adopt, findings)
-        entries = self.state.directories[relative].entries
-        children = (_join(relative, name) for name, is_dir in entries.items() if is_dir)
-        return [
-            child for child in children
-            if child not in self.state.mounted and child not in self.state.tracked
-        ]  # fmt: skip
+        skip = self.state.mounted
+        tracked = self.state.tracked
+        children = self.state.directories[relative].subdirectories
+        if not skip and not tracked:
+            return children
+        return [child for child in children if child not in skip and child not in tracked]
 
     def _judge(
         self,
@@ -183,7 +187,7 @@ class WorkspaceGuard:
         self.state.tracked.pop(path, None)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            _move_out(self._host(path), target)
+            _move_out(Path(self._host(path)), target)
         except OSError:
             return Finding(path, reason, None)
         return Finding(path, reason, target)
@@ -191,7 +195,7 @@ class WorkspaceGuard:
     def _identity(self, path: str) -> str:
         """A fingerprint of the entry and, for a directory, of everything below it."""
         digest = hashlib.sha256()
-        pending = [self._host(path)]
+        pending = [Path(self._host(path))]
         while pending:
             current = pending.pop()
             try:
@@ -205,11 +209,12 @@ class WorkspaceGuard:
                 pending.extend(sorted(current / name for name in _entries(current)))
         return digest.hexdigest()
 
-    def _host(self, relative: str) -> Path:
-        return self.workspace / relative if relative else self.workspace
+    def _host(self, relative: str) -> str:
+        # Strings, not Paths: a look at a big tree makes one per directory.
+        return f"{self._root}/{relative}" if relative else self._root
 
 
-def _entries(directory: Path) -> dict[str, bool]:
+def _entries(directory: str | Path) -> dict[str, bool]:
     try:
         with os.scandir(directory) as listing:
             return {entry.name: entry.is_dir(follow_symlinks=False) for entry in listing}
