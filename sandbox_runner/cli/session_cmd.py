@@ -95,6 +95,13 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
     registry = Registry.load(workspace, trust_project=loaded.project_trusted)
     for warning in [*loaded.warnings, *registry.warnings]:
         warn(warning)
+    for agent in registry.all():
+        # A file that replaces a built-in this session runs (or its Task tool launches)
+        # is said out loud: a repository's file writes the agent's system prompt.
+        if agent.overrides_builtin:
+            warn(
+                f"agent {agent.name} comes from {agent.file_path} ({agent.scope}), not the built-in"
+            )
     resume_id = options["resume_id"]
     if options["continue_latest"]:
         resume_id = latest_for(workspace)
