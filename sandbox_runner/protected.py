@@ -19,11 +19,14 @@ ROOT_NAMES = frozenset(
         # Agents: planrun's own settings, Claude Code's agents/commands/hooks/settings,
         # MCP servers, other agents' instructions and settings.
         ".planrun", ".claude", ".mcp.json", ".codex", ".gemini", ".cursor", ".agents",
-        "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md",
+        "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md", "GEMINI.md", ".cursorrules",
+        ".windsurfrules", ".clinerules", ".continue", ".aider.conf.yml", ".github",
         # Editors and IDEs: tasks and launch configurations run commands.
         ".vscode", ".idea", ".devcontainer", ".fleet", ".zed",
         # Shell and environment hooks.
-        ".envrc", ".env.rc", ".tool-versions", ".mise.toml", "mise.toml",
+        ".envrc", ".envrc.local", ".env", ".env.local", ".direnv", ".tool-versions",
+        ".mise.toml", "mise.toml", ".mise.local.toml", "mise.local.toml", ".mise", "mise",
+        ".rtx.toml",
         ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
         ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".inputrc",
         ".config", ".local",
@@ -31,15 +34,29 @@ ROOT_NAMES = frozenset(
         ".pre-commit-config.yaml", ".pre-commit-hooks.yaml", ".husky", ".githooks",
         "lefthook.yml", ".lefthook.yml", "lefthook-local.yml",
         # Package managers whose config runs code on the user's next install or run.
-        ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".yarn",
-        ".pypirc", "pip.conf", ".cargo",
+        ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".yarn", "bunfig.toml",
+        ".pypirc", "pip.conf", ".cargo", ".mvn", "gradle.properties", ".bundle",
+        # Other version control and git's own extensions.
+        ".hg", ".hgrc", ".lfsconfig",
     }
 )  # fmt: skip
 """Names protected at the workspace's top: host tools read them there."""
 
-ANYWHERE_NAMES = frozenset({".git", ".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"})
-"""Names protected at any depth: a nested repository, direnv and package managers read
-them in whichever directory the user runs them."""
+ANYWHERE_NAMES = frozenset(
+    {
+        ".git", ".hg", ".envrc", ".envrc.local", ".direnv", ".tool-versions", ".mise.toml",
+        ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".cargo",
+        "CLAUDE.md", "AGENTS.md",
+    }
+)  # fmt: skip
+"""Names protected at any depth: a nested repository, direnv, mise, package managers
+(cargo reads `.cargo/` in every parent of where it runs) and agents (nested memory
+files) read them in whichever directory the user works."""
+
+ROOT_FOLDED = frozenset(name.casefold() for name in ROOT_NAMES)
+ANYWHERE_FOLDED = frozenset(name.casefold() for name in ANYWHERE_NAMES)
+"""Compared case-folded: on a case-insensitive file system (macOS, Windows) `.VSCODE`
+opens as `.vscode`."""
 
 GIT_DIRECTORY_MARKERS = ("HEAD", "objects", "refs")
 """What makes git take a directory for a repository (`safe.bareRepository` defaults to
@@ -54,24 +71,59 @@ def protected_reason(relative: str) -> str | None:
     parts = [part for part in posixpath.normpath(relative).split("/") if part not in ("", ".")]
     if not parts or parts[0] == "..":
         return None
-    if parts[0] in ROOT_NAMES:
-        return _why(parts[0])
-    for part in parts[:-1]:
-        if part in ANYWHERE_NAMES:
-            return _why(part)
-    if parts[-1] in ANYWHERE_NAMES:
-        return _why(parts[-1])
+    if parts[0].casefold() in ROOT_FOLDED:
+        return _why(parts[0].casefold())
+    for part in parts:
+        if part.casefold() in ANYWHERE_FOLDED:
+            return _why(part.casefold())
     return None
 
 
+def protected_entry(relative: str) -> str:
+    """The protected entry a protected path lies in (itself, or the directory holding it)."""
+    parts = relative.split("/")
+    if parts[0].casefold() in ROOT_FOLDED:
+        return parts[0]
+    depth = next(i for i, part in enumerate(parts) if part.casefold() in ANYWHERE_FOLDED)
+    return "/".join(parts[: depth + 1])
+
+
 def _why(name: str) -> str:
-    if name in (".git", ".gitmodules", ".husky", ".githooks"):
-        return "git runs what it holds on your machine"
-    if name in (".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".yarn", ".cargo"):
-        return "your package manager runs what it says"
+    if name in (".git", ".gitmodules", ".husky", ".githooks", ".hg", ".hgrc", ".lfsconfig"):
+        return "version control runs what it holds on your machine"
+    if name in (
+        ".npmrc",
+        ".yarnrc",
+        ".yarnrc.yml",
+        ".pnpmfile.cjs",
+        ".yarn",
+        ".cargo",
+        "bunfig.toml",
+        ".pypirc",
+        "pip.conf",
+        ".mvn",
+        "gradle.properties",
+        ".bundle",
+    ):
+        return "your package manager or build tool runs what it says"
     if name in (".vscode", ".idea", ".devcontainer", ".fleet", ".zed"):
         return "your editor runs the tasks it defines"
-    if name.startswith((".env", ".bash", ".zsh", ".profile", ".inputrc", ".tool", ".mise")):
+    if name.startswith(
+        (
+            ".env",
+            ".direnv",
+            ".bash",
+            ".zsh",
+            ".profile",
+            ".inputrc",
+            ".tool",
+            ".mise",
+            "mise",
+            ".rtx",
+            ".config",
+            ".local",
+        )
+    ):
         return "your shell runs it"
     if name.startswith(("lefthook", ".pre-commit")):
         return "your commit hooks run what it says"

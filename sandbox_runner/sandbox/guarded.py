@@ -109,10 +109,17 @@ class GuardedWorkSandbox(SandboxBase):
             result = host_edit(self.guard.workspace, relative, request)
             if result.ok:
                 self.guard.written(relative)
-        elif request.op == "bash":
-            result = self._watched(request)
-        else:
-            result = self._running().call(request)
+            return self._with_findings(result, self.guard.check())
+        try:
+            with self.guard.watching():
+                if request.op == "bash":
+                    result = self._watched(request)
+                else:
+                    result = self._running().call(request)
+        except BaseException:
+            # The call failed (its container died, say): what it planted still goes.
+            self._report(self.guard.check())
+            raise
         return self._with_findings(result, self.guard.check())
 
     def _running(self) -> Sandbox:

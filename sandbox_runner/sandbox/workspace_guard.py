@@ -13,19 +13,23 @@ ctime moved (a command can set a directory's mtime back, never its ctime).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
 import shutil
 import stat
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_runner.protected import (
-    ANYWHERE_NAMES,
+    ANYWHERE_FOLDED,
     GIT_DIRECTORY_MARKERS,
-    ROOT_NAMES,
+    ROOT_FOLDED,
+    protected_entry,
     protected_reason,
 )
 
@@ -75,6 +79,7 @@ class WorkspaceGuard:
         self._root = str(workspace)
         self._lock = threading.Lock()
         self._moved = 0
+        self._in_flight = 0
         self.state = GuardState()
         self._scan(adopt=True)
         self.state.mounted = {
@@ -90,18 +95,27 @@ class WorkspaceGuard:
 
     def adopt(self) -> list[Finding]:
         """Before a tool call: protected entries that appeared since the last look came
-        from the host (the user), and are watched from now on, not removed."""
+        from the host (the user), and are watched from now on, not removed. Unless
+        another call is under way (a subagent's command): then they may be its work, and
+        are moved out."""
         with self._lock:
-            return self._scan(adopt=True)
+            return self._scan(adopt=self._in_flight == 0)
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """Around a call that may write: counted, so that no look adopts its work."""
+        with self._lock:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
 
     def written(self, relative: str) -> None:
         """planrun wrote RELATIVE on the host after the user approved it: what holds it is
         watched from now on, not moved out."""
-        parts = relative.split("/")
-        entry = parts[0]
-        if entry not in ROOT_NAMES:
-            depth = next(i for i, part in enumerate(parts) if part in ANYWHERE_NAMES)
-            entry = "/".join(parts[: depth + 1])
+        entry = protected_entry(relative)
         with self._lock:
             if entry not in self.state.mounted:
                 self.state.tracked[entry] = self._identity(entry)
@@ -135,12 +149,21 @@ class WorkspaceGuard:
         """Refresh one directory; return its subdirectories to walk."""
         host = self._host(relative)
         try:
-            ctime = os.lstat(host).st_ctime_ns
+            info = os.lstat(host)
+            if info.st_mode & 0o500 != 0o500:
+                os.chmod(host, stat.S_IMODE(info.st_mode) | 0o500)  # see _listed
+                info = os.lstat(host)
         except OSError:
             return []
+        ctime = info.st_ctime_ns
         known = self.state.directories.get(relative)
         if known is None or known.ctime != ctime:
-            entries = _entries(host)
+            entries = _listed(host)
+            if entries is None:
+                # Not even its owner may list it (a command's chmod): out it goes whole.
+                if relative:
+                    findings.append(self._move(relative, "planrun could not look into it"))
+                return []
             old = known.entries if known is not None else None
             children = [_join(relative, name) for name, is_dir in entries.items() if is_dir]
             self.state.directories[relative] = _Directory(ctime, entries, children)
@@ -161,10 +184,10 @@ class WorkspaceGuard:
         findings: list[Finding],
     ) -> None:
         state = self.state
-        names = ROOT_NAMES | ANYWHERE_NAMES if relative == "" else ANYWHERE_NAMES
+        names = ROOT_FOLDED | ANYWHERE_FOLDED if relative == "" else ANYWHERE_FOLDED
         for name in entries:
             path = _join(relative, name)
-            if name in names and path not in state.mounted and path not in state.tracked:
+            if name.casefold() in names and path not in state.mounted and path not in state.tracked:
                 findings.append(self._found(path, adopt))
         became_repository = _is_git_directory(entries) and not (old and _is_git_directory(old))
         if relative and became_repository and relative not in state.tracked:
@@ -215,18 +238,34 @@ class WorkspaceGuard:
 
 
 def _entries(directory: str | Path) -> dict[str, bool]:
-    try:
-        with os.scandir(directory) as listing:
-            return {entry.name: entry.is_dir(follow_symlinks=False) for entry in listing}
-    except OSError:
-        return {}
+    return _listed(directory) or {}
+
+
+def _listed(directory: str | Path) -> dict[str, bool] | None:
+    """The entries of a directory; its owner's read and search bits are given back first
+    (a command may take them away to hide what it planted). None if it still cannot be
+    listed."""
+    for attempt in (1, 2):
+        try:
+            with os.scandir(directory) as listing:
+                return {entry.name: entry.is_dir(follow_symlinks=False) for entry in listing}
+        except FileNotFoundError:
+            return {}
+        except OSError:
+            if attempt == 2:
+                return None
+            with contextlib.suppress(OSError):
+                os.chmod(directory, stat.S_IMODE(os.lstat(directory).st_mode) | 0o500)
+    return None
 
 
 def _is_git_directory(entries: dict[str, bool]) -> bool:
+    """HEAD beside objects and refs, or beside commondir, whatever their types: git
+    follows links to them."""
     head, objects, refs = GIT_DIRECTORY_MARKERS
-    if head not in entries or entries[head]:
+    if head not in entries:
         return False
-    return "commondir" in entries or (entries.get(objects, False) and entries.get(refs, False))
+    return "commondir" in entries or (objects in entries and refs in entries)
 
 
 def _join(relative: str, name: str) -> str:

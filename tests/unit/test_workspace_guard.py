@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
+from sandbox_runner import SandboxBase
+from sandbox_runner.errors import SandboxError
 from sandbox_runner.protected import protected_reason
+from sandbox_runner.sandbox.guarded import DiskCap, GuardedWorkSandbox
 from sandbox_runner.sandbox.workspace_guard import WorkspaceGuard
+from sandbox_runner.types import ExecResult, ToolRequest
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -99,3 +108,103 @@ def test_protected_paths() -> None:
     assert protected_reason("web/.npmrc")
     assert protected_reason("src/app.py") is None
     assert protected_reason("docs/.vscode/x") is None  # an editor reads the top one only
+
+
+def test_a_repository_whose_objects_and_refs_are_links_is_found(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    guard = _guard(tmp_path, repo)
+    (repo / "src" / "o").mkdir()
+    (repo / "src" / "r").mkdir()
+    (repo / "src" / "objects").symlink_to("o")
+    (repo / "src" / "refs").symlink_to("r")
+    (repo / "src" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert [f.path for f in guard.check()] == ["src/HEAD"]
+
+
+def test_what_appears_while_another_call_runs_is_not_adopted(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    guard = _guard(tmp_path, repo)
+    with guard.watching():  # a subagent's command is under way
+        (repo / "sub" / ".git").mkdir(parents=True)
+        findings = guard.adopt()
+    assert [(f.path, f.moved_to is not None) for f in findings] == [("sub/.git", True)]
+
+
+CHECK_AS_OWNER = """
+import sys
+from pathlib import Path
+from sandbox_runner.sandbox.workspace_guard import WorkspaceGuard
+repo, quarantine = Path(sys.argv[1]), Path(sys.argv[2])
+guard = WorkspaceGuard(repo, quarantine)
+(repo / "pkg" / ".git").mkdir(parents=True)
+(repo / "pkg").chmod(0o311)
+(repo / "src").chmod(0o600)
+print([f.path for f in guard.check()])
+"""
+
+
+def test_a_directory_its_command_made_unreadable_is_looked_into(tmp_path: Path) -> None:
+    """Run as the repository's owner (root reads every directory whatever its mode)."""
+    repo = _repo(tmp_path)
+    quarantine = tmp_path / "quarantine"
+    quarantine.mkdir()
+    run_as: list[str] = []
+    if os.geteuid() == 0:
+        for path in [tmp_path, quarantine, repo, *repo.rglob("*")]:
+            os.chown(path, 4321, 4321)
+        for parent in tmp_path.parents:
+            if parent == Path(tempfile.gettempdir()):
+                break
+            parent.chmod(parent.stat().st_mode | 0o011)
+        run_as = ["setpriv", "--reuid=4321", "--regid=4321", "--clear-groups"]
+    source = str(Path(__file__).resolve().parents[2])
+    command = [*run_as, sys.executable, "-c", CHECK_AS_OWNER, str(repo), str(quarantine)]
+    found = subprocess.run(
+        command, capture_output=True, text=True, env={"PYTHONPATH": source}, check=True
+    )
+    assert found.stdout.strip() == "['pkg/.git']"
+
+
+def test_names_other_tools_obey_at_depth_and_in_any_case() -> None:
+    for path in (
+        "crate/.cargo/config.toml",
+        "web/CLAUDE.md",
+        "a/AGENTS.md",
+        ".VSCODE/x",
+        "sub/.GIT/config",
+        ".github/copilot-instructions.md",
+        ".cursorrules",
+        ".aider.conf.yml",
+        "app/.direnv/python/bin/python",
+        "gradle.properties",
+    ):
+        assert protected_reason(path), path
+
+
+class DyingSandbox(SandboxBase):
+    """A work sandbox whose command plants a file, then dies (OOM-killed, say)."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def call(self, request: ToolRequest) -> ExecResult:
+        (self.repo / ".vscode").mkdir()
+        raise SandboxError("the sandbox died: OOM-killed")
+
+
+def test_what_a_call_planted_goes_even_when_the_call_fails(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    guard = _guard(tmp_path, repo)
+    disk = DiskCap(repo, 1 << 30)
+    shown: list[str] = []
+    sandbox = GuardedWorkSandbox(lambda: DyingSandbox(repo), lambda: (guard, disk), shown.append)
+    with pytest.raises(SandboxError):
+        sandbox.call(ToolRequest("read", {"file_path": "/workspace/src/app.py"}))
+    assert not (repo / ".vscode").exists()
+    assert any(".vscode" in line for line in shown)
