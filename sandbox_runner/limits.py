@@ -80,3 +80,6 @@ API_RETRIES = 6
 """Retries of a model call after an overload, a 5xx, a 429 or a network error."""
 MAX_PLAN_BYTES = 2 * 1024 * 1024
 """The most of a plan the host reads and validates; anything beyond is left out."""
+MAX_INPUT_DEPTH = 64
+"""How deeply a tool input may nest objects and arrays (planrun's own tools need 3); a
+deeper one is refused before anything walks it recursively."""

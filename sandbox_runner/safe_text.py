@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_NAME_CHARS",
     "html_text",
+    "markdown_cell",
     "markdown_html",
     "markdown_text",
     "name_problem",
@@ -34,6 +35,9 @@ _IMAGE_OPENER = re.compile(r"!\[")
 _LINK_DESTINATION = re.compile(r"\]\(\s*(\S*)")
 _REFERENCE_DEFINITION = re.compile(r"^( {0,3})\[([^\]]{0,999})\]:\s*(\S*)", re.MULTILINE)
 _WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
+# In a table cell a backslash, a backtick, a bracket or a pipe can start a code span or a
+# link, end the cell, or unescape a neutralising backslash.
+_CELL_SYNTAX = re.compile(r"([\\`|\[\]])")
 
 
 def terminal_text(text: object, *, multiline: bool = True) -> str:
@@ -86,6 +90,20 @@ def markdown_text(text: object) -> str:
     escaped = _IMAGE_OPENER.sub(r"!\\[", escaped)
     escaped = _LINK_DESTINATION.sub(_link_destination, escaped)
     return _REFERENCE_DEFINITION.sub(_reference_definition, escaped)
+
+
+def markdown_cell(text: object, *, limit: int = 0) -> str:
+    """Text from outside (an error, a name, a path) as one inert cell of a Markdown table.
+
+    markdown_text on one line (line breaks and whitespace runs become one space), with
+    every backslash, backtick, bracket and pipe escaped: no code span, link or image
+    starts in it and no pipe ends the cell; it shows as the text written. A limit clips
+    the text to that many characters first.
+    """
+    flat = " ".join(str(text).split())
+    if limit and len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return markdown_text(_CELL_SYNTAX.sub(r"\\\1", flat))
 
 
 def _link_destination(match: re.Match[str]) -> str:

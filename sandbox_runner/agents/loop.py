@@ -9,6 +9,7 @@ final turn without tools, a mode reminder).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -25,6 +26,7 @@ from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.model_call import CallStopped, complete_within
 from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
 from sandbox_runner.errors import PlanrunError
+from sandbox_runner.input_depth import without_deep_inputs
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS, RunLimits
 from sandbox_runner.plans.files import append_line, append_lines
 from sandbox_runner.tools.output import cap_result
@@ -183,6 +185,9 @@ class AgentLoop:
             if stopped.reason == "interrupted":
                 raise Interrupted("interrupted") from None
             raise LimitReached(self._time_limit_reason() + " " + stopped.reason) from None
+        # Before anything walks the answer: a tool input nested thousands of levels deep
+        # would end the transcript's json.dumps, or the next request, in a RecursionError.
+        response = dataclasses.replace(response, content=without_deep_inputs(response.content))
         state.usage.add(response.usage)
         state.last_call_tokens = response.usage.total
         state.messages.append({"role": "assistant", "content": response.content})

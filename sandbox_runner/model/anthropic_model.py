@@ -71,11 +71,16 @@ def _has_credentials(client: anthropic.Anthropic) -> bool:
     return bool(client.api_key or client.auth_token or client.credentials)
 
 
-class _StreamAssemblyError(Exception):
-    """The SDK could not assemble a streamed Message: a tool input was not valid JSON."""
+class _UnreadableAnswer(Exception):
+    """The SDK could not read the model's answer: streamed tool input that is not valid
+    JSON, or JSON nested too deeply for Python's parser (a RecursionError)."""
+
+    def __init__(self, summary: str, error: BaseException) -> None:
+        self.summary = summary
+        super().__init__(" ".join(str(error).split())[:300])
 
 
-_Failure = anthropic.APIError | _StreamAssemblyError
+_Failure = anthropic.APIError | _UnreadableAnswer
 
 
 class AnthropicModel:
@@ -184,17 +189,25 @@ class AnthropicModel:
 
     def _send(self, params: dict[str, Any], streaming: bool, seconds: float) -> Message:
         timeout = anthropic.Timeout(seconds, connect=min(seconds, 10.0))
-        if streaming:
-            try:
+        try:
+            if streaming:
                 with self.client.messages.stream(**params, timeout=timeout) as stream:
                     return stream.get_final_message()
-            except ValueError as error:
-                # The SDK parses streamed tool input as it arrives and gives up on invalid
-                # JSON; asked again, the model usually answers with valid input.
-                raise _StreamAssemblyError(" ".join(str(error).split())[:300]) from error
-        # The params are a dict, so mypy cannot pick create()'s non-streaming overload.
-        message: Message = self.client.messages.create(**params, stream=False, timeout=timeout)
-        return message
+            # The params are a dict, so mypy cannot pick create()'s non-streaming overload.
+            message: Message = self.client.messages.create(**params, stream=False, timeout=timeout)
+            return message
+        except RecursionError as error:
+            # The SDK parses the body with json.loads, which recurses per level: an answer
+            # nested thousands deep. Asked again, the model usually answers otherwise.
+            summary = "the model kept answering with JSON nested too deeply to read"
+            raise _UnreadableAnswer(summary, error) from None
+        except ValueError as error:
+            if not streaming:
+                raise
+            # The SDK parses streamed tool input as it arrives and gives up on invalid
+            # JSON; asked again, the model usually answers with valid input.
+            summary = "the model kept streaming tool input that is not valid JSON"
+            raise _UnreadableAnswer(summary, error) from error
 
     def _with_retries(self, send: Callable[[float], Message], call: ModelCall) -> Message:
         attempts = self.max_retries + 1
@@ -205,7 +218,7 @@ class AnthropicModel:
             except (
                 anthropic.APIStatusError,
                 anthropic.APIConnectionError,
-                _StreamAssemblyError,
+                _UnreadableAnswer,
             ) as error:
                 if call.aborted:
                     raise ModelError("the model call was cancelled") from None
@@ -237,9 +250,8 @@ class AnthropicModel:
 
     def _failure(self, error: _Failure, attempts: int, seconds: float) -> ModelError:
         """The one-line error a user sees for an API error we will not retry."""
-        if isinstance(error, _StreamAssemblyError):
-            summary = "the model kept streaming tool input that is not valid JSON"
-            return MalformedAnswerError(summary, api_message=str(error), attempts=attempts)
+        if isinstance(error, _UnreadableAnswer):
+            return MalformedAnswerError(error.summary, api_message=str(error), attempts=attempts)
         if isinstance(error, anthropic.APITimeoutError):
             summary = (
                 f"the Anthropic API at {self.client.base_url} did not answer in {seconds:.0f} s"
@@ -344,7 +356,7 @@ def _block_to_dict(block: Any) -> dict[str, Any]:
 
 
 def _retryable(error: _Failure) -> bool:
-    if isinstance(error, anthropic.APIConnectionError | _StreamAssemblyError):
+    if isinstance(error, anthropic.APIConnectionError | _UnreadableAnswer):
         return True
     assert isinstance(error, anthropic.APIStatusError)
     return error.status_code in RETRY_STATUSES or _error_details(error)[0] in RETRY_ERROR_TYPES

@@ -17,6 +17,7 @@ A cassette directory holds one cassette per perspective: `<dir>/<key>.jsonl`, wi
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import math
@@ -27,12 +28,16 @@ from typing import Any
 
 from sandbox_runner import Model
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.input_depth import nested_deeper_than, without_deep_inputs
+from sandbox_runner.limits import MAX_INPUT_DEPTH
 from sandbox_runner.model.errors import CassetteError
 from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, Usage
 
 CASSETTE_VERSION = 1
 DEFAULT_KEY = "default"
 CHARS_PER_TOKEN = 3.5
+MAX_CONTENT_DEPTH = MAX_INPUT_DEPTH + 2
+"""A response's content nests a tool input two levels down (the list, the block)."""
 
 
 def estimate_tokens(request: ModelRequest) -> int:
@@ -134,6 +139,10 @@ def response_from_json(data: Any) -> ModelResponse:
     content, usage = data.get("content"), data.get("usage", {})
     if not isinstance(content, list) or not all(isinstance(block, dict) for block in content):
         raise ValueError("response content is not a list of blocks")
+    content = without_deep_inputs(content)
+    if nested_deeper_than(content, MAX_CONTENT_DEPTH):
+        # copy.deepcopy below recurses per level.
+        raise ValueError(f"response content is nested more than {MAX_CONTENT_DEPTH} levels deep")
     if not isinstance(data.get("stop_reason"), str):
         raise ValueError("response stop_reason is not a string")
     if not isinstance(usage, dict) or not all(isinstance(v, int) for v in usage.values()):
@@ -167,6 +176,8 @@ def load_cassette(path: Path) -> list[dict[str, Any]]:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             raise CassetteError(path, f"not valid JSON ({error.msg})", line=number) from error
+        except RecursionError:
+            raise CassetteError(path, "JSON nested too deeply to read", line=number) from None
         if number == 1:
             if not isinstance(record, dict) or record.get("cassette") != CASSETTE_VERSION:
                 problem = f'the header must be {{"cassette": {CASSETTE_VERSION}, ...}}'
@@ -264,6 +275,8 @@ class RecordingModel:
     def complete(self, request: ModelRequest, call: ModelCall | None = None) -> ModelResponse:
         """Ask the inner model, then write the exchange (a failed call is not recorded)."""
         response = self.inner.complete(request, call)
+        # Recorded as the agent loop will see it: json.dumps would recurse into a deep input.
+        response = dataclasses.replace(response, content=without_deep_inputs(response.content))
         line = {"request": summarize_request(request), "response": response_to_json(response)}
         with self._lock:
             if self.recorded == 0:

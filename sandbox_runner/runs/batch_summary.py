@@ -10,13 +10,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sandbox_runner.runs.batch_ledger import FAILED_STATUSES, Ledger, LedgerRecord
+from sandbox_runner.safe_text import markdown_cell
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
 SCHEMA_VERSION = 1
 STATUS_ORDER = ("complete", "invalid", "incomplete", "failed", "error", "running", "pending")
+REASON_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -97,32 +100,41 @@ def _replace(path: Path, text: str) -> None:
 
 
 def render_summary(document: dict[str, Any]) -> str:
-    """summary.md: the counts, then a table of jobs."""
+    """summary.md: the counts, then a table of jobs.
+
+    Every name, key and reason goes through markdown_cell: an error text from an API or a
+    model (escape sequences, an image beacon, raw HTML, pipes) shows as inert text.
+    """
     counts = ", ".join(f"{status} {n}" for status, n in document["counts"].items()) or "no jobs"
     totals = document["totals"]
     cost = "unknown" if totals["cost_usd"] is None else f"${totals['cost_usd']:.4f}"
     lines = [
-        f"# Batch {document['batch']}",
+        f"# Batch {markdown_cell(document['batch'])}",
         "",
-        f"- State: {document['state']} (exit code {document['exit_code']})",
+        f"- State: {markdown_cell(document['state'])} (exit code {document['exit_code']})",
         f"- Jobs: {document['total']} ({counts})",
         f"- Tokens: {totals['tokens']}, cost: {cost}, wall time: {totals['wall_seconds']} s",
         "",
         "| Job | Status | Attempts | Tokens | Cost (USD) | Seconds | Reason |",
         "|---|---|---|---|---|---|---|",
     ]
-    for job in document["jobs"]:
-        job_cost = "" if job["cost_usd"] is None else f"{job['cost_usd']:.4f}"
-        reason = str(job["reason"]).replace("|", "\\|").replace("\n", " ")[:120]
-        link = f"[{job['key']}]({job['plan_file']})" if job["plan_file"] else job["key"]
-        attempts = f"{job['attempts']}" + (", went on" if job["continued"] else "")
-        lines.append(
-            f"| {link} | {job['status']} | {attempts} | {job['tokens']} | {job_cost} "
-            f"| {job['wall_seconds']} | {reason} |"
-        )
+    lines += [_job_line(job) for job in document["jobs"]]
     if document["not_in_batch"]:
-        lines += ["", "Recorded jobs not in the batch file: " + ", ".join(document["not_in_batch"])]
+        keys = ", ".join(markdown_cell(key) for key in document["not_in_batch"])
+        lines += ["", "Recorded jobs not in the batch file: " + keys]
     return "\n".join(lines) + "\n"
+
+
+def _job_line(job: dict[str, Any]) -> str:
+    job_cost = "" if job["cost_usd"] is None else f"{job['cost_usd']:.4f}"
+    key = markdown_cell(job["key"])
+    link = f"[{key}]({quote(job['plan_file'])})" if job["plan_file"] else key
+    attempts = f"{job['attempts']}" + (", went on" if job["continued"] else "")
+    reason = markdown_cell(job["reason"], limit=REASON_CHARS)
+    return (
+        f"| {link} | {markdown_cell(job['status'])} | {attempts} | {job['tokens']} "
+        f"| {job_cost} | {job['wall_seconds']} | {reason} |"
+    )
 
 
 def read_status(out_dir: Path) -> dict[str, Any] | None:

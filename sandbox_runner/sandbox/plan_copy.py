@@ -24,13 +24,19 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_TOTAL_BYTES = 16 * 1024 * 1024
 MAX_FILES = 1000
 MAX_NAME_BYTES = 255
+MAX_NAME_PARTS = 64
+"""The most directory levels a copied file's name may have: making and removing its
+directories (Path.mkdir, shutil.rmtree) recurses once per level."""
 
 Call = Callable[[ToolRequest], ExecResult]
 
 
 def safe_relative(name: str) -> str | None:
-    """NAME if it is a harmless relative path (printable components, no . or ..), else None."""
+    """NAME if it is a harmless relative path (printable components, no . or .., at most
+    MAX_NAME_PARTS of them), else None."""
     parts = name.split("/")
+    if len(parts) > MAX_NAME_PARTS:
+        return None
     for part in parts:
         if part in ("", ".", "..") or len(part.encode("utf-8", "replace")) > MAX_NAME_BYTES:
             return None

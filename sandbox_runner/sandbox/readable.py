@@ -56,14 +56,15 @@ def check_readable(
     checked = unreadable = 0
     examples: list[str] = []
     root_readable = _may(os.stat(workspace), uid, gid, READ_AND_LIST)
-    complete = True
-    for directory, subdirs, files in os.walk(workspace, followlinks=False):
-        subdirs.sort()
+    # An explicit stack, not os.walk: os.walk recurses per level on Python 3.11, so a
+    # repository 1,000 directories deep ended in a RecursionError.
+    stack = [str(workspace)]
+    while stack:
+        directory = stack.pop()
         kept = []
-        for name in sorted(subdirs + files):
+        for name in _names(directory):
             if checked >= max_entries or time.monotonic() > deadline:
-                complete = False
-                break
+                return Readability(root_readable, checked, unreadable, examples, False)
             path = os.path.join(directory, name)
             try:
                 info = os.lstat(path)
@@ -75,15 +76,23 @@ def check_readable(
             checked += 1
             if _may(info, uid, gid, READ_AND_LIST if is_dir else READ):
                 if is_dir and name != ".git":
-                    kept.append(name)
+                    kept.append(path)
                 continue
             unreadable += 1
             if len(examples) < 5:
                 examples.append(os.path.relpath(path, workspace))
-        subdirs[:] = [name for name in subdirs if name in kept]
-        if not complete:
-            break
-    return Readability(root_readable, checked, unreadable, examples, complete)
+        # Top-down in name order, as os.walk went: the first subdirectory is walked next.
+        stack.extend(reversed(kept))
+    return Readability(root_readable, checked, unreadable, examples, True)
+
+
+def _names(directory: str) -> list[str]:
+    """The sorted names in DIRECTORY; none when it cannot be listed (as os.walk skips it)."""
+    try:
+        with os.scandir(directory) as scan:
+            return sorted(entry.name for entry in scan)
+    except OSError:
+        return []
 
 
 def _may(info: os.stat_result, uid: int, gid: int, need: int) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from sandbox_runner.input_depth import removed_input
 from sandbox_runner.paths import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
 from sandbox_runner.tools.schemas import (
     ALL_TOOLS,
@@ -67,6 +68,8 @@ class ToolContext:
 
 def translate(call: ToolCall, context: ToolContext) -> ToolUse | Refusal:
     """Translate one tool call. Nothing here raises: every problem is a Refusal."""
+    if removed := removed_input(call.input):
+        return Refusal(f"Not run: {removed}. Call {call.name} again with a flat input.")
     if call.name not in context.offered:
         allowed = ", ".join(sorted(context.offered))
         return Refusal(

@@ -20,7 +20,12 @@ from tests.conftest import unavailable
 from tests.e2e.test_cli_batch import PERSPECTIVES, TASKS, CountingScript, batch_file, job_key
 from tests.support.fake_messages_api import FakeMessagesAPI, Scripted, error
 from tests.support.ray_cluster import Cluster, local_cluster, missing_ray
-from tests.support.second_dockerd import SecondDockerd, missing_dockerd, second_dockerd
+from tests.support.second_dockerd import (
+    SecondDockerd,
+    host_has_link,
+    missing_dockerd,
+    second_dockerd,
+)
 
 pytestmark = pytest.mark.ray
 SESSION_LABEL = "io.planrun.session"
@@ -37,11 +42,14 @@ def cluster(sandbox_image: str, planrun_home: Path) -> Iterator[Cluster]:
 
 @pytest.fixture
 def other_daemon(docker_client: Any) -> Iterator[SecondDockerd]:
-    """A second Docker daemon with its own disk, as on another host: no sandbox image."""
+    """A second Docker daemon with its own disk, as on another host: no sandbox image. The
+    host's docker0 (the main daemon's bridge) must be there after it stopped as before."""
     if problem := missing_dockerd():
         unavailable(problem)
+    had_docker0 = host_has_link("docker0")
     with second_dockerd(docker_client) as daemon:
         yield daemon
+    assert host_has_link("docker0") or not had_docker0, "the second dockerd deleted docker0"
 
 
 def run_batch(cluster: Cluster, batch: Path, out: Path) -> subprocess.Popen[str]:

@@ -163,6 +163,19 @@ def raw(body: bytes | str | Any, status: int = 200) -> Raw:
     return Raw(body, status)
 
 
+def nested_tool_use(name: str, depth: int) -> Raw:
+    """A Message calling NAME with an input whose arrays nest DEPTH levels deep, written as
+    text: json.dumps would itself give up on it."""
+    value = '{"file_path": ' + "[" * depth + "]" * depth + "}"
+    tool = f'{{"type": "tool_use", "id": "toolu_deep", "name": "{name}", "input": {value}}}'
+    body = (
+        '{"id": "msg_deep", "type": "message", "role": "assistant", "model": "claude-test", '
+        f'"content": [{tool}], "stop_reason": "tool_use", "stop_sequence": null, '
+        f'"usage": {json.dumps(DEFAULT_USAGE)}}}'
+    )
+    return raw(body)
+
+
 class Hang:
     """Accept the request and never answer (until the server stops), as a hung API would."""
 

@@ -1,6 +1,11 @@
-"""A second Docker daemon on this machine, with a disk of its own: what a Ray node on another
-host would see (no sandbox image, no shared image store). Root only; stopped and removed
-with everything it stored."""
+"""A second Docker daemon on this machine, with a disk and a network of its own: what a Ray
+node on another host would see (no sandbox image, no shared image store). Root only;
+stopped and removed with everything it stored.
+
+It runs in a network namespace of its own (`unshare --net`): a dockerd started with
+--bridge=none deletes the `docker0` bridge it finds, and in the host's namespace that is
+the main daemon's, after which every container on the default network and every build
+with a RUN step fails until that daemon restarts."""
 
 from __future__ import annotations
 
@@ -26,12 +31,15 @@ def missing_dockerd() -> str | None:
         return "a second Docker daemon needs root"
     if shutil.which("dockerd") is None:
         return "dockerd is not installed (Debian: apt-get install docker.io)"
+    if shutil.which("unshare") is None:
+        return "unshare is not installed (Debian: apt-get install util-linux)"
     return None
 
 
 class SecondDockerd:
-    """A running dockerd on its own data root, exec root, pid file and socket; no bridge,
-    no iptables rules (sandboxes have no network), the main daemon's storage driver."""
+    """A running dockerd on its own data root, exec root, pid file and socket, in a network
+    namespace of its own; no bridge, no iptables rules (sandboxes have no network), the
+    main daemon's storage driver."""
 
     def __init__(self, root: Path, process: subprocess.Popen[bytes]) -> None:
         self.root, self.process = root, process
@@ -51,6 +59,12 @@ def second_dockerd(main_client: Any) -> Iterator[SecondDockerd]:
     root = Path(tempfile.mkdtemp(prefix="/tmp/pdd"))  # its sockets' paths must stay short
     driver = str(main_client.info()["Driver"])
     command = [
+        # unshare execs dockerd in a new network namespace: the process is dockerd itself,
+        # and its containerd and containers start from there. Its socket is a file, so
+        # clients in the host's namespace reach it as before.
+        "unshare",
+        "--net",
+        "--",
         "dockerd",
         f"--data-root={root / 'data'}",
         f"--exec-root={root / 'exec'}",
@@ -100,6 +114,17 @@ def _stop(daemon: SecondDockerd) -> None:
     for mount in reversed(_mounts_below(daemon.root)):
         subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
     shutil.rmtree(daemon.root, ignore_errors=True)
+
+
+def host_has_link(name: str) -> bool:
+    """Whether the network namespace the tests run in has a network interface NAME."""
+    shown = subprocess.run(["ip", "link", "show", name], capture_output=True, check=False)
+    return shown.returncode == 0
+
+
+def network_namespace(pid: int) -> str:
+    """The network namespace of a process, e.g. "net:[4026531840]"."""
+    return os.readlink(f"/proc/{pid}/ns/net")
 
 
 def _mounts_below(root: Path) -> list[str]:

@@ -115,3 +115,44 @@ def test_run_turn_continues_the_conversation_and_the_transcript_rebuilds_it(
     assert loop.state.messages[4]["content"][0]["text"] == "(a note from planrun)"
     lines = (tmp_path / "transcript.jsonl").read_text().splitlines()
     assert saved_conversation(lines).messages == loop.state.messages
+
+
+def nested(depth: int) -> dict[str, object]:
+    """A tool input with objects nested DEPTH levels deep."""
+    value: dict[str, object] = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def test_a_tool_input_nested_too_deeply_is_refused_and_the_run_goes_on(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            reply(use("Read", nested(100_000)), use("Read", {"file_path": "notes.txt"})),
+            reply(say("The input was too deep; the notes say hello.")),
+        ]
+    )
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.DEFAULT], Headless())
+    with sandbox:
+        loop.run("read the notes")
+    assert loop.state.final_text == "The input was too deep; the notes say hello."
+    deep, flat = loop.state.messages[2]["content"]
+    assert deep["is_error"] and "nested more than 64 levels deep" in deep["content"]
+    assert not flat.get("is_error") and "hello" in flat["content"]
+    # The next request, and the transcript a resume reads, hold no deep input.
+    assert model.requests[1].messages[1]["content"][0]["input"] == {
+        "planrun_removed": "the tool input is nested more than 64 levels deep"
+    }
+    lines = (tmp_path / "transcript.jsonl").read_text().splitlines()
+    assert saved_conversation(lines).messages == loop.state.messages
+
+
+def test_a_tool_input_within_the_depth_limit_is_run(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [reply(use("Read", {"file_path": "notes.txt", "x": nested(63)})), reply(say("ok"))]
+    )
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.DEFAULT], Headless())
+    with sandbox:
+        loop.run("read the notes")
+    [result] = loop.state.messages[2]["content"]
+    assert "nested more than" not in result["content"]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from markdown_it import MarkdownIt
 from rich.console import Console
 from rich.progress import Progress as RichProgress
 
@@ -34,7 +35,7 @@ from sandbox_runner.runs.batch_setup import (
     decide_all,
     prepare_tasks,
 )
-from sandbox_runner.runs.batch_summary import read_status
+from sandbox_runner.runs.batch_summary import read_status, render_summary, summary_document
 from sandbox_runner.runs.executor import ThreadExecutor
 from sandbox_runner.runs.plan_job import EarlierAttempt
 from sandbox_runner.types import Usage
@@ -178,9 +179,16 @@ def conversation(task: str) -> str:
 class FakeWork:
     """Plans instantly; `failing` labels fail. Counts how often each job ran."""
 
-    def __init__(self, failing: set[str] | None = None, *, resumable: bool = False) -> None:
+    def __init__(
+        self,
+        failing: set[str] | None = None,
+        *,
+        resumable: bool = False,
+        reason: str = "overloaded",
+    ) -> None:
         self.failing = failing or set()
         self.resumable = resumable
+        self.reason = reason
         self.runs: dict[str, int] = {}
         self.earlier: dict[str, EarlierAttempt | None] = {}
         self.lock = threading.Lock()
@@ -197,7 +205,7 @@ class FakeWork:
                 "Plan",
                 job.payload.model_id,
                 PlanStatus.FAILED if fails else PlanStatus.COMPLETE,
-                "overloaded" if fails else "",
+                self.reason if fails else "",
                 None,
                 VALID_PLAN,
                 check,
@@ -315,6 +323,67 @@ def test_a_retried_job_goes_on_with_a_resumable_attempt_only(
     run_batch(tmp_path, third, retry_failed=True)
     assert third.runs == {"t1/b": 1, "t2/b": 1}
     assert third.earlier == {"t1/b": None, "t2/b": None}  # the newest attempt ended for good
+
+
+HOSTILE_ERROR = (
+    "529 \x1b]0;t\x07 `x` a|b \\| c <img src=x> "
+    "![b](http://beacon.example/b) [docs](http://evil.example)\n## two"
+)
+
+
+def viewed(markdown_text: str) -> str:
+    """Markdown as a viewer with tables shows it (HTML)."""
+    return str(MarkdownIt("commonmark").enable("table").render(markdown_text))
+
+
+def assert_inert(page: str) -> None:
+    for active in ("<img", '<a href="http', "<code>", "<h2>", "<script"):
+        assert active not in page
+
+
+def test_an_error_text_in_summary_md_is_inert(tmp_path: Path, sample_repo: Path) -> None:
+    run_batch(tmp_path, FakeWork(failing={"b"}, reason=HOSTILE_ERROR))
+    text = (tmp_path / "out/summary.md").read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\x07" not in text
+    page = viewed(text)
+    assert_inert(page)
+    rows = page.split("<tr>")[2:]
+    assert len(rows) == 4 and all(row.count("<td>") == 7 for row in rows)
+    # The reader still sees what the API said, as text.
+    assert (
+        "529 ?]0;t? `x` a|b \\| c &lt;img src=x&gt; ![b](http://beacon.example/b) "
+        "[docs](http://evil.example) ## two</td>"
+    ) in page
+
+
+def test_names_and_keys_in_summary_md_are_inert() -> None:
+    document = summary_document(
+        "<script>alert(1)</script>\x1b[31m",
+        Path("out"),
+        [],
+        exit_code=1,
+        state="done",
+        not_in_batch=["t9/![n](http://beacon.example/n)"],
+        wall_seconds=0,
+    )
+    document["jobs"] = [
+        {
+            "key": "t1/x](http://evil.example) ![i](http://beacon.example/k)",
+            "plan_file": "tasks/t1/x) ![i](http://beacon.example/p.md",
+            "status": "failed",
+            "attempts": 1,
+            "continued": False,
+            "tokens": 0,
+            "cost_usd": None,
+            "wall_seconds": 0.0,
+            "reason": "",
+        }
+    ]
+    text = render_summary(document)
+    assert "\x1b" not in text
+    page = viewed(text)
+    assert_inert(page)
+    assert page.count("<a ") == 1 and '<a href="tasks/t1/x%29%20%21%5Bi%5D' in page
 
 
 def in_flight_scratch(

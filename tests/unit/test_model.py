@@ -34,6 +34,7 @@ from tests.support.fake_messages_api import (
     error,
     hang,
     message,
+    nested_tool_use,
     raw,
     stream_events,
     text,
@@ -41,6 +42,7 @@ from tests.support.fake_messages_api import (
     tool_use,
     usage,
 )
+from tests.support.scripted_model import ScriptedModel, reply, use
 
 TOOLS = [
     ToolSpec("Read", "Read a file", {"type": "object", "properties": {"file_path": {}}}),
@@ -323,6 +325,21 @@ def test_streamed_tool_input_the_sdk_cannot_parse_is_retried_then_reported(
     assert len(waits) == 1
 
 
+def test_an_answer_nested_too_deeply_to_parse_is_retried_then_reported(
+    api: FakeMessagesAPI, waits: list[float]
+) -> None:
+    api.add(nested_tool_use("Read", 100_000), message(text("flat")))
+    model = AnthropicModel("m", api_key="k", base_url=api.base_url, sleep=waits.append)
+    assert model.complete(make_request()).text == "flat"
+    api.add(nested_tool_use("Read", 100_000), nested_tool_use("Read", 100_000))
+    model = AnthropicModel(
+        "m", api_key="k", base_url=api.base_url, max_retries=1, sleep=waits.append
+    )
+    with pytest.raises(ModelError, match="the model kept answering with JSON nested too deeply"):
+        model.complete(make_request())
+    assert len(waits) == 2
+
+
 def test_count_tokens_asks_the_endpoint() -> None:
     with FakeMessagesAPI(count_tokens=1234) as api:
         model = AnthropicModel("claude-test", api_key="k", base_url=api.base_url)
@@ -506,6 +523,34 @@ def test_a_recording_plays_back_identically(api: FakeMessagesAPI, tmp_path: Path
     assert summary["tools"] == ["Read", "Grep"]
     assert summary["messages_count"] == 3
     assert summary["last_message"] == second.messages[-1]
+
+
+def test_a_deep_tool_input_is_recorded_and_replayed_as_removed(tmp_path: Path) -> None:
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    cassette = tmp_path / "deep.jsonl"
+    recorder = RecordingModel(ScriptedModel([reply(use("Read", {"file_path": deep}))]), cassette)
+    removed = {"planrun_removed": "the tool input is nested more than 64 levels deep"}
+    assert recorder.complete(make_request()).content[0]["input"] == removed
+    assert ReplayModel(cassette).complete(make_request()).content[0]["input"] == removed
+
+
+@pytest.mark.parametrize(
+    ("block", "problem"),
+    [
+        ('{"type": "x", "y": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested too deeply"),
+        ('{"type": "x", "y": ' + "[" * 300 + "]" * 300 + "}", "nested more than 66 levels"),
+    ],
+)
+def test_a_cassette_nested_too_deeply_is_a_cassette_error(
+    tmp_path: Path, block: str, problem: str
+) -> None:
+    cassette = tmp_path / "deep.jsonl"
+    response = f'{{"content": [{block}], "stop_reason": "end_turn", "usage": {{}}}}'
+    cassette.write_text('{"cassette": 1}\n{"response": ' + response + "}\n")
+    with pytest.raises(CassetteError, match=f"deep.jsonl line 2: .*{problem}"):
+        ReplayModel(cassette)
 
 
 def test_replay_and_record_together_is_a_config_error(tmp_path: Path) -> None:

@@ -92,3 +92,11 @@ def test_the_cap_holds_and_a_shrunk_or_removed_file_frees_its_room(plan_dir: Pat
     (plan_dir / "staged.md").unlink()  # removed by the host, behind the count's back
     copy_file(sandbox, "a", host, FAR)
     assert host.total == on_disk(plan_dir) == MAX_TOTAL_BYTES - 999
+
+
+def test_a_file_1100_directories_deep_is_left_out(plan_dir: Path) -> None:
+    sandbox, host = FakePlan(), HostCopy(plan_dir)
+    sandbox.files = {"plan.md": b"plan", "d/" * 1100 + "notes.md": b"deep", "a/b.md": b"b"}
+    assert copy_all(sandbox, host, FAR) == ["a file with an unusable name"]
+    assert sorted(path.name for path in plan_dir.iterdir()) == ["a", "plan.md"]
+    assert host.total == 5

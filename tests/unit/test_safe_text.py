@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_runner.safe_text import markdown_text, name_problem, one_line, terminal_text
+from sandbox_runner.safe_text import (
+    markdown_cell,
+    markdown_text,
+    name_problem,
+    one_line,
+    terminal_text,
+)
 
 
 def test_terminal_text_shows_escapes_and_bidi_overrides_as_question_marks() -> None:
@@ -29,6 +35,25 @@ def test_terminal_text_shows_escapes_and_bidi_overrides_as_question_marks() -> N
 )
 def test_markdown_text_neutralises_images_and_other_links(written: str, shown: str | None) -> None:
     assert markdown_text(written) == (written if shown is None else shown)
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        ("![b](http://beacon/x)", "!\\[b\\](http://beacon/x)"),
+        ("[x](https://example.com)", "\\[x\\](https://example.com)"),
+        ("a|b `c`", "a\\|b \\`c\\`"),
+        ("\\|", "\\\\\\|"),
+        ("one\r\ntwo\n\n  three", "one two three"),
+        ("<img src=x>\x1b[2J\x07", "&lt;img src=x&gt;?\\[2J?"),
+    ],
+)
+def test_markdown_cell_is_one_inert_table_cell(written: str, shown: str) -> None:
+    assert markdown_cell(written) == shown
+
+
+def test_markdown_cell_clips_before_escaping() -> None:
+    assert markdown_cell("|" * 10, limit=4) == "\\|\\|\\|…"
 
 
 @pytest.mark.parametrize(

@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sandbox_runner import Sandbox
+from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.limits import RunLimits
+from sandbox_runner.model.anthropic_model import AnthropicModel
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.state import SessionStore
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
+from tests.support import fake_messages_api as fake
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use
 
@@ -98,7 +100,11 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def open_session(
-    workspace: Path, tmp_path: Path, models: Models, ui: FakeUI, resume: str | None = None
+    workspace: Path,
+    tmp_path: Path,
+    models: Callable[[str], Model],
+    ui: FakeUI,
+    resume: str | None = None,
 ) -> Session:
     if resume:
         store, state = SessionStore.open(resume)
@@ -437,3 +443,33 @@ def test_task_subagents_share_the_session_container_budget(workspace: Path, tmp_
         assert isinstance(results, list) and all("found it" in r["content"] for r in results)
     finally:
         made.close()
+
+
+def test_an_answer_nested_too_deeply_is_an_error_and_the_session_goes_on(
+    workspace: Path, tmp_path: Path
+) -> None:
+    ui = FakeUI()
+    unreadable = fake.nested_tool_use("Read", 100_000)  # more than the SDK's json.loads can take
+    refused = fake.nested_tool_use("Read", 950)  # parsed, but json.dumps would give up
+    script: list[fake.Scripted] = [
+        unreadable,
+        unreadable,
+        refused,
+        fake.message(fake.text("Still here.")),
+    ]
+    with fake.FakeMessagesAPI(script) as api:
+        model = AnthropicModel(
+            "m", api_key="k", base_url=api.base_url, max_retries=1, sleep=lambda _: None
+        )
+        made = open_session(workspace, tmp_path, lambda label: model, ui)
+        try:
+            made.send("read it")
+            made.send("try again")
+        finally:
+            made.close()
+    assert ui.shown[0].startswith(
+        "error: the model kept answering with JSON nested too deeply to read"
+    )
+    assert ui.shown[-1] == "Still here."
+    [result] = api.message_requests[-1].body["messages"][-1]["content"][:1]
+    assert result["is_error"] and "nested more than 64 levels deep" in result["content"]

@@ -16,6 +16,7 @@ from sandbox_runner.plans.workspace import (
 )
 from sandbox_runner.sandbox.readable import check_readable
 from sandbox_runner.sandbox.spec import SANDBOX_GID, SANDBOX_UID, sandbox_user
+from tests.support.deep_tree import deep_tree
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 HOST_SHA = "fedcba9876543210fedcba9876543210fedcba98"
@@ -141,6 +142,16 @@ def test_the_check_is_bounded_for_huge_trees(tmp_path: Path) -> None:
     assert "a sample of the first 20" in found.summary(owner + 1)
     timed = check_readable(root, owner + 1, owner + 1, time_limit=0.0)
     assert not timed.complete
+
+
+def test_a_workspace_1100_directories_deep_is_checked_to_the_bottom(tmp_path: Path) -> None:
+    with deep_tree(tmp_path / "repo", 1100) as bottom:
+        (bottom / "secret.py").write_text("x = 1\n")
+        (bottom / "secret.py").chmod(0o600)
+        owner = os.stat(tmp_path / "repo").st_uid
+        found = check_readable(tmp_path / "repo", owner + 1, owner + 1, time_limit=60)
+    assert (found.checked, found.unreadable, found.complete) == (1101, 1, True)
+    assert found.examples == ["d/" * 1100 + "secret.py"]
 
 
 def test_an_untraversable_workspace_root_is_unreadable(tmp_path: Path) -> None:
