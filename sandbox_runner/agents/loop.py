@@ -29,6 +29,7 @@ from sandbox_runner.errors import PlanrunError
 from sandbox_runner.input_depth import without_deep_inputs
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS, RunLimits
 from sandbox_runner.plans.files import append_line, append_lines
+from sandbox_runner.redact import redact_data
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.permissions import (
     Allow,
@@ -385,8 +386,9 @@ class AgentLoop:
         )
 
     def log(self, kind: str, **fields: Any) -> None:
-        """Append one entry to the transcript, flushed at once (a run can resume from it)."""
-        entry = {"type": kind, "time": time.time(), **fields}
+        """Append one entry to the transcript, flushed at once (a run can resume from it);
+        what looks like a credential (a token a tool read, say) is redacted in it."""
+        entry = redact_data({"type": kind, "time": time.time(), **fields})
         append_line(self.transcript, json.dumps(entry, ensure_ascii=False, default=str))
 
     def _tool_names(self) -> list[str]:

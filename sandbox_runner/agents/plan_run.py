@@ -27,6 +27,7 @@ from sandbox_runner.model.errors import (
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, replace_file, write_new
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
+from sandbox_runner.redact import redact
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
@@ -176,10 +177,19 @@ class PlanAgentRun:
             self.loop.emit("plan_written", detail="from the final answer")
         return final if final.strip() else ""
 
+    def _redacted(self, text: str) -> str:
+        """The plan with what looks like a credential redacted, in the plan file too (the
+        draft stays in the run's directory; everything after, the synthesis included,
+        reads the redacted plan)."""
+        clean = redact(text)
+        if clean != text and read_sandbox_file(self.paths.host_plan_file) == text:
+            replace_file(self.paths.host_plan_file, clean)
+        return clean
+
     def _result(self, status: PlanStatus, reason: str) -> PlanResult:
         state = self.loop.state
         try:
-            text = self.plan_text()
+            text = self._redacted(self.plan_text())
         except (UnsafeFileError, OSError) as error:
             text, status, reason = "", PlanStatus.FAILED, str(error)
         check: PlanCheck | None = None

@@ -6,13 +6,16 @@ from typing import Any
 
 import yaml
 
+from sandbox_runner.redact import redact, redact_data
+
 FRONT_MATTER_FENCE = "---"
 
 
 def render_document(metadata: dict[str, Any], plan_text: str) -> str:
-    """The plan file: YAML front matter, then the plan's Markdown as the model wrote it."""
-    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True, width=100)
-    body = strip_front_matter(plan_text).strip()
+    """The plan file: YAML front matter, then the plan's Markdown as the model wrote it;
+    what looks like a credential is redacted in both."""
+    header = yaml.safe_dump(redact_data(metadata), sort_keys=False, allow_unicode=True, width=100)
+    body = redact(strip_front_matter(plan_text).strip())
     return f"{FRONT_MATTER_FENCE}\n{header}{FRONT_MATTER_FENCE}\n\n{body}\n"
 
 

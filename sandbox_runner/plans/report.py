@@ -20,6 +20,7 @@ from sandbox_runner.plans.results import PlanResult, PlanStatus, Synthesis, Synt
 from sandbox_runner.plans.sections import CONFLICTS_SECTION, DECISIONS_SECTION
 from sandbox_runner.plans.text import section_points, shorten
 from sandbox_runner.plans.validate import extract_section
+from sandbox_runner.redact import redact, redact_data
 
 __all__ = [
     "REPORT_SCHEMA_DOC",
@@ -124,14 +125,15 @@ def build_report(record: RunRecord) -> dict[str, Any]:
 
 def write_report(record: RunRecord) -> Report:
     """Write report.json, report.md and report.html into record.out_dir, each replaced
-    atomically."""
-    document = build_report(record)
+    atomically; what looks like a credential is redacted in all three."""
+    document = redact_data(build_report(record))
     json_path = record.out_dir / "report.json"
     markdown_path = record.out_dir / "report.md"
     html_path = record.out_dir / "report.html"
     _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     _write_atomically(markdown_path, render_markdown(document))
-    _write_atomically(html_path, render_html(document, plan_bodies(record)))
+    bodies = {label: redact(body) for label, body in plan_bodies(record).items()}
+    _write_atomically(html_path, render_html(document, bodies))
     return Report.of(document, (json_path, markdown_path, html_path))
 
 

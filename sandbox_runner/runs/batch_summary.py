@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from sandbox_runner.redact import redact_data
 from sandbox_runner.runs.batch_ledger import FAILED_STATUSES, Ledger, LedgerRecord
 from sandbox_runner.safe_text import markdown_cell
 
@@ -88,7 +89,9 @@ def _row(row: JobRow) -> dict[str, Any]:
 
 
 def write_summary(out_dir: Path, document: dict[str, Any]) -> None:
-    """Replace summary.json and summary.md atomically."""
+    """Replace summary.json and summary.md atomically; what looks like a credential (in an
+    API error's text, say) is redacted."""
+    document = redact_data(document)
     _replace(out_dir / SUMMARY_JSON, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     _replace(out_dir / SUMMARY_MD, render_summary(document))
 

@@ -1,8 +1,8 @@
 """A repository shipped to Ray nodes that share no disk: a deterministic gzip tarball (the
-same tree gives the same digest, so a node's cache hits across runs), bounded as it is
-written, without credentials from `.git/config`; and its extraction into a node's cache
-(links kept as the local engine mounts them, nothing else that is not a file or a
-directory), read-only, pruned to the newest few."""
+same tree gives the same digest, so a node's cache hits across runs) of what repo_files
+lets travel, bounded by the bytes it extracts to as it is written; and its extraction
+into a node's cache (bounded the same way; links kept as the local engine mounts them,
+nothing else that is not a file or a directory), read-only, pruned to the newest few."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import gzip
 import hashlib
 import io
 import os
-import re
-import shutil
 import stat
 import tarfile
 import tempfile
@@ -22,17 +20,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.runs.repo_files import Shipped, shipped_files
 
 MAX_REPO_BYTES = 512 * 1024 * 1024
-"""Ray's own limit for a single object sent in a task (GRPC message size)."""
+"""The most a shipped repository's files may add up to, extracted (and its tarball,
+compressed: Ray's own limit for a single object sent in a task, its GRPC message size)."""
 KEPT_REPOSITORIES = 8
 """A node keeps the most recently used copies; older ones are removed."""
 STALE_STAGING_SECONDS = 3600.0
 MARKER = ".planrun-digest"
 IN_USE = ".in-use"
 """Held (shared) by every job that reads a copy: `<digest>.in-use` beside it."""
-GIT_CONFIG = "./.git/config"
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+_WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 
 class _Bounded(io.RawIOBase):
@@ -47,158 +46,174 @@ class _Bounded(io.RawIOBase):
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
         if self.buffer.tell() + len(data) > self.limit:
             raise ConfigError(
-                f"{self.workspace} is over {self.limit // 2**20} MB as a tarball; Ray ships at "
-                "most 512 MB (move large untracked files out of the repository)"
+                f"the tarball of {self.workspace} is over {_size(self.limit)} even compressed, "
+                "Ray's limit for one object, which no setting raises: move files out of the "
+                "repository or list them in .gitignore"
             )
         return self.buffer.write(data)
 
 
+class _Packer:
+    """Adds shipped paths to a tarball, counting the bytes they will extract to."""
+
+    def __init__(self, archive: tarfile.TarFile, workspace: Path, limit: int) -> None:
+        self.archive, self.workspace, self.limit = archive, workspace, limit
+        self.extracted = 0
+
+    def add(self, shipped: Shipped) -> None:
+        name = f"./{shipped.name}" if shipped.name else "."
+        if shipped.text is not None:
+            data = shipped.text.encode("utf-8", "surrogateescape")
+            self._count(len(data))
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            self.archive.addfile(info, io.BytesIO(data))
+            return
+        found = os.lstat(shipped.path)
+        if stat.S_ISREG(found.st_mode):
+            self._add_file(name, shipped.path)
+            return
+        info = _info(name, found)
+        if stat.S_ISLNK(found.st_mode):
+            info.type, info.linkname = tarfile.SYMTYPE, os.readlink(shipped.path)
+        elif stat.S_ISDIR(found.st_mode):
+            info.type = tarfile.DIRTYPE
+        else:
+            return  # it became a FIFO, a device or a socket meanwhile
+        self.archive.addfile(info)
+
+    def _add_file(self, name: str, path: Path) -> None:
+        # Opened without following a link or blocking on a FIFO that took the file's place;
+        # a second name of a file travels as a file of its own (a copy reads the same).
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        with os.fdopen(os.open(path, flags), "rb") as handle:
+            found = os.fstat(handle.fileno())
+            if not stat.S_ISREG(found.st_mode):
+                return
+            self._count(found.st_size)
+            info = _info(name, found)
+            info.size = found.st_size
+            self.archive.addfile(info, handle)
+
+    def _count(self, size: int) -> None:
+        self.extracted += size
+        if self.extracted > self.limit:
+            raise ConfigError(
+                f"{self.workspace} holds over {_size(self.limit)} of files to ship to "
+                "the Ray nodes (counted as extracted), planrun's cap for a repository, which "
+                "no setting raises: move large untracked files out of it or list them in "
+                ".gitignore"
+            )
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
+
+
+def _info(name: str, found: os.stat_result) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.mode, info.mtime = stat.S_IMODE(found.st_mode), int(found.st_mtime)
+    return info  # owned by root (uid and gid 0, no names): the same bytes on any machine
+
+
 def repo_tarball(workspace: Path, exclude: Path | None, limit: int = MAX_REPO_BYTES) -> bytes:
-    """The workspace as `planrun plan --repo` sees it, .git included (its config without
-    credentials), as a gzip tarball whose bytes depend on the tree alone.
+    """The workspace as repo_files lets it travel, .git included (an allow-list of it, its
+    config files rebuilt from safe keys), as a gzip tarball whose bytes depend on the tree
+    alone. exclude (the run's output directory) stays behind.
 
     Raises:
-        ConfigError: it is too large, or a file of it cannot be read.
+        ConfigError: its files add up to more than limit, or one cannot be read.
     """
     sink = _Bounded(limit, workspace)
-
-    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        # Compared without resolving: the workspace and --out are resolved already.
-        if exclude is not None and (workspace / info.name).is_relative_to(exclude):
-            return None
-        if info.islnk():
-            # A second name of a file travels as a file of its own (a copy reads the same);
-            # a second name of a FIFO or a device stays behind with the first.
-            found = (workspace / info.name).lstat()
-            if not stat.S_ISREG(found.st_mode):
-                return None
-            info.type, info.linkname, info.size = tarfile.REGTYPE, "", found.st_size
-        if not (info.isfile() or info.isdir() or info.issym()):
-            return None  # FIFOs, devices, sockets: the local engine's tools skip them too
-        info.uid = info.gid = 0
-        info.uname = info.gname = ""
-        return info
-
     try:
         with (
             gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=1, mtime=0) as compressed,
             tarfile.open(fileobj=compressed, mode="w", format=tarfile.PAX_FORMAT) as archive,
         ):
-            archive.add(workspace, arcname=".", filter=_without(GIT_CONFIG, keep))
-            config = workspace / ".git" / "config"
-            if config.is_file() and not config.is_symlink():
-                _add_text(
-                    archive, GIT_CONFIG, sanitised_git_config(config.read_text("utf-8", "replace"))
-                )
-    except (OSError, RuntimeError) as error:
+            packer = _Packer(archive, workspace, limit)
+            for shipped in shipped_files(workspace, exclude):
+                packer.add(shipped)
+    except OSError as error:
         raise ConfigError(f"cannot pack {workspace} for the Ray nodes: {error}") from None
     return sink.buffer.getvalue()
 
 
-def _without(
-    name: str, keep: Callable[[tarfile.TarInfo], tarfile.TarInfo | None]
-) -> Callable[[tarfile.TarInfo], tarfile.TarInfo | None]:
-    def filtered(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        return None if info.name == name else keep(info)
-
-    return filtered
-
-
-def _add_text(archive: tarfile.TarFile, name: str, text: str) -> None:
-    data = text.encode("utf-8")
-    info = tarfile.TarInfo(name)
-    info.size, info.mode = len(data), 0o644
-    archive.addfile(info, io.BytesIO(data))
-
-
-def sanitised_git_config(text: str) -> str:
-    """A repository's git config without what could carry a credential: `[credential]`
-    sections, `extraheader` keys (actions/checkout puts a token there), and the user
-    information in URLs; as git reads it (a key on its section's line, a value continued
-    over lines with a trailing backslash)."""
-    lines: list[str] = []
-    in_credential = continued = dropping = False
-    for line in text.splitlines():
-        if continued:  # the rest of the value above: kept or dropped with it
-            continued = _continues(line)
-            if not dropping:
-                lines.append(line)
-            continue
-        rest = line.strip()
-        if rest.startswith("["):
-            header, rest = _split_header(rest)
-            in_credential = header[1:].lstrip().lower().startswith("credential")
-            if not in_credential:
-                lines.append(header)
-            if not rest:
-                continue
-            line = rest
-        if rest.startswith(("#", ";")):
-            lines.append(line)
-            continue
-        key = rest.split("=", 1)[0].strip().lower()
-        dropping = in_credential or key == "extraheader"
-        continued = _continues(rest)
-        if not dropping:
-            lines.append(line)
-    return "".join(_USERINFO.sub(r"\1", line) + "\n" for line in lines)
-
-
-def _split_header(text: str) -> tuple[str, str]:
-    """A `[section "sub"]` line's header, and what follows it on the line."""
-    quoted = escaped = False
-    for index, char in enumerate(text):
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == '"':
-            quoted = not quoted
-        elif char == "]" and not quoted:
-            return text[: index + 1], text[index + 1 :].strip()
-    return text, ""
-
-
-def _continues(line: str) -> bool:
-    """Whether a value goes on over the next line (an odd number of trailing backslashes)."""
-    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
-
-
-def extract(blob: bytes, target: Path, digest: str) -> None:
-    """Extract a shipped repository into target (a new directory), read-only.
+def extract(blob: bytes, target: Path, digest: str, limit: int = MAX_REPO_BYTES) -> None:
+    """Extract a shipped repository into target (a new directory), read-only; nothing is
+    written when a member is unsafe or the files would add up to more than limit.
 
     Raises:
-        ConfigError: it does not match its digest, or cannot be extracted.
+        ConfigError: it does not match its digest, is too large, or cannot be extracted.
     """
     if hashlib.sha256(blob).hexdigest() != digest:
         raise ConfigError("the shipped repository does not match its digest")
     try:
         with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as archive:
-            archive.extractall(target, filter=_links_as_they_are)
+            members = _checked_members(archive, limit)
+            archive.extractall(target, members=members, filter="fully_trusted")
     except (OSError, tarfile.TarError) as error:
         raise ConfigError(f"cannot extract the shipped repository: {error}") from None
     _read_only(target)
 
 
-def _links_as_they_are(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-    """tarfile's data filter, except that symbolic links are kept wherever they point: the
-    sandbox mounts the copy read-only and its tools read beneath the workspace only, as
-    they do with the repository the local engine mounts."""
-    if member.issym():
+def _checked_members(archive: tarfile.TarFile, limit: int) -> list[tarfile.TarInfo]:
+    """The members as tarfile's data filter passes them (no device, FIFO or hard link; no
+    set-id bits or writing for others; no owner), read (headers only) before anything is
+    written, except that a symbolic link is kept wherever it points: the sandbox mounts
+    the copy read-only and its tools read beneath the workspace only, as they do with the
+    repository the local engine mounts. That filter resolves each member's path on disk,
+    which is quadratic in a tree's depth; here no member may lie outside the copy or
+    beneath a link because each one's directory is a directory member before it, and
+    no name comes twice.
+
+    Raises:
+        ConfigError: a member is unsafe, or the files add up to more than limit.
+    """
+    members, directories, names, extracted = [], {"."}, set(), 0
+    for member in archive:
         name = os.path.normpath(member.name)
-        if name.startswith(("/", "..")) or os.path.isabs(name):
-            raise tarfile.OutsideDestinationError(member, path)
-        return member
-    return tarfile.data_filter(member, path)
+        parent = os.path.dirname(name) or "."
+        outside = name == ".." or name.startswith("../") or os.path.isabs(name)
+        if outside or name in names or (name != "." and parent not in directories):
+            raise ConfigError(f"the shipped repository holds an unsafe member {name!r}")
+        names.add(name)
+        mode = member.mode & 0o755 | 0o700  # a link's mode is never applied
+        if member.isdir():
+            directories.add(name)
+        elif member.isreg():
+            extracted += member.size
+            mode = member.mode & (0o755 if member.mode & 0o100 else 0o644) | 0o600
+        elif not member.issym():
+            raise ConfigError(f"the shipped repository holds {name!r}, not a file or a link")
+        if extracted > limit:
+            raise ConfigError(
+                f"the shipped repository extracts to over {_size(limit)}, planrun's cap "
+                "for a repository on a node (no setting raises it)"
+            )
+        members.append(member.replace(mode=mode, uid=0, gid=0, uname="", gname="", deep=False))
+    return members
 
 
 def _read_only(root: Path) -> None:
-    for directory, _, files in os.walk(root):
-        for name in files:
-            path = Path(directory) / name
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-        Path(directory).chmod(0o555)
+    for directory in _directories(root):
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_file(follow_symlinks=False):
+                    os.chmod(entry.path, entry.stat(follow_symlinks=False).st_mode & ~_WRITE_BITS)
+        os.chmod(directory, 0o555)
+
+
+def _directories(root: Path) -> Iterator[str]:
+    """root and every directory beneath it (never through a link), each before those it
+    holds, from a stack of its own: no depth exhausts Python's recursion limit (os.walk and
+    shutil.rmtree recurse on Python 3.11). A directory is listed once the caller is done
+    with it (made it readable, say). Paths stay strings: parsing a deep one is slow."""
+    stack = [str(root)]
+    while stack:
+        directory = stack.pop()
+        yield directory
+        with os.scandir(directory) as entries:
+            stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
 
 
 @contextlib.contextmanager
@@ -278,10 +293,24 @@ def _remove_unused(entry: Path, in_use: Path) -> None:
 
 
 def _remove(path: Path) -> None:
-    """Remove a (read-only) directory tree, if it is there."""
+    """Remove a (read-only) directory tree, if it is there; what cannot be removed stays."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return
     if not path.exists():
         return
-    for directory, _, _ in os.walk(path):
+    directories = []
+    with contextlib.suppress(OSError):
+        for directory in _directories(path):
+            with contextlib.suppress(OSError):
+                os.chmod(directory, 0o755)
+            directories.append(directory)
+    for directory in reversed(directories):  # those it holds before each directory
+        with contextlib.suppress(OSError), os.scandir(directory) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
         with contextlib.suppress(OSError):
-            Path(directory).chmod(0o755)
-    shutil.rmtree(path, ignore_errors=True)
+            os.rmdir(directory)

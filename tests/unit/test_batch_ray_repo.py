@@ -41,6 +41,7 @@ def test_only_repositories_with_jobs_to_run_are_shipped_and_before_the_nodes_are
     tmp_path: Path, sample_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (make_sample_repo(tmp_path / "done") / "done-marker.txt").write_text("finished earlier\n")
+    (sample_repo / ".env").write_text("GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345\n")
     text = (
         "defaults: {perspectives: [a]}\n"
         "tasks:\n  - {id: t1, requirements: r, repo: repo}\n"
@@ -62,6 +63,7 @@ def test_only_repositories_with_jobs_to_run_are_shipped_and_before_the_nodes_are
     assert result.exit_code == 2, result.output
     assert len(events) == 2 and events[1] == PREPARED, result.output
     assert "./src/app.py" in events[0] and "done-marker" not in events[0]
+    assert "./.env" not in events[0]  # a secret-looking name outside git stays behind
 
 
 def _finish_task(batch_path: Path, out: Path, task_id: str) -> None:

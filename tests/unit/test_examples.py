@@ -25,6 +25,9 @@ def test_github_workflow_plans_with_real_options_and_uploads_the_report() -> Non
     upload = next(step for step in steps if "upload-artifact" in step.get("uses", ""))
     assert upload["if"] == "always()"
     assert "ANTHROPIC_API_KEY" in plan_step["env"]
+    # The job's token never sits in .git/config, where a sandbox could read it.
+    checkout = next(step for step in steps if step.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["persist-credentials"] is False
 
 
 def test_demo_cassettes_play_in_order() -> None:

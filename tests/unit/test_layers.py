@@ -16,7 +16,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "sandbox_runner"
 BASE = {"types", "errors", "paths", "config", "config_values", "catalog", "limits"}
-BASE |= {"safe_io", "safe_text", "input_depth", "protected", "__init__"}
+BASE |= {"safe_io", "safe_text", "input_depth", "protected", "redact", "git_config"}
+BASE |= {"__init__"}
 RANKS = {"tools": 1, "model": 1, "sandbox": 1, "plans": 1, "images": 1}
 RANKS |= {"agents": 2, "runs": 3, "session": 4, "cli": 5, "__main__": 6}
 # The tool server runs inside the container, alone: no module of its package may import

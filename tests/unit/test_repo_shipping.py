@@ -17,24 +17,10 @@ from sandbox_runner.errors import ConfigError
 from sandbox_runner.runs.repo_shipping import (
     KEPT_REPOSITORIES,
     MARKER,
+    extract,
     node_copy,
     repo_tarball,
-    sanitised_git_config,
 )
-
-GIT_CONFIG = """[core]
-\trepositoryformatversion = 0
-[remote "origin"]
-\turl = https://user:ghp_SECRET@github.com/org/proj.git
-[http "https://github.com/"]
-\textraheader = AUTHORIZATION: basic c2VjcmV0
-[credential]
-\thelper = store
-[credential "https://example.com"]
-\tusername = me
-[branch "main"]
-\tremote = origin
-"""
 
 
 def names(blob: bytes) -> list[str]:
@@ -82,38 +68,85 @@ def test_every_name_of_a_hard_linked_file_reaches_the_node(
         assert not (copy / "pipe").exists() and not (copy / "pipe-again").exists()
 
 
-def test_credentials_in_the_git_config_never_travel(sample_repo: Path) -> None:
-    (sample_repo / ".git").mkdir()
-    (sample_repo / ".git" / "config").write_text(GIT_CONFIG)
-    config = member_text(repo_tarball(sample_repo, None), "./.git/config")
-    assert "SECRET" not in config and "c2VjcmV0" not in config and "credential" not in config
-    assert "url = https://github.com/org/proj.git" in config
-    assert '[branch "main"]' in config and "remote = origin" in config
-    assert sanitised_git_config("[Credential]\n\thelper = x\n[core]\n") == "[core]\n"
-
-
-@pytest.mark.parametrize(
-    "written",
-    [
-        '[http "https://github.com/"] extraheader = AUTHORIZATION: basic SECRET\n',
-        "[http]\n\textraHeader = AUTHORIZATION: basic \\\n SECRET\n",
-        '[credential "https://x]y"] helper = store --file SECRET\n',
-    ],
-    ids=["a key on its section's line", "a value over two lines", "a bracket in a quoted name"],
-)
-def test_credentials_written_as_git_also_reads_them_never_travel(written: str) -> None:
-    # git reads each of these as the key on the line above (checked with git 2.39).
-    config = sanitised_git_config(written + '[remote "origin"] url = https://host/r.git\n')
-    assert "SECRET" not in config
-    assert config.endswith('[remote "origin"]\nurl = https://host/r.git\n')
-
-
 def test_a_repository_too_large_to_ship_is_refused_while_it_is_packed(
     sample_repo: Path,
 ) -> None:
     (sample_repo / "data.bin").write_bytes(os.urandom(200_000))
-    with pytest.raises(ConfigError, match="Ray ships at most 512 MB"):
+    with pytest.raises(ConfigError, match="over 100000 bytes of files to ship") as refused:
         repo_tarball(sample_repo, None, limit=100_000)
+    assert "\n" not in str(refused.value) and "no setting raises" in str(refused.value)
+
+
+def test_the_cap_counts_the_bytes_a_file_extracts_to_not_its_compressed_size(
+    sample_repo: Path,
+) -> None:
+    with (sample_repo / "sparse.img").open("wb") as sparse:
+        sparse.truncate(64 * 2**20)  # zeros: a few hundred KiB once compressed
+    with pytest.raises(ConfigError, match=r"over 1 MiB of files .*counted as extracted"):
+        repo_tarball(sample_repo, None, limit=2**20)
+
+
+def test_a_node_refuses_a_tarball_that_extracts_past_the_cap_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    blob = gzipped_tar({"./zeros.bin": bytes(4 * 2**20)})
+    target = tmp_path / "copy"
+    with pytest.raises(ConfigError, match="extracts to over 1 MiB, planrun's cap"):
+        extract(blob, target, hashlib.sha256(blob).hexdigest(), limit=2**20)
+    assert not target.exists()
+
+
+def gzipped_tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+DEPTH = 1_100
+"""Deeper than Python's default recursion limit (1000), which os.walk, tarfile.add and
+shutil.rmtree each reach on Python 3.11."""
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_packed_extracted_and_replaced(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    deepest = sample_repo
+    for _ in range(DEPTH):
+        deepest = deepest / "d"
+        deepest.mkdir()  # one at a time: os.makedirs recurses too
+    (deepest / "bottom.txt").write_text("the bottom\n")
+    cache = tmp_path / "cache"
+    try:
+        blob = repo_tarball(sample_repo, None)
+        digest = hashlib.sha256(blob).hexdigest()
+        with node_copy(cache, digest, lambda: blob) as copy:
+            assert (copy / deepest.relative_to(sample_repo) / "bottom.txt").is_file()
+        (cache / digest / MARKER).chmod(0o644)
+        (cache / digest / MARKER).write_text("damaged")  # the copy is removed and extracted again
+        with node_copy(cache, digest, lambda: blob) as again:
+            assert (again / deepest.relative_to(sample_repo) / "bottom.txt").read_text() == (
+                "the bottom\n"
+            )
+    finally:  # pytest removes its temporary directories with shutil.rmtree
+        for top in (sample_repo / "d", *cache.glob("*/repo/d")):
+            remove_chain(top)
+
+
+def remove_chain(top: Path) -> None:
+    """Remove a chain of nested directories from the bottom up, without recursion."""
+    chain = [top]
+    while chain[-1].is_dir():
+        chain[-1].chmod(0o755)
+        chain.append(chain[-1] / "d")
+    for directory in reversed(chain[:-1]):
+        for entry in directory.iterdir():
+            if not entry.is_dir():
+                entry.unlink()
+        directory.rmdir()
 
 
 @pytest.fixture
