@@ -175,8 +175,9 @@ class SandboxSpec:
 
     @property
     def extra_mounts(self) -> tuple[Mount, ...]:
-        """Every mount but the workspace."""
-        return tuple(m for m in self.mounts if m.target != WORKSPACE_MOUNT)
+        """The extra read-only directories, under /ro (not the workspace, nor what is
+        mounted over parts of it)."""
+        return tuple(m for m in self.mounts if m.target.startswith(EXTRA_MOUNT_ROOT + "/"))
 
     @property
     def extra_dirs(self) -> tuple[Path, ...]:
@@ -187,8 +188,12 @@ class SandboxSpec:
 def _mounts(
     workspace: Path, extra_dirs: tuple[Path, ...], *, writable_workspace: bool
 ) -> tuple[Mount, ...]:
+    # Here, not at the top: resolve_workspace is on the way to the session's prompt.
+    from sandbox_runner.sandbox.git_mounts import clean_config_copies
+
     extras = [Mount(source, target) for source, target in extra_mount_points(extra_dirs)]
-    return (Mount(workspace, WORKSPACE_MOUNT, writable_workspace), *extras)
+    configs = [Mount(copy, target) for copy, target in clean_config_copies(workspace)]
+    return (Mount(workspace, WORKSPACE_MOUNT, writable_workspace), *extras, *configs)
 
 
 def protected_mounts(workspace: Path, protected: tuple[str, ...]) -> list[Mount]:

@@ -308,3 +308,26 @@ def test_a_spec_that_breaks_its_profile_is_refused(
             profile,
             tmp_path / plan_dir if plan_dir else None,
         )
+
+
+def test_every_profile_mounts_clean_git_configs_over_the_real_ones(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git" / "modules" / "lib").mkdir(parents=True)
+    token = "ghs_" + "x" * 36
+    dirty = f'[remote "origin"]\n\turl = https://x:{token}@github.com/o/r.git\n'
+    (repo / ".git" / "config").write_text(dirty)
+    (repo / ".git" / "modules" / "lib" / "config").write_text(
+        f'[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic {token}\n'
+    )
+    plans = tmp_path / "plans"
+    for spec in (
+        SandboxSpec.plan(repo, plans, "img"),
+        SandboxSpec.probe(repo, "img"),
+        SandboxSpec.work(repo, "img", protected=(".git",)),
+    ):
+        configs = {m.target: m for m in spec.mounts if m.target.endswith("config")}
+        assert set(configs) == {"/workspace/.git/config", "/workspace/.git/modules/lib/config"}
+        for mount in configs.values():
+            assert not mount.writable and token not in mount.source.read_text()
+        assert "github.com/o/r.git" in configs["/workspace/.git/config"].source.read_text()
+        assert spec.extra_mounts == ()
