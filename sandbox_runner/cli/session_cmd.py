@@ -84,11 +84,14 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         ui: LineUI | TerminalUI = TerminalUI()
     else:
         ui = LineUI(_read_line, sys.stdout)
+    wanted = PermissionMode.PLAN if options["start_in_plan"] else options["mode"]
     if resumed:
         plan = f", plan file {state.plan_file}" if state.plan_file else ""
         greeting = f"resumed session {state.active_id} in {state.mode} mode{plan}"
     else:
-        greeting = f"session {state.id} on {workspace} ({state.mode} mode); /help lists commands"
+        # Said before the mode is set (that may wait for a container): the mode asked for.
+        mode = wanted or state.mode
+        greeting = f"session {state.id} on {workspace} ({mode} mode); /help lists commands"
     if isinstance(ui, LineUI):
         # The first line comes before Docker is asked anything: the containers start in
         # the background, and a missing engine or image is still one line and exit status 2.
@@ -109,7 +112,6 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         ui.session = session
     commands = Commands(session, loaded.resolved_extra_dirs())
     try:
-        wanted = PermissionMode.PLAN if options["start_in_plan"] else options["mode"]
         if not isinstance(ui, LineUI):
             from sandbox_runner.session.terminal import run_terminal
 
