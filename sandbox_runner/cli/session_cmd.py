@@ -21,6 +21,7 @@ from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.commands import Commands, status_lines
 from sandbox_runner.session.engine import Session
 from sandbox_runner.session.line import LineUI, run_lines
+from sandbox_runner.session.line_input import LineInput
 from sandbox_runner.session.state import SessionStore, all_sessions, latest_for
 from sandbox_runner.tools.permissions import PermissionMode
 
@@ -83,7 +84,7 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
 
         ui: LineUI | TerminalUI = TerminalUI()
     else:
-        ui = LineUI(_read_line, sys.stdout)
+        ui = LineUI(LineInput(sys.stdin), sys.stdout)
     wanted = PermissionMode.PLAN if options["start_in_plan"] else options["mode"]
     if resumed:
         plan = f", plan file {state.plan_file}" if state.plan_file else ""
@@ -146,11 +147,6 @@ def _load_first_turn() -> None:
     import sandbox_runner.agents.loop
     import sandbox_runner.model.anthropic_model
     import sandbox_runner.session.subagents  # noqa: F401
-
-
-def _read_line() -> str | None:
-    line = sys.stdin.readline()
-    return line if line else None
 
 
 def _models(loaded: LoadedSettings, model_id: str, directory: Path) -> Any:

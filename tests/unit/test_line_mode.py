@@ -1,7 +1,12 @@
-"""Line mode: the greeting."""
+"""Line mode over a real pipe, with a scripted model and local sandboxes: the greeting,
+and which lines are answers (only those written after the question; the ones written
+before are messages)."""
 
 from __future__ import annotations
 
+import io
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +15,37 @@ from click.testing import CliRunner
 
 from sandbox_runner.cli import Services, cli
 from sandbox_runner.errors import DockerUnavailableError
+from sandbox_runner.session.commands import Commands
+from sandbox_runner.session.line import LineUI, run_lines
+from sandbox_runner.session.line_input import LineInput
+from tests.support.scripted_model import reply, say, use
+from tests.unit.test_session import Models, open_session
+
+SETUP = {"command": "python3 tools/setup_env.py"}
+
+
+class User(io.StringIO):
+    """The other end of line mode: reads what it prints, answers each question (a line
+    starting with `approve?`) by writing the next answer to its input, and closes the
+    input once the LAST line is printed (or a question comes with no answer left)."""
+
+    def __init__(self, input_fd: int, answers: list[str], last: str) -> None:
+        super().__init__()
+        self.input_fd, self.answers, self.last = input_fd, answers, last
+        self.closed_input = False
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if text.startswith("approve?") and self.answers:
+            os.write(self.input_fd, f"{self.answers.pop(0)}\n".encode())
+        elif text.startswith("approve?") or text.strip() == self.last:
+            self._close_input()
+        return written
+
+    def _close_input(self) -> None:
+        if not self.closed_input:
+            self.closed_input = True
+            os.close(self.input_fd)
 
 
 @pytest.fixture
@@ -18,6 +54,73 @@ def workspace(tmp_path: Path) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "src" / "app.py").write_text("print('hi')\n")
     return root
+
+
+@pytest.fixture
+def pipe() -> Iterator[tuple[LineInput, int]]:
+    read_fd, write_fd = os.pipe()
+    with open(read_fd, "rb") as stream:
+        yield LineInput(stream), write_fd
+
+
+def run(
+    workspace: Path, tmp_path: Path, models: Models, pipe: tuple[LineInput, int], **typed: Any
+) -> tuple[str, Any]:
+    """Line mode with TYPED["before"] written before it starts, TYPED["answers"] written one
+    per question, until TYPED["last"] is printed; what it printed, and the state then."""
+    line_input, write_fd = pipe
+    os.write(write_fd, "".join(f"{line}\n" for line in typed["before"]).encode())
+    user = User(write_fd, list(typed["answers"]), typed["last"])
+    ui = LineUI(line_input, user)
+    session = open_session(workspace, tmp_path, models, ui)
+    try:
+        run_lines(session, Commands(session), ui)
+    finally:
+        session.close()
+    return user.getvalue(), session.state
+
+
+def test_a_line_written_before_a_question_is_a_message_not_its_answer(
+    workspace: Path, tmp_path: Path, pipe: tuple[LineInput, int]
+) -> None:
+    """ "A regression test would be nice too." was read as `a` (always `python3`) and never
+    delivered; now it waits for the turn to end, and the answer is the `n` written after."""
+    models = Models(
+        {"work": [reply(use("Bash", SETUP)), reply(say("Not run.")), reply(say("Will do."))]}
+    )
+    message = "A regression test would be nice too."
+    out, state = run(
+        workspace,
+        tmp_path,
+        models,
+        pipe,
+        before=["set up the project", message],
+        answers=["n"],
+        last="Will do.",
+    )
+    assert state.approved_prefixes == []
+    assert "(1 line sent before this question: kept as messages for after the turn)" in out
+    requests = models.made["work"].requests
+    assert requests[1].messages[-1]["content"][0]["is_error"]  # the command was refused
+    assert requests[2].messages[-1]["content"] == [{"type": "text", "text": message}]
+
+
+def test_an_answer_that_is_none_of_the_options_is_asked_again(
+    workspace: Path, tmp_path: Path, pipe: tuple[LineInput, int]
+) -> None:
+    models = Models({"work": [reply(use("Bash", SETUP)), reply(say("Not run."))]})
+    out, state = run(
+        workspace,
+        tmp_path,
+        models,
+        pipe,
+        before=["set up"],
+        answers=["all good", "n"],
+        last="Not run.",
+    )
+    assert out.count("approve? run `python3 tools/setup_env.py`") == 2
+    assert "not an answer: all good" in out
+    assert state.approved_prefixes == []
 
 
 def test_the_greeting_names_the_mode_asked_for(workspace: Path) -> None:

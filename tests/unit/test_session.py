@@ -17,6 +17,7 @@ from sandbox_runner.limits import RunLimits
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.state import SessionStore
+from sandbox_runner.session.ui import SessionUI
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use
@@ -96,7 +97,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def open_session(
-    workspace: Path, tmp_path: Path, models: Models, ui: FakeUI, resume: str | None = None
+    workspace: Path, tmp_path: Path, models: Models, ui: SessionUI, resume: str | None = None
 ) -> Session:
     if resume:
         store, state = SessionStore.open(resume)
