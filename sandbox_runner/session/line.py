@@ -15,6 +15,7 @@ from typing import TextIO
 
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.safe_text import one_line
+from sandbox_runner.session.approval_view import flat, size_note
 from sandbox_runner.session.commands import MODE_NAMES, Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.line_input import LineInput
@@ -46,8 +47,10 @@ class LineUI:
         elif ask.prefix:
             always = f", a: yes and don't ask again for `{ask.prefix}` commands"
         else:
-            always = ""  # nothing safe to approve for good (a wrapper, variables)
-        about = one_line(ask.question)
+            always = ""  # unreadable at a glance, a wrapper, variables: never for good
+        about = flat(ask.question)
+        if ask.kind is ToolKind.COMMAND:
+            about += f" ({size_note(str(ask.request.args['command']))})"
         while True:
             answer = self._ask(f"approve? {about} [y: yes{always}, n [why]]")
             word, _, why = answer.partition(" ")
@@ -57,7 +60,7 @@ class LineUI:
                 return Approval(True, always=True)
             if word.casefold() in NO:
                 return Approval(False, feedback=why.strip())
-            self._print(f"not an answer: {one_line(answer)[:80]}")
+            self._print(f"not an answer: {flat(answer)[:80]}")
 
     def review_plan(self, plan_file: Path, text: str) -> PlanReview:
         self.show(text)
@@ -72,7 +75,7 @@ class LineUI:
                 return PlanReview(True, mode)
             if word.casefold() in NO:
                 return PlanReview(False, feedback=rest.strip())
-            self._print(f"not an answer: {one_line(answer)[:80]}")
+            self._print(f"not an answer: {flat(answer)[:80]}")
 
     def _ask(self, question: str) -> str:
         """QUESTION's answer: the first line that arrives after it ('n' at the end of the

@@ -1,6 +1,6 @@
 """Line mode over a real pipe, with a scripted model and local sandboxes: the greeting,
-and which lines are answers (only those written after the question; the ones written
-before are messages)."""
+what an approval shows, and which lines are answers (only those written after the
+question; the ones written before are messages)."""
 
 from __future__ import annotations
 
@@ -121,6 +121,22 @@ def test_an_answer_that_is_none_of_the_options_is_asked_again(
     assert out.count("approve? run `python3 tools/setup_env.py`") == 2
     assert "not an answer: all good" in out
     assert state.approved_prefixes == []
+
+
+def test_an_approval_shows_the_whole_command_on_its_line_and_no_always(
+    workspace: Path, tmp_path: Path, pipe: tuple[LineInput, int]
+) -> None:
+    hidden = "ls src" + "\n" * 60 + "git config core.hooksPath .h" + " " * 6000 + "\x1b[2J"
+    models = Models({"work": [reply(use("Bash", {"command": hidden})), reply(say("Not run."))]})
+    out, _ = run(
+        workspace, tmp_path, models, pipe, before=["look"], answers=["a", "n"], last="Not run."
+    )
+    [first, again] = [line for line in out.splitlines() if line.startswith("approve?")]
+    assert first == (
+        "approve? run `ls src⏎⏎×59git config core.hooksPath .h␠×6000␛[2J` "
+        f"({len(hidden):,} characters on 61 lines) [y: yes, n [why]]"
+    )
+    assert again == first  # `a` is no answer to it
 
 
 def test_the_greeting_names_the_mode_asked_for(workspace: Path) -> None:
