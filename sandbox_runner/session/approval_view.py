@@ -79,6 +79,19 @@ def text_lines(text: str) -> list[Line]:
     return [*lines, pieces(text.rsplit("\n", 1)[-1])]
 
 
+def source_lines(text: str) -> list[str]:
+    """TEXT (a plan) line by line as it is, but with every character visible and more than
+    two blank lines in a row as one line of their count."""
+    shown: list[str] = []
+    for blank, group in itertools.groupby(text.split("\n"), lambda line: not line.strip(" ")):
+        run = list(group)
+        if blank and len(run) > 2:
+            shown.append(f"{LINE_BREAK}×{len(run)} (blank lines)")
+        else:
+            shown += ["".join(piece.text for piece in pieces(line)) for line in run]
+    return shown
+
+
 def as_text(lines: list[Line]) -> str:
     """LINES as plain text, markers and all (for a pager)."""
     return "".join("".join(piece.text for piece in line) + "\n" for line in lines)

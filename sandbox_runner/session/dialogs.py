@@ -1,4 +1,5 @@
-"""The terminal session's dialogs: an approval, and the plan review."""
+"""The terminal session's dialogs: an approval, and the plan review. Each shows the user
+every character of what it asks about, the way the agent has it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.styles import Style
@@ -20,10 +22,14 @@ from sandbox_runner.session.approval_view import (
     fit,
     flat,
     size_note,
+    source_lines,
 )
 from sandbox_runner.session.engine import PlanReview
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 KEEP_PLANNING = "No, keep planning (tell the agent what to change)"
 DIALOG_STYLE = Style.from_dict(
@@ -119,17 +125,16 @@ def page(text: str) -> None:
 
 
 def review_dialog(plan_file: Path, text: str, restage: Callable[[], None]) -> PlanReview:
-    """The plan review: the plan rendered, its path, and four answers; the cursor starts
-    on the safe yes (edits still need approval)."""
+    """The plan review: the plan as the agent will receive it, its path, and four answers;
+    the cursor starts on the safe yes (edits still need approval)."""
     from prompt_toolkit.shortcuts import choice, prompt
     from rich.console import Console
-    from rich.markdown import Markdown
     from rich.rule import Rule
 
     console = Console(file=sys.__stdout__, highlight=False)
     while True:
-        console.print(Rule("The plan"))
-        console.print(Markdown(terminal_text(text)))
+        console.print(Rule("The plan, as the agent receives it"))
+        console.print(plan_view(text))
         console.print(Rule(terminal_text(str(plan_file)), style="dim"))
         try:
             answer = choice(
@@ -158,6 +163,16 @@ def review_dialog(plan_file: Path, text: str, restage: Callable[[], None]) -> Pl
         except (KeyboardInterrupt, EOFError):
             feedback = ""
         return PlanReview(False, feedback=feedback.strip())
+
+
+def plan_view(text: str) -> RenderableType:
+    """The plan's Markdown source, highlighted, not rendered: a rendering drops HTML
+    comments, <details> blocks, link targets and reference definitions, which the agent
+    still receives. Control characters and long runs of blanks show as markers."""
+    from rich.syntax import Syntax
+
+    source = "\n".join(source_lines(text.rstrip("\n")))
+    return Syntax(source, "markdown", theme="ansi_dark", word_wrap=True, background_color="default")
 
 
 def edit_file(path: Path) -> None:

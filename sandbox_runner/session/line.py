@@ -15,7 +15,7 @@ from typing import TextIO
 
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.safe_text import one_line
-from sandbox_runner.session.approval_view import flat, size_note
+from sandbox_runner.session.approval_view import flat, size_note, source_lines
 from sandbox_runner.session.commands import MODE_NAMES, Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.line_input import LineInput
@@ -63,7 +63,8 @@ class LineUI:
             self._print(f"not an answer: {flat(answer)[:80]}")
 
     def review_plan(self, plan_file: Path, text: str) -> PlanReview:
-        self.show(text)
+        for line in source_lines(text.rstrip("\n")):
+            self._print(line)
         while True:
             answer = self._ask(
                 f"approve? plan ready at {plan_file} [y [default|acceptEdits]: accept, "

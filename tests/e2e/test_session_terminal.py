@@ -26,7 +26,9 @@ def tmux_is_there() -> None:
         pytest.fail("the terminal tests need tmux: apt-get install tmux", pytrace=False)
 
 
-PLAN = "# Plan: louder greeting\n\n## Approach\nMake main() return 43.\n"
+PLAN = (
+    "# Plan: louder greeting\n\n<!-- Keep main's name. -->\n## Approach\nMake main() return 43.\n"
+)
 HIDDEN = "ls src" + "\n" * 60 + "touch /workspace/pwned"
 BADGE_DEFAULT = "default mode (shift+tab to cycle)"
 BADGE_EDITS = "⏵⏵ accept edits on (shift+tab to cycle)"
@@ -175,6 +177,7 @@ def test_plan_review_accepted_into_accept_edits_then_the_edit_lands(
         term.keys("Enter")
         screen = term.wait_for("Yes, and auto-accept edits")
         assert "Make main() return 43." in screen and "/plans/" in screen
+        assert "<!-- Keep main's name. -->" in screen  # as the agent receives it
         assert "Edit the plan in $EDITOR first" in screen
         assert "No, keep planning (tell the agent what to change)" in screen
         # The cursor starts on "Yes, manually approve edits": one up is auto-accept.
