@@ -23,6 +23,7 @@ from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.commands import Commands, status_lines
 from sandbox_runner.session.engine import Session
 from sandbox_runner.session.line import LineUI, run_lines
+from sandbox_runner.session.line_input import LineInput
 from sandbox_runner.session.state import SessionStore, all_sessions, latest_for
 from sandbox_runner.tools.permissions import PermissionMode
 
@@ -123,12 +124,15 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
 
         ui: LineUI | TerminalUI = TerminalUI()
     else:
-        ui = LineUI(_read_line, sys.stdout)
+        ui = LineUI(LineInput(sys.stdin), sys.stdout)
+    wanted = PermissionMode.PLAN if options["start_in_plan"] else options["mode"]
     if resumed:
         plan = f", plan file {state.plan_file}" if state.plan_file else ""
         greeting = f"resumed session {state.active_id} in {state.mode} mode{plan}"
     else:
-        greeting = f"session {state.id} on {workspace} ({state.mode} mode); /help lists commands"
+        # Said before the mode is set (that may wait for a container): the mode asked for.
+        mode = wanted or state.mode
+        greeting = f"session {state.id} on {workspace} ({mode} mode); /help lists commands"
     if isinstance(ui, LineUI):
         # The first line comes before Docker is asked anything: the containers start in
         # the background, and a missing engine or image is still one line and exit status 2.
@@ -155,7 +159,6 @@ def run_session(ctx: click.Context, options: dict[str, Any]) -> None:
         ui.session = session
     commands = Commands(session, loaded.resolved_extra_dirs())
     try:
-        wanted = PermissionMode.PLAN if options["start_in_plan"] else options["mode"]
         if not isinstance(ui, LineUI):
             from sandbox_runner.session.terminal import run_terminal
 
@@ -190,11 +193,6 @@ def _load_first_turn() -> None:
     import sandbox_runner.agents.loop
     import sandbox_runner.model.anthropic_model
     import sandbox_runner.session.subagents  # noqa: F401
-
-
-def _read_line() -> str | None:
-    line = sys.stdin.readline()
-    return line if line else None
 
 
 def _models(loaded: LoadedSettings, model_id: str, directory: Path) -> Any:

@@ -2,29 +2,35 @@
 
 A line starting with `/` is a command, any other line a message; the agent's turn ends
 before the next line is read. An approval prints one line starting with `approve?` and
-reads the answer from the next line: `y`, `a` (always, this session), `n` or `n <why>`;
-a plan review takes `y [mode]` or `n <feedback>`. End of input ends the session cleanly.
+reads the answer from the first line that arrives after it: `y`, `a` (always, this
+session), `n` or `n <why>`; a plan review takes `y [default|acceptEdits]` or
+`n [feedback]`. Lines that arrived before the question are messages, kept for after the
+turn; any other answer is asked again. End of input ends the session cleanly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.safe_text import one_line
+from sandbox_runner.session.approval_view import flat, size_note, source_lines
 from sandbox_runner.session.commands import MODE_NAMES, Commands
 from sandbox_runner.session.engine import PlanReview, Session
+from sandbox_runner.session.line_input import LineInput
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
+
+YES, ALWAYS, NO = ("y", "yes"), ("a", "always"), ("n", "no")
+ACCEPT_MODES = (PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS)
 
 
 class LineUI:
     """The session's UI over plain text: output lines, answers read from the input."""
 
-    def __init__(self, read_line: Callable[[], str | None], out: TextIO) -> None:
-        self.read_line = read_line
+    def __init__(self, input: LineInput, out: TextIO) -> None:
+        self.input = input
         self.out = out
 
     def show(self, text: str) -> None:
@@ -36,35 +42,54 @@ class LineUI:
             self._print(f"· {event.tool} {one_line(event.detail)}".rstrip())
 
     def approve(self, ask: Ask) -> Approval:
-        if ask.kind is ToolKind.EDIT:
+        if ask.once_only:
+            always = ""  # a protected file: each edit is its own question
+        elif ask.kind is ToolKind.EDIT:
             always = ", a: yes and all edits this session"
         elif ask.prefix:
             always = f", a: yes and don't ask again for `{ask.prefix}` commands"
         else:
-            always = ""  # nothing safe to approve for good (a wrapper, variables)
-        self._print(f"approve? {one_line(ask.question)} [y: yes{always}, n [why]]")
-        answer = (self.read_line() or "n").strip()
-        word, _, rest = answer.partition(" ")
-        if word.lower() in ("y", "yes"):
-            return Approval(True)
-        if word.lower() in ("a", "always"):
-            return Approval(True, always=True)
-        return Approval(False, feedback=rest.strip())
+            always = ""  # unreadable at a glance, a wrapper, variables: never for good
+        about = flat(ask.question)
+        if ask.kind is ToolKind.COMMAND:
+            about += f" ({size_note(str(ask.request.args['command']))})"
+        while True:
+            answer = self._ask(f"approve? {about} [y: yes{always}, n [why]]")
+            word, _, why = answer.partition(" ")
+            if answer.casefold() in YES:
+                return Approval(True)
+            if always and answer.casefold() in ALWAYS:
+                return Approval(True, always=True)
+            if word.casefold() in NO:
+                return Approval(False, feedback=why.strip())
+            self._print(f"not an answer: {flat(answer)[:80]}")
 
     def review_plan(self, plan_file: Path, text: str) -> PlanReview:
-        self.show(text)
-        self._print(
-            f"approve? plan ready at {plan_file} [y [default|acceptEdits]: accept, "
-            "n <feedback>: keep planning]"
-        )
-        answer = (self.read_line() or "n").strip()
-        word, _, rest = answer.partition(" ")
-        if word.lower() in ("y", "yes"):
+        for line in source_lines(text.rstrip("\n")):
+            self._print(line)
+        while True:
+            answer = self._ask(
+                f"approve? plan ready at {plan_file} [y [default|acceptEdits]: accept, "
+                "n [feedback]: keep planning]"
+            )
+            word, _, rest = answer.partition(" ")
             mode = MODE_NAMES.get(rest.strip().casefold()) if rest.strip() else None
-            if mode is PermissionMode.PLAN:
-                mode = None
-            return PlanReview(True, mode)
-        return PlanReview(False, feedback=rest.strip())
+            if word.casefold() in YES and (not rest.strip() or mode in ACCEPT_MODES):
+                return PlanReview(True, mode)
+            if word.casefold() in NO:
+                return PlanReview(False, feedback=rest.strip())
+            self._print(f"not an answer: {flat(answer)[:80]}")
+
+    def _ask(self, question: str) -> str:
+        """QUESTION's answer: the first line that arrives after it ('n' at the end of the
+        input). What arrived before stays a message (it was not written to this question)."""
+        kept = self.input.set_aside()
+        if kept:
+            lines = "1 line" if kept == 1 else f"{kept} lines"
+            self._print(f"({lines} sent before this question: kept as messages for after the turn)")
+        self._print(question)
+        answer = self.input.answer()
+        return "n" if answer is None else answer.strip()
 
     def _print(self, line: str) -> None:
         self.out.write(one_line(line) + "\n")
@@ -74,10 +99,10 @@ class LineUI:
 def run_lines(session: Session, commands: Commands, ui: LineUI) -> None:
     """Read lines until the input ends (or /quit); each is a command or a message."""
     while True:
-        line = ui.read_line()
+        line = ui.input.next_line()
         if line is None:
             return
-        line = line.rstrip("\n")
+        line = line.rstrip("\r\n")
         if not line.strip():
             continue
         if line.startswith("/"):

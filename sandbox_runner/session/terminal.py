@@ -26,16 +26,9 @@ from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.commands import Commands
+from sandbox_runner.session.dialogs import approval_dialog, review_dialog
 from sandbox_runner.session.engine import PlanReview, Session
-from sandbox_runner.session.terminal_ui import (
-    STYLE,
-    Activity,
-    SlashCompleter,
-    approval_dialog,
-    review_dialog,
-    tool_line,
-    toolbar,
-)
+from sandbox_runner.session.terminal_ui import STYLE, Activity, SlashCompleter, tool_line, toolbar
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 
 if TYPE_CHECKING:

@@ -1,17 +1,11 @@
-"""What the terminal session draws: the mode badge and the bottom toolbar, slash-command
-completion, the agent's progress, and the approval and plan-review dialogs."""
+"""What the terminal session draws around the prompt: the mode badge and the bottom
+toolbar, slash-command completion, the agent's progress (the dialogs are in dialogs.py)."""
 
 from __future__ import annotations
 
-import difflib
-import os
-import shlex
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
@@ -20,11 +14,9 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.styles import Style
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.safe_text import one_line, terminal_text
+from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.commands import COMMANDS
-from sandbox_runner.session.engine import PlanReview
-from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
-from sandbox_runner.tools.policy import ToolKind
+from sandbox_runner.tools.permissions import PermissionMode
 
 if TYPE_CHECKING:
     from sandbox_runner.session.engine import Session
@@ -57,7 +49,6 @@ ARGUMENTS: dict[str, list[str]] = {
     "/apply-plan": ["acceptEdits", "default"],
     "/save-plan": ["PLAN.md", "--force"],
 }
-KEEP_PLANNING = "No, keep planning (tell the agent what to change)"
 
 
 class SlashCompleter(Completer):
@@ -175,108 +166,3 @@ def tool_line(event: AgentEvent, call: str) -> str:
     """One line per tool call: the tool, its argument, and how it ended."""
     outcome = "✗ error" if event.detail == "error" else "✓"
     return one_line(f"● {call} {outcome}")[:300]
-
-
-def edit_preview(ask: Ask) -> str:
-    """What an approval shows: the command, or a diff of the edit."""
-    args = ask.request.args
-    if "old_string" in args and "new_string" in args:
-        diff = difflib.unified_diff(
-            str(args["old_string"]).splitlines(),
-            str(args["new_string"]).splitlines(),
-            fromfile=str(args.get("file_path", "")),
-            tofile=str(args.get("file_path", "")),
-            lineterm="",
-        )
-        return "\n".join(list(diff)[:40])
-    if "content" in args:
-        lines = str(args["content"]).splitlines()
-        more = f"\n… {len(lines) - 20} more lines" if len(lines) > 20 else ""
-        return "\n".join(f"+{line}" for line in lines[:20]) + more
-    return ""
-
-
-def approval_dialog(ask: Ask) -> Approval:
-    """The approval as a small dialog (run with the terminal released to it)."""
-    from prompt_toolkit.shortcuts import choice, prompt
-
-    if ask.kind is ToolKind.EDIT:
-        always: str | None = "Yes, and don't ask again for edits this session"
-    elif ask.prefix:
-        always = f"Yes, and don't ask again for `{ask.prefix}` commands this session"
-    else:
-        always = None  # a wrapper or variables: nothing is safe to approve for good
-    preview = edit_preview(ask)
-    message = terminal_text(f"Allow the agent to {ask.question}?")
-    if preview:
-        message += "\n\n" + terminal_text(preview)
-    try:
-        answer = choice(
-            message=message,
-            options=[
-                ("yes", "Yes"),
-                *([("always", always)] if always else []),
-                ("no", "No, and tell the agent what to do differently"),
-            ],
-            default="yes",
-        )
-    except (KeyboardInterrupt, EOFError):
-        return Approval(False, feedback="")
-    if answer == "no":
-        try:
-            feedback = prompt("What should the agent do instead? (enter to skip) ")
-        except (KeyboardInterrupt, EOFError):
-            feedback = ""
-        return Approval(False, feedback=feedback.strip())
-    return Approval(True, always=answer == "always")
-
-
-def review_dialog(plan_file: Path, text: str, restage: Callable[[], None]) -> PlanReview:
-    """The plan review: the plan rendered, its path, and four answers; the cursor starts
-    on the safe yes (edits still need approval)."""
-    from prompt_toolkit.shortcuts import choice, prompt
-    from rich.console import Console
-    from rich.markdown import Markdown
-    from rich.rule import Rule
-
-    console = Console(file=sys.__stdout__, highlight=False)
-    while True:
-        console.print(Rule("The plan"))
-        console.print(Markdown(terminal_text(text)))
-        console.print(Rule(terminal_text(str(plan_file)), style="dim"))
-        try:
-            answer = choice(
-                message="The agent has written a plan and is ready to implement it. Proceed?",
-                options=[
-                    ("auto", "Yes, and auto-accept edits"),
-                    ("manual", "Yes, manually approve edits"),
-                    ("edit", "Edit the plan in $EDITOR first"),
-                    ("keep", KEEP_PLANNING),
-                ],
-                default="manual",
-            )
-        except (KeyboardInterrupt, EOFError):
-            return PlanReview(False, feedback="")
-        if answer == "auto":
-            return PlanReview(True, PermissionMode.ACCEPT_EDITS)
-        if answer == "manual":
-            return PlanReview(True, PermissionMode.DEFAULT)
-        if answer == "edit":
-            edit_file(plan_file)
-            restage()
-            text = plan_file.read_text(errors="replace")
-            continue
-        try:
-            feedback = prompt("What should the agent change? ")
-        except (KeyboardInterrupt, EOFError):
-            feedback = ""
-        return PlanReview(False, feedback=feedback.strip())
-
-
-def edit_file(path: Path) -> None:
-    """Open PATH in $VISUAL or $EDITOR (vi when neither is set) and wait for it."""
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    try:
-        subprocess.run([*shlex.split(editor), str(path)], check=False)
-    except OSError as error:
-        print(f"could not start {editor}: {error}", file=sys.__stderr__)

@@ -13,7 +13,8 @@
 
 In plan mode nothing is ever offered as an approval: the answer is no, with guidance.
 An "always" answer turns an Ask into an Allow for the rest of the session: for edits,
-or for commands that start with an approved prefix.
+or for commands that start with an approved prefix. It is offered for a command only when
+the command reads whole at a glance (one short line, nothing invisible).
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ def _command(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
         return Deny(verdict.guidance(), suggested_command=command)
     if rules.approves(command):
         return Allow(use.request)
-    prefix = command_prefix(command)
+    prefix = command_prefix(command) if at_a_glance(command) else None
     return Ask(use.request, f"run `{command}`", ToolKind.COMMAND, prefix=prefix)
 
 
@@ -178,6 +179,24 @@ WRAPPERS = frozenset(
      "ionice", "taskset", "flock", "watch", "script", "su", "runuser", "busybox"}
 )  # fmt: skip
 """Programs that run another command: "always" for them would approve any command."""
+
+
+GLANCE_CHARS = 200
+"""The longest command an "always" answer is offered for."""
+LONG_BLANKS = 8
+"""More spaces than this in a row make a command hard to read: they can push the rest of
+it out of sight (an approval shows such a run as a count)."""
+
+
+def at_a_glance(command: str) -> bool:
+    """Whether a command reads whole at a glance: one short line of visible characters
+    without a long run of blanks. Only such a command is offered an "always" answer: the
+    user must have read what they approve for good."""
+    return (
+        len(command) <= GLANCE_CHARS
+        and command.isprintable()
+        and " " * (LONG_BLANKS + 1) not in command
+    )
 
 
 def command_prefix(command: str) -> str | None:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tests.conftest import make_sample_repo
 from tests.support.fake_messages_api import FakeMessagesAPI, message, text, tool_use
@@ -86,6 +86,18 @@ def planrun(api: FakeMessagesAPI, *args: str, home: Path) -> subprocess.Popen[st
     )
 
 
+def read_until(stream: IO[str], text: str, seconds: float = 120) -> str:
+    """What STREAM prints up to the line that holds TEXT, that line included."""
+    deadline = time.monotonic() + seconds
+    seen = ""
+    while text not in seen:
+        assert time.monotonic() < deadline, seen
+        line = stream.readline()
+        assert line, f"the output ended before {text!r}: {seen}"
+        seen += line
+    return seen
+
+
 def owned_repo(root: Path) -> Path:
     """A sample repository owned by a regular user: the work container runs as its owner
     (never as root), so, when the tests run as root, it must not be root's."""
@@ -100,9 +112,15 @@ def test_plan_accept_and_implement_in_line_mode(tmp_path: Path, planrun_home: Pa
     repo = owned_repo(tmp_path / "repo")
     with FakeMessagesAPI(script) as api:
         process = planrun(api, "--repo", str(repo), home=planrun_home)
-        out, err = process.communicate("/plan\nmake main louder\ny acceptEdits\n/status\n", 180)
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write("/plan\nmake main louder\n")
+        process.stdin.flush()
+        # An answer is written once the question is out: one written before is a message.
+        seen = read_until(process.stdout, "approve? plan ready at")
+        out, err = process.communicate("y acceptEdits\n/status\n", 180)
     assert process.returncode == 0, err
     assert "Traceback" not in err
+    out = seen + out
     results = [
         block
         for request in api.message_requests
@@ -132,11 +150,7 @@ def test_kill_9_in_plan_mode_then_resume(tmp_path: Path, planrun_home: Path) -> 
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write("look around\n")
         process.stdin.flush()
-        deadline = time.monotonic() + 120
-        seen = ""
-        while "Still exploring." not in seen:
-            assert time.monotonic() < deadline, seen
-            seen += process.stdout.readline()
+        read_until(process.stdout, "Still exploring.")
         process.send_signal(signal.SIGKILL)
         process.wait()
         [state_file] = (planrun_home / "sessions").glob("*/state.json")

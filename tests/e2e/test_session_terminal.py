@@ -26,7 +26,10 @@ def tmux_is_there() -> None:
         pytest.fail("the terminal tests need tmux: apt-get install tmux", pytrace=False)
 
 
-PLAN = "# Plan: louder greeting\n\n## Approach\nMake main() return 43.\n"
+PLAN = (
+    "# Plan: louder greeting\n\n<!-- Keep main's name. -->\n## Approach\nMake main() return 43.\n"
+)
+HIDDEN = "ls src" + "\n" * 60 + "touch /workspace/pwned"
 BADGE_DEFAULT = "default mode (shift+tab to cycle)"
 BADGE_EDITS = "⏵⏵ accept edits on (shift+tab to cycle)"
 BADGE_PLAN = "⏸ plan mode on (shift+tab to cycle)"
@@ -69,6 +72,8 @@ def script(body: dict[str, Any]) -> Any:
         return hang()
     if "run it" in user:
         return message(tool_use("Bash", {"command": "python3 -c 'print(6 * 7)'"}))
+    if "set up" in user:
+        return message(tool_use("Bash", {"command": HIDDEN}))
     if user.startswith("Start implementing the plan"):
         edit = {"file_path": "src/app.py", "old_string": "return 42", "new_string": "return 43"}
         return message(tool_use("Edit", edit))
@@ -127,13 +132,40 @@ def test_an_approval_answered_from_the_keyboard(
         term.type("please run it")
         term.keys("Enter")
         screen = term.wait_for("don't ask again for")
-        assert "Allow the agent to run `python3 -c 'print(6 * 7)'`?" in screen
+        assert "Allow the agent to run this command? (25 characters)" in screen
+        assert "python3 -c 'print(6 * 7)'" in screen
         assert "No, and tell the agent what to do differently" in screen
         term.keys("Down", "Enter")  # "Yes, and don't ask again ..."
         term.wait_for("Done with that.")
         term.wait_for(r"● Bash python3")
     [state] = (planrun_home / "sessions").glob("*/state.json")
     assert json.loads(state.read_text())["approved_prefixes"]
+
+
+def test_an_approval_shows_a_hidden_payload_pages_it_and_never_offers_it_for_good(
+    api: FakeMessagesAPI, repo: Path, planrun_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ls src`, 60 line breaks, then a payload: it read as "run `ls src`" with "don't ask
+    again for `ls src`", and Yes ran the payload."""
+    monkeypatch.setenv("PAGER", "less")
+    monkeypatch.setenv("LESS", "")
+    with planrun(api, repo, planrun_home) as term:
+        term.wait_for(PROMPT)
+        term.type("please set up")
+        term.keys("Enter")
+        screen = term.wait_for(re.escape(f"run this command? ({len(HIDDEN)} characters on 61"))
+        assert re.search(r"(?m)^ *ls src⏎\n *⏎×59\n *touch /workspace/pwned$", screen), screen
+        assert "don't ask again" not in screen
+        term.keys("v")
+        paged = term.wait_for(r"\(END\)")
+        assert "touch /workspace/pwned" in paged and "Allow the agent" not in paged
+        term.keys("q")
+        term.wait_for(r"(?s)(Allow the agent to run this command.*){2}2\. No, and tell the agent")
+        term.keys("Down", "Enter")  # the second answer is No
+        term.wait_for("What should the agent do instead")
+        term.keys("Enter")
+        term.wait_for("Done with that.")
+    assert not (repo / "pwned").exists()
 
 
 def test_plan_review_accepted_into_accept_edits_then_the_edit_lands(
@@ -145,6 +177,7 @@ def test_plan_review_accepted_into_accept_edits_then_the_edit_lands(
         term.keys("Enter")
         screen = term.wait_for("Yes, and auto-accept edits")
         assert "Make main() return 43." in screen and "/plans/" in screen
+        assert "<!-- Keep main's name. -->" in screen  # as the agent receives it
         assert "Edit the plan in $EDITOR first" in screen
         assert "No, keep planning (tell the agent what to change)" in screen
         # The cursor starts on "Yes, manually approve edits": one up is auto-accept.

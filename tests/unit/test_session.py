@@ -20,6 +20,7 @@ from sandbox_runner.model.anthropic_model import AnthropicModel
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.state import SessionStore
+from sandbox_runner.session.ui import SessionUI
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from tests.support import fake_messages_api as fake
 from tests.support.local_sandbox import LocalSandbox
@@ -103,7 +104,7 @@ def open_session(
     workspace: Path,
     tmp_path: Path,
     models: Callable[[str], Model],
-    ui: FakeUI,
+    ui: SessionUI,
     resume: str | None = None,
 ) -> Session:
     if resume:
