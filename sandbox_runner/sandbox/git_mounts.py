@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import tempfile
 from pathlib import Path
 
+from sandbox_runner.errors import SandboxError
 from sandbox_runner.git_config import safe_git_config
 from sandbox_runner.paths import WORKSPACE_MOUNT, planrun_home
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
@@ -37,7 +39,13 @@ def clean_config_copies(workspace: Path) -> list[tuple[Path, str]]:
             continue
         clean = safe_git_config(data.decode("utf-8", "replace"))
         target = f"{WORKSPACE_MOUNT}/{config.relative_to(workspace).as_posix()}"
-        copies.append((_stored(clean), target))
+        try:
+            copies.append((_stored(clean), target))
+        except OSError as error:
+            raise SandboxError(
+                f"cannot keep a clean copy of {config.name} in planrun's cache: "
+                f"{error.strerror or error}"
+            ) from None
     return copies
 
 
@@ -69,9 +77,11 @@ def _stored(text: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{digest[:32]}.config"
     if not path.exists():
-        temporary = directory / f".{digest[:32]}.{os.getpid()}"
-        temporary.write_text(text)
-        temporary.chmod(0o644)
+        # Several sandboxes start at once (a session's work and plan containers).
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-")
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+        os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     return path
 
