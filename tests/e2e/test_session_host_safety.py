@@ -51,7 +51,7 @@ def script_for(markers: Path) -> Any:
     steps = [
         message(
             tool_use("Write", {"file_path": "tools/setup_env.py", "content": setup_script(markers)})
-        ),  # fmt: skip
+        ),
         message(tool_use("Bash", {"command": "python3 tools/setup_env.py"})),
         *[message(tool_use("Write", {"file_path": p, "content": c})) for p, c in bare.items()],
         message(tool_use("Write", {"file_path": ".vscode/tasks.json", "content": "{}"})),
