@@ -68,7 +68,10 @@ def safe_git_config(text: str) -> str:
         if entry.value is None:
             lines.append(f"\t{entry.key}")
         else:
-            value = safe_url(entry.value) if entry.key == "url" else entry.value
+            # branch.<name>.remote may be a URL too, as may any value a later git reads.
+            value = (
+                safe_url(entry.value) if entry.key == "url" or "://" in entry.value else entry.value
+            )
             lines.append(f"\t{entry.key} = {_quoted(redact(value))}")
     return "".join(line + "\n" for line in lines)
 

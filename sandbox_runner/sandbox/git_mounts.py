@@ -54,7 +54,8 @@ def _config_files(workspace: Path) -> list[Path]:
     if not _is_directory(git):
         return []  # a `gitdir:` file points outside the workspace, which no sandbox sees
     found = [git / name for name in CONFIG_NAMES if _is_file(git / name)]
-    pending = [git / "modules", git / "worktrees"]
+    # Only real directories: a link here would lead the look out of the repository.
+    pending = [path for path in (git / "modules", git / "worktrees") if _is_directory(path)]
     looked = 0
     while pending and looked < MAX_GIT_DIRECTORIES:
         directory = pending.pop()

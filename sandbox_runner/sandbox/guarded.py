@@ -21,42 +21,55 @@ from sandbox_runner.types import ExecResult, ToolRequest
 
 DISK_POLL_SECONDS = 0.2
 NOISE_BYTES = 1024 * 1024
-"""Growth during one command below this never stops it (other programs write too)."""
+NOISE_FILES = 1024
+"""Growth during one command below these never stops it (other programs write too)."""
 
 
 class DiskCap:
-    """How much a session's commands have added to the workspace's file system.
+    """How much a session's commands have added to the workspace's file system: bytes,
+    and files (one per KiB of the cap: empty files cost inodes, not blocks).
 
-    The kernel's count of free blocks (statvfs) is read before, during and after each
-    command; a command that takes the session's total past the cap is stopped within
-    DISK_POLL_SECONDS. Other programs writing the same file system during a command count
-    too: the cap errs on the side of stopping.
+    The kernel's counts of free blocks and inodes (statvfs) are read before, during and
+    after each command; a command that takes the session's total past the cap is stopped
+    within DISK_POLL_SECONDS. Other programs writing the same file system during a
+    command count too: the cap errs on the side of stopping.
     """
 
     def __init__(self, workspace: Path, cap_bytes: int) -> None:
         self.workspace = workspace
         self.cap_bytes = cap_bytes
-        self.grown = 0
+        self.cap_files = max(1, cap_bytes // 1024)
+        self.grown = (0, 0)
         self._lock = threading.Lock()
 
-    def free(self) -> int:
+    def free(self) -> tuple[int, int]:
+        """Free bytes and inodes of the workspace's file system (0 inodes where it has
+        no count of them)."""
         info = os.statvfs(self.workspace)
-        return info.f_bavail * info.f_frsize
+        return info.f_bavail * info.f_frsize, info.f_favail if info.f_files else 0
 
-    def over(self, free_before: int) -> bool:
-        during = free_before - self.free()
-        return during > NOISE_BYTES and self.grown + during > self.cap_bytes
+    def over(self, before: tuple[int, int]) -> bool:
+        now = self.free()
+        bytes_during, files_during = before[0] - now[0], before[1] - now[1]
+        too_big = bytes_during > NOISE_BYTES and self.grown[0] + bytes_during > self.cap_bytes
+        too_many = files_during > NOISE_FILES and self.grown[1] + files_during > self.cap_files
+        return too_big or too_many
 
-    def settle(self, free_before: int) -> None:
+    def settle(self, before: tuple[int, int]) -> None:
+        now = self.free()
         with self._lock:
-            self.grown += free_before - self.free()
+            self.grown = (
+                self.grown[0] + before[0] - now[0],
+                self.grown[1] + before[1] - now[1],
+            )
 
     def message(self) -> str:
         cap = self.cap_bytes // (1024 * 1024)
         return (
-            f"Stopped: this session's commands grew the repository's disk use past its cap of "
-            f"{cap} MiB (work_disk_mb). Remove what is not needed (build output, downloads) "
-            "before going on; only the user can raise the cap, in ~/.planrun/config.yaml."
+            f"Stopped: this session's commands grew the repository past its cap of {cap} MiB "
+            f"or {self.cap_files:,} files (work_disk_mb). Remove what is not needed (build "
+            "output, downloads) before going on; only the user can raise the cap, in "
+            "~/.planrun/config.yaml."
         )
 
 

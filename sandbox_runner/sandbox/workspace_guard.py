@@ -65,8 +65,11 @@ class GuardState:
     directories: dict[str, _Directory] = field(default_factory=dict)
     tracked: dict[str, str] = field(default_factory=dict)
     """Protected entries no mount covers (links, and ones that appeared from the host)."""
-    mounted: set[str] = field(default_factory=set)
-    """Protected entries (and repositories) mounted read-only: not walked."""
+    mounted: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Protected entries (and repositories) mounted read-only, with their device and
+    inode: not walked. A command may rename a directory holding one (the mount moves
+    with it) and put something else at its old path: the inode tells them apart."""
+    mounted_inodes: dict[tuple[int, int], str] = field(default_factory=dict)
 
 
 class WorkspaceGuard:
@@ -82,11 +85,12 @@ class WorkspaceGuard:
         self._in_flight = 0
         self.state = GuardState()
         self._scan(adopt=True)
-        self.state.mounted = {
-            path for path in self.state.tracked if not (workspace / path).is_symlink()
-        }
-        for path in self.state.mounted:
-            del self.state.tracked[path]
+        for path in list(self.state.tracked):
+            if not (workspace / path).is_symlink():
+                del self.state.tracked[path]
+                inode = _inode(self._host(path))
+                self.state.mounted[path] = inode
+                self.state.mounted_inodes[inode] = path
 
     def read_only_paths(self) -> list[str]:
         """Protected entries and repositories that exist: the work sandbox mounts them
@@ -187,7 +191,7 @@ class WorkspaceGuard:
         names = ROOT_FOLDED | ANYWHERE_FOLDED if relative == "" else ANYWHERE_FOLDED
         for name in entries:
             path = _join(relative, name)
-            if name.casefold() in names and path not in state.mounted and path not in state.tracked:
+            if name.casefold() in names and not self._known(path):
                 findings.append(self._found(path, adopt))
         became_repository = _is_git_directory(entries) and not (old and _is_git_directory(old))
         if relative and became_repository and relative not in state.tracked:
@@ -196,6 +200,25 @@ class WorkspaceGuard:
                 findings.append(Finding(relative, GIT_REASON, None))
             else:
                 findings.append(self._move(_join(relative, "HEAD"), GIT_REASON))
+
+    def _known(self, path: str) -> bool:
+        """Whether PATH is a mounted or watched protected entry (a mounted one moved with
+        its directory is followed to its new path)."""
+        state = self.state
+        if path in state.tracked:
+            return True
+        inode = _inode(self._host(path))
+        if path in state.mounted:
+            if state.mounted[path] == inode:
+                return True
+            del state.mounted[path]  # moved away, and something else put in its place
+        moved_from = state.mounted_inodes.get(inode)
+        if moved_from is not None and inode != (0, 0):
+            state.mounted.pop(moved_from, None)
+            state.mounted[path] = inode
+            state.mounted_inodes[inode] = path
+            return True
+        return False
 
     def _found(self, path: str, adopt: bool, identity: str | None = None) -> Finding:
         reason = protected_reason(path) or GIT_REASON
@@ -235,6 +258,14 @@ class WorkspaceGuard:
     def _host(self, relative: str) -> str:
         # Strings, not Paths: a look at a big tree makes one per directory.
         return f"{self._root}/{relative}" if relative else self._root
+
+
+def _inode(path: str) -> tuple[int, int]:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return (0, 0)
+    return (info.st_dev, info.st_ino)
 
 
 def _entries(directory: str | Path) -> dict[str, bool]:

@@ -15,7 +15,7 @@ from typing import TextIO
 
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.safe_text import one_line
-from sandbox_runner.session.approval_view import flat, size_note, source_lines
+from sandbox_runner.session.approval_view import approval_lines, flat, size_note, source_lines
 from sandbox_runner.session.commands import MODE_NAMES, Commands
 from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.line_input import LineInput
@@ -53,6 +53,12 @@ class LineUI:
         about = flat(ask.question)
         if ask.kind is ToolKind.COMMAND:
             about += f" ({size_note(str(ask.request.args['command']))})"
+        else:
+            # What the edit writes, every character visible, before the question.
+            if ask.request.args.get("replace_all"):
+                about += " (every occurrence)"
+            for line in approval_lines(ask):
+                self._print("  " + "".join(piece.text for piece in line))
         while True:
             answer = self._ask(f"approve? {about} [y: yes{always}, n [why]]")
             word, _, why = answer.partition(" ")

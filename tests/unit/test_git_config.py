@@ -122,3 +122,9 @@ def test_the_rebuilt_file_reads_back_as_the_values_kept() -> None:
         ConfigEntry("core", None, "symlinks", None),
     ]
     assert parse_git_config(text) == kept
+
+
+def test_a_url_in_any_kept_key_loses_its_credentials() -> None:
+    token = "0123456789abcdef0123456789abcdef"
+    clean = safe_git_config(f'[branch "main"]\n\tremote = https://{token}@example.com/x.git\n')
+    assert token not in clean and "example.com/x.git" in clean

