@@ -62,3 +62,29 @@ def test_data_stays_valid_json_and_yaml_after_redaction() -> None:
     assert json.loads(json.dumps(redacted)) == redacted
     assert yaml.safe_load(yaml.safe_dump(redacted)) == redacted
     assert redacted["n"] == 3 and redacted["reason"].startswith("push failed: [REDACTED")
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "npm_" + "a1" * 18,
+        "pypi-" + "A" * 60,
+        "AIza" + "B" * 35,
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlMTIz",
+        "sk-proj-" + "x" * 40,
+        "sk_live_" + "x" * 24,
+        "hf_" + "x" * 34,
+        "x-api-key: abcdefgh12345",
+        "PRIVATE-TOKEN: abcdefghijk",
+        "https://ghp_" + "A" * 36 + "@github.com/x",
+        "https://" + "0123456789abcdef" * 2 + "@example.com/x.git",
+        "\\nghp_" + "A" * 36,
+        "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXX",
+        "aws_secret_access_key = " + "A" * 40,
+        "glrt-" + "a" * 20,
+    ],
+)
+def test_more_credential_kinds_are_redacted_once(secret: str) -> None:
+    redacted = redact(secret)
+    assert "[REDACTED:" in redacted and redact(redacted) == redacted
