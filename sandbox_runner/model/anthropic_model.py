@@ -384,7 +384,7 @@ def _overloaded(error: anthropic.APIStatusError) -> bool:
 
 
 def overload_schedule(retries: int) -> list[float]:
-    """The waits between attempts during an overload, before jitter (for the README)."""
+    """The waits between attempts during an overload, before jitter (for docs/configuration.md)."""
     return [min(FIRST_OVERLOAD_WAIT * 2.0**n, MAX_RETRY_WAIT) for n in range(retries)]
 
 

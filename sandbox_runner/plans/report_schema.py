@@ -1,5 +1,5 @@
-"""How report.json is laid out, field by field: the README's schema section, kept here so
-that a test can hold the two together."""
+"""How report.json is laid out, field by field: docs/report-schema.md, kept here so that a
+test can hold the two together."""
 
 from __future__ import annotations
 
@@ -95,4 +95,4 @@ Each plan:
   the sandbox failed), so `planrun plans resume` can go on with its conversation.
 - `continued`: it went on with the conversation of an earlier attempt that stopped.
 """
-"""How report.json is laid out, field by field (Markdown, for the README)."""
+"""How report.json is laid out, field by field (Markdown, for docs/report-schema.md)."""

@@ -3,7 +3,7 @@
 A heading satisfies a section when it carries all the key words of one of the section's
 accepted names, in any case, order, numbering or punctuation, with other words around
 them: "5. Alternatives & trade-offs" carries "Alternatives". The table below is the one
-place these names are defined: validation, the prompt and the README all read it.
+place these names are defined: validation, the prompt and docs/plan.md all read it.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _table_names(name: str) -> tuple[str, ...]:
 
 
 def accepted_names_markdown() -> str:
-    """The table of accepted heading names, as the README shows it."""
+    """The table of accepted heading names, as docs/plan.md shows it."""
     rows = [
         f"| {section} | {', '.join(names[1:]) or '—'} |" for section, names in SECTION_NAMES.items()
     ]

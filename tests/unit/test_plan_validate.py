@@ -511,6 +511,6 @@ def test_accepted_names_are_defined_once_for_every_default_section() -> None:
         assert accepted_names(section) == names
 
 
-def test_the_readme_lists_the_accepted_names() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert accepted_names_markdown() in readme
+def test_the_plan_guide_lists_the_accepted_names() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "plan.md").read_text()
+    assert accepted_names_markdown() in guide

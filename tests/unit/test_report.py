@@ -569,6 +569,6 @@ def test_a_workspace_check_without_git_status_is_not_called_unchanged(three: Run
     assert "`git status` could not run after the run" in header
 
 
-def test_the_readme_holds_the_schema_doc() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert REPORT_SCHEMA_DOC in readme
+def test_the_docs_hold_the_schema_doc() -> None:
+    schema = (Path(__file__).resolve().parents[2] / "docs" / "report-schema.md").read_text()
+    assert REPORT_SCHEMA_DOC in schema
