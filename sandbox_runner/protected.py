@@ -15,7 +15,7 @@ import posixpath
 ROOT_NAMES = frozenset(
     {
         # git: hooks, config (fsmonitor, aliases, filters), info, modules, worktrees.
-        ".git", ".gitmodules",
+        ".git", ".gitmodules", ".gitconfig",
         # Agents: planrun's own settings, Claude Code's agents/commands/hooks/settings,
         # MCP servers, other agents' instructions and settings.
         ".planrun", ".claude", ".mcp.json", ".codex", ".gemini", ".cursor", ".agents",
@@ -28,7 +28,7 @@ ROOT_NAMES = frozenset(
         ".mise.toml", "mise.toml", ".mise.local.toml", "mise.local.toml", ".mise", "mise",
         ".rtx.toml",
         ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-        ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".inputrc",
+        ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".inputrc", ".ripgreprc",
         ".config", ".local",
         # Commit hooks and their managers.
         ".pre-commit-config.yaml", ".pre-commit-hooks.yaml", ".husky", ".githooks",
