@@ -274,15 +274,15 @@ class Session:
         if which in self._loops:
             return self._loops[which]
         from sandbox_runner.agents.loop import AgentLoop
+        from sandbox_runner.agents.loop_config import LoopConfig
 
         plan = which == "plan"
         definition = self.registry.get("Plan" if plan else "general-purpose")
         names = [*definition.effective_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
         tools = tools_for(dict.fromkeys(n for n in names if n != "NotebookEdit"))
-        loop = AgentLoop(
+        config = LoopConfig(
             model=self.model(which),
             model_id=self.state.model,
-            sandbox=self._sandbox(which),
             system_prompt=self._system_prompt(which, definition),
             tools=lambda: tools,
             context=ToolContext(
@@ -292,12 +292,16 @@ class Session:
             rules=self._rules_of(which),
             transcript=self.store.transcript(which),
             limits=self.limits,
+            label=self.state.id + ("-plan" if plan else ""),
+            host_tools=self._host_tools(which),
+        )
+        loop = AgentLoop(
+            config,
+            sandbox=self._sandbox(which),
             approver=self.ui,
             hooks=_SessionHooks(self, which),
-            label=self.state.id + ("-plan" if plan else ""),
             on_event=self._on_event,
             cancel=self.cancel,
-            host_tools=self._host_tools(which),
         )
         lines = _read_lines(self.store.transcript(which))
         if lines:

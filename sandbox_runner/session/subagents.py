@@ -18,6 +18,7 @@ from sandbox_runner.agents.definitions import AgentDefinition, check_read_only
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.hooks import Approver
 from sandbox_runner.agents.loop import AgentLoop
+from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.run_state import LimitReached
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.limits import RunLimits
@@ -95,10 +96,9 @@ class TaskRunner:
         mode = PermissionMode.PLAN if agent.read_only else self.approver_mode()
         sandbox = self.sandboxes.read_only() if agent.read_only else self.sandboxes.work()
         tools = tools_for(name for name in agent.effective_tools() if name != "Task")
-        loop = AgentLoop(
+        config = LoopConfig(
             model=self.model(label),
             model_id=self.model_id,
-            sandbox=sandbox,
             system_prompt=f"{agent.system_prompt}\n\n{SUBAGENT_NOTE}",
             tools=lambda: tools,
             context=ToolContext(frozenset(t.name for t in tools), str(self.workspace), agent.name),
@@ -106,8 +106,12 @@ class TaskRunner:
             rules=lambda: Rules(),
             transcript=self.transcripts / f"{label}.transcript.jsonl",
             limits=self.limits,
-            approver=self.approver,
             label=label,
+        )
+        loop = AgentLoop(
+            config,
+            sandbox=sandbox,
+            approver=self.approver,
             on_event=self.on_event,
             cancel=self.cancel,
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 from sandbox_runner.agents.conversation import saved_conversation
 from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop import AgentLoop, Headless
+from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
@@ -42,19 +43,17 @@ def make_loop(
     (workspace / "notes.txt").write_text("hello\n")
     sandbox = LocalSandbox(workspace, tmp_path / "plan")
     (tmp_path / "plan").mkdir(exist_ok=True)
-    loop = AgentLoop(
+    config = LoopConfig(
         model=model,
         model_id="claude-test",
-        sandbox=sandbox,
         system_prompt="You work.",
         tools=lambda: TOOLS,
         context=ToolContext(offered=frozenset(t.name for t in TOOLS)),
         mode=lambda: mode[0],
         rules=lambda: Rules(),
         transcript=tmp_path / "transcript.jsonl",
-        approver=approver,
-        hooks=LoopHooks(),
     )
+    loop = AgentLoop(config, sandbox=sandbox, approver=approver, hooks=LoopHooks())
     return loop, sandbox
 
 
