@@ -221,6 +221,26 @@ def test_a_plan_is_written_refused_elsewhere_reviewed_and_accepted(
         made.close()
 
 
+def test_the_plan_prompt_follows_the_plan_file_from_call_to_call(
+    workspace: Path, tmp_path: Path
+) -> None:
+    models = Models({})
+    made = open_session(workspace, tmp_path, models, FakeUI())
+    try:
+        made.enter_plan()  # the name is reserved with an empty file: no plan yet
+        target = made.plan_file.container_path
+        models.scripts["plan"] = [
+            reply(use("Write", {"file_path": target, "content": PLAN_TEXT})),
+            reply(say("Written.")),
+        ]
+        made.send("plan a greeting")
+        before, after = (request.system for request in models.made["plan"].requests)
+        assert "No plan file exists yet" in before and "already exists" not in before
+        assert f"A plan file already exists at {target}" in after
+    finally:
+        made.close()
+
+
 def test_plan_mode_tasks_are_read_only_agents_only(workspace: Path, tmp_path: Path) -> None:
     ui = FakeUI()
     models = Models({"task": [reply(say("Found the entry point in src/app.py."))]})
