@@ -13,17 +13,18 @@ import dataclasses
 import json
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from sandbox_runner import Sandbox
 from sandbox_runner.agents.budget import Budget
+from sandbox_runner.agents.cancel import Cancel, TurnStop
 from sandbox_runner.agents.conversation import NOT_RUN, SavedConversation, summary_message
 from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.model_call import CallStopped, complete_within
-from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
+from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState, TurnEnded
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.input_depth import without_deep_inputs
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
@@ -72,7 +73,7 @@ class AgentLoop:
         approver: Approver | None = None,
         hooks: LoopHooks | None = None,
         on_event: EventSink | None = None,
-        cancel: threading.Event | None = None,
+        cancel: Cancel | None = None,
     ) -> None:
         """The loop of CONFIG, its tools run in SANDBOX.
 
@@ -89,7 +90,7 @@ class AgentLoop:
         self.approver: Approver = approver or Headless()
         self.hooks = hooks or LoopHooks()
         self._on_event = on_event or (lambda event: None)
-        self.cancel = cancel or threading.Event()
+        self.cancel: Cancel = cancel if cancel is not None else threading.Event()
         self.state = RunState()
         self._counter_lock = threading.Lock()
 
@@ -100,6 +101,7 @@ class AgentLoop:
 
         Raises:
             LimitReached: a limit, or the cancel token, ended the run (control flow).
+            TurnEnded: a host tool ended the turn (control flow: the plan was accepted).
             PlanrunError: the model or the sandbox failed for good.
         """
         model_id = self.config.model_id
@@ -186,14 +188,31 @@ class AgentLoop:
     def _answer(self, calls: list[ToolCall]) -> None:
         results: list[ToolResult] = []
         running = calls[:MAX_CALLS_PER_TURN]
+        stop = TurnStop(self.cancel)
         # Subagents (Task calls) of one turn run side by side; everything else in order.
         parallel = {call.id: call for call in running if call.name == "Task"}
-        started = self._start_parallel(list(parallel.values())) if len(parallel) > 1 else {}
-        for call in running:
-            if self.cancel.is_set():
-                raise Interrupted("interrupted")
-            future = started.get(call.id)
-            results.append(future.result() if future is not None else self._execute(call))
+        started = self._start_parallel(list(parallel.values()), stop) if len(parallel) > 1 else {}
+        try:
+            for call in running:
+                if self.cancel.is_set():
+                    raise Interrupted("interrupted")
+                future = started.get(call.id)
+                results.append(future.result() if future is not None else self._execute(call, stop))
+        except TurnEnded as ended:
+            # The subagents this turn started end with it, and every call gets its answer.
+            stop.end()
+            wait(started.values())
+            results.append(ended.result)
+            results += [
+                self._cut_short(call, started.get(call.id)) for call in running[len(results) :]
+            ]
+            self._add_results(calls, results)
+            raise
+        finally:
+            stop.end()  # however the turn ends, what it started stops at its next step
+        self._add_results(calls, results)
+
+    def _add_results(self, calls: list[ToolCall], results: list[ToolResult]) -> None:
         # Every tool_use needs an answer, but a turn of hundreds of calls is not run; the
         # answers are logged too, so the transcript holds the conversation as it was sent.
         for call in calls[MAX_CALLS_PER_TURN:]:
@@ -204,13 +223,24 @@ class AgentLoop:
             {"role": "user", "content": [result.to_block() for result in results]}
         )
 
-    def _start_parallel(self, calls: list[ToolCall]) -> dict[str, Future[ToolResult]]:
+    def _cut_short(self, call: ToolCall, future: Future[ToolResult] | None) -> ToolResult:
+        """The answer to a call after the one that ended the turn: a subagent already
+        started answers for itself (it has been stopped); anything else was not run."""
+        if future is not None and future.exception() is None:
+            return future.result()
+        result = ToolResult(call.id, NOT_RUN, is_error=True)
+        self._log_result(call, result)
+        return result
+
+    def _start_parallel(
+        self, calls: list[ToolCall], stop: TurnStop
+    ) -> dict[str, Future[ToolResult]]:
         pool = ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="task")
-        started = {call.id: pool.submit(self._execute, call) for call in calls}
+        started = {call.id: pool.submit(self._execute, call, stop) for call in calls}
         pool.shutdown(wait=False)
         return started
 
-    def _execute(self, call: ToolCall) -> ToolResult:
+    def _execute(self, call: ToolCall, stop: Cancel) -> ToolResult:
         with self._counter_lock:
             self.state.tool_calls += 1
         self.emit("tool_call", tool=call.name, detail=_brief(call.input))
@@ -219,7 +249,11 @@ class AgentLoop:
         if isinstance(decision, Ask):
             decision = self._ask(decision)
         if isinstance(decision, Allow) and call.name in config.host_tools:
-            result = config.host_tools[call.name](call)
+            try:
+                result = config.host_tools[call.name](call, stop)
+            except TurnEnded as ended:
+                self._record(call, ended.result)
+                raise
         elif isinstance(decision, Allow):
             outcome = self.sandbox.call(self._within_time_limit(decision.request))
             text = cap_result(call.name, outcome.text or "(no output)")
@@ -231,9 +265,12 @@ class AgentLoop:
             result = ToolResult(call.id, decision.message, is_error=True)
             if decision.suggested_command:
                 self.state.suggested_commands.append(decision.suggested_command)
+        self._record(call, result)
+        return result
+
+    def _record(self, call: ToolCall, result: ToolResult) -> None:
         self._log_result(call, result)
         self.emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
-        return result
 
     def _log_result(self, call: ToolCall, result: ToolResult) -> None:
         self.log(

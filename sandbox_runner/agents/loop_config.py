@@ -8,13 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_runner import Model
+from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.types import ToolCall, ToolResult, ToolSpec
 
-HostTool = Callable[[ToolCall], ToolResult]
-"""Answers a call of a tool the host itself implements (Task, ExitPlanMode)."""
+HostTool = Callable[[ToolCall, Cancel], ToolResult]
+"""Answers a call of a tool the host itself implements (Task, ExitPlanMode); what it
+starts stops when the `Cancel` it is given is set (the turn is over, or interrupted).
+It may raise TurnEnded to end the turn."""
 
 
 @dataclass(frozen=True)

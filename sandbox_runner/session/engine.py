@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_runner import Model, Sandbox
+from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.hooks import LoopHooks
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.agents.run_state import LimitReached
+from sandbox_runner.agents.run_state import LimitReached, TurnEnded
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.session import prompts
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     # The loop, the Task runner and the prices load with the first turn (in the worker),
     # not before the session's prompt is drawn.
     from sandbox_runner.agents.loop import AgentLoop
+    from sandbox_runner.agents.loop_config import HostTool
 
 PLAN_TOOLS_EXTRA = ("Write", "Edit", "ExitPlanMode", "Task")
 COMPACT_AT = 0.8
@@ -70,8 +72,6 @@ class Session:
         self._sandboxes: dict[str, Sandbox] = {}
         self._kickoff: str | None = None
         """The first message of the work session after a plan was accepted."""
-        self._accepted: PlanReview | None = None
-        """A plan the user accepted from ExitPlanMode, applied once the plan turn ends."""
         self._mode_lock = threading.Lock()
         self._busy = 0
         self._pending_mode: PermissionMode | None = None
@@ -138,19 +138,21 @@ class Session:
     def _turn(self, which: str, text: str) -> None:
         loop = self._loop(which)
         loop.state.final_text = ""  # an interrupted turn must not repeat the last answer
+        accepted: PlanReview | None = None
         try:
             if loop.state.messages:
                 loop.run_turn(text)
             else:
                 loop.run(text)
+        except PlanAccepted as plan:
+            accepted = plan.review
         except LimitReached as limit:
-            if self._accepted is None:
-                self.ui.show(f"stopped: {limit}")
+            self.ui.show(f"stopped: {limit}")
         except PlanrunError as error:
             self.ui.show(f"error: {error}")
         finally:
             self._apply_pending_mode()
-            self._after_turn(which)
+            self._after_turn(which, accepted)
         if loop.state.final_text.strip() and which == self.state.active:
             self.ui.show(loop.state.final_text.strip())
 
@@ -334,7 +336,7 @@ class Session:
             return [a for a in agents if a.name in prompts.READ_ONLY_DISPATCH]
         return [a for a in agents if a.name in (*prompts.READ_ONLY_DISPATCH, "general-purpose")]
 
-    def _host_tools(self, which: str) -> dict[str, Callable[[ToolCall], ToolResult]]:
+    def _host_tools(self, which: str) -> dict[str, HostTool]:
         from sandbox_runner.session.subagents import TaskRunner
 
         runner = TaskRunner(
@@ -348,16 +350,19 @@ class Session:
             approver_mode=lambda: self.state.permission_mode,
             approver=self.ui,
             on_event=self.ui.event,
-            cancel=self.cancel,
             slots=self._task_slots,
         )
-        tools: dict[str, Callable[[ToolCall], ToolResult]] = {"Task": runner}
+        tools: dict[str, HostTool] = {"Task": runner}
         if which == "plan":
             tools["ExitPlanMode"] = self._exit_plan_mode
         return tools
 
-    def _exit_plan_mode(self, call: ToolCall) -> ToolResult:
-        """The plan agent says the plan is ready: the user reviews it."""
+    def _exit_plan_mode(self, call: ToolCall, stop: Cancel) -> ToolResult:
+        """The plan agent says the plan is ready: the user reviews it.
+
+        Raises:
+            PlanAccepted: the user accepted it; the plan turn ends there.
+        """
         self.plan_file.sync_out()
         text = self.plan_file.read()
         if not text or not text.strip():
@@ -367,10 +372,8 @@ class Session:
         review = self.ui.review_plan(self.plan_file.host_path, text)
         if not review.accept:
             return ToolResult(call.id, prompts.keep_planning(review.feedback))
-        # Accepting ends this turn: the work session starts on the plan next.
-        self._accepted = review
-        self.cancel.set()
-        return ToolResult(call.id, "The user accepted the plan; implementation starts now.")
+        result = ToolResult(call.id, "The user accepted the plan; implementation starts now.")
+        raise PlanAccepted(result, review)
 
     def _sandbox(self, which: str) -> Sandbox:
         if which not in self._sandboxes:
@@ -395,17 +398,15 @@ class Session:
 
     # ------------------------------------------------------------------ after a turn
 
-    def _after_turn(self, which: str) -> None:
+    def _after_turn(self, which: str, accepted: PlanReview | None) -> None:
         loop = self._loops[which]
         if which == "plan":
             self.plan_file.sync_out()
         if self.plan_file.problem:
             self.ui.show(f"warning: {self.plan_file.problem}")
             self.plan_file.problem = ""
-        review, self._accepted = self._accepted, None
-        if review is not None:
-            self.cancel.clear()  # set by ExitPlanMode to end the plan turn, not by the user
-            self.accept(review.feedback, review.mode)
+        if accepted is not None:
+            self.accept(accepted.feedback, accepted.mode)
         self._account()
         if loop.state.last_call_tokens > COMPACT_AT * self.limits.context_budget:
             self.compact(which)
@@ -456,6 +457,15 @@ class Session:
             note = prompts.entered_plan_mode(self.plan_file.container_path, exists, True)
             self._note("plan", note)
         self.ui.show("conversation compacted")
+
+
+class PlanAccepted(TurnEnded):
+    """Control flow: the user accepted the plan from ExitPlanMode, which ends the plan
+    turn; the session then switches to the work session, which starts on the plan."""
+
+    def __init__(self, result: ToolResult, review: PlanReview) -> None:
+        super().__init__(result)
+        self.review = review
 
 
 class _SessionHooks(LoopHooks):
