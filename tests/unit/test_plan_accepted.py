@@ -13,7 +13,7 @@ import pytest
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.limits import RunLimits
-from sandbox_runner.session.engine import PlanReview, Session
+from sandbox_runner.session.session import PlanReview, Session
 from sandbox_runner.session.state import SessionStore
 from sandbox_runner.tools.permissions import PermissionMode
 from sandbox_runner.types import ModelRequest, ModelResponse

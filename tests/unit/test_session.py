@@ -18,7 +18,7 @@ from sandbox_runner.errors import ConfigError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.model.anthropic_model import AnthropicModel
 from sandbox_runner.session.commands import Commands
-from sandbox_runner.session.engine import PlanReview, Session
+from sandbox_runner.session.session import PlanReview, Session
 from sandbox_runner.session.state import SessionStore
 from sandbox_runner.session.ui import SessionUI
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
