@@ -30,7 +30,7 @@ class _Quiet:
         return Approval(False)
 
     def review_plan(self, plan_file: Path, text: str) -> Any:
-        from sandbox_runner.session.engine import PlanReview
+        from sandbox_runner.session.session import PlanReview
 
         return PlanReview(False)
 
@@ -65,7 +65,7 @@ def plan_mode_first_reply_ms(repo: Path, scratch: Path, client: Any, image: str)
     from sandbox_runner.agents.registry import Registry
     from sandbox_runner.limits import RunLimits
     from sandbox_runner.sandbox.docker_provider import DockerProvider
-    from sandbox_runner.session.engine import Session
+    from sandbox_runner.session.session import Session
     from sandbox_runner.session.state import SessionStore
     from tests.support.scripted_model import ScriptedModel, reply, say, use
 

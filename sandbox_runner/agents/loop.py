@@ -13,21 +13,21 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from sandbox_runner import Model, Sandbox
+from sandbox_runner import Sandbox
 from sandbox_runner.agents.budget import Budget
+from sandbox_runner.agents.cancel import Cancel, TurnStop
 from sandbox_runner.agents.conversation import NOT_RUN, SavedConversation, summary_message
 from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.hooks import Approver, LoopHooks
+from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.model_call import CallStopped, complete_within
-from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
+from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState, TurnEnded
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.input_depth import without_deep_inputs
-from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS, RunLimits
+from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
 from sandbox_runner.plans.files import append_line, append_lines
 from sandbox_runner.redact import redact_data
 from sandbox_runner.tools.output import cap_result
@@ -37,7 +37,6 @@ from sandbox_runner.tools.permissions import (
     Ask,
     Deny,
     PermissionMode,
-    Rules,
     check,
 )
 from sandbox_runner.tools.policy import ToolContext
@@ -48,7 +47,6 @@ from sandbox_runner.types import (
     ToolCall,
     ToolRequest,
     ToolResult,
-    ToolSpec,
 )
 
 MAX_CALLS_PER_TURN = 32
@@ -64,49 +62,35 @@ class Headless:
         )
 
 
-HostTool = Callable[[ToolCall], "ToolResult"]
-"""Answers a call of a tool the host itself implements (Task, ExitPlanMode)."""
-
-
 class AgentLoop:
     """Runs a conversation with the model, executing its tool calls in the sandbox."""
 
     def __init__(
         self,
+        config: LoopConfig,
         *,
-        model: Model,
-        model_id: str,
         sandbox: Sandbox,
-        system_prompt: str | Callable[[], str],
-        tools: Callable[[], list[ToolSpec]],
-        context: ToolContext,
-        mode: Callable[[], PermissionMode],
-        rules: Callable[[], Rules],
-        transcript: Path,
-        limits: RunLimits | None = None,
         approver: Approver | None = None,
         hooks: LoopHooks | None = None,
-        label: str = "agent",
         on_event: EventSink | None = None,
-        cancel: threading.Event | None = None,
-        host_tools: dict[str, HostTool] | None = None,
+        cancel: Cancel | None = None,
     ) -> None:
-        self.model = model
-        self.model_id = model_id
+        """The loop of CONFIG, its tools run in SANDBOX.
+
+        Args:
+            config: what stays the same for the loop's whole life.
+            sandbox: where the tools run.
+            approver: answers the calls the mode asks about (none: every Ask is a no).
+            hooks: what a use of the loop adds (the plan review, a final turn, notes).
+            on_event: told of every step, for a UI.
+            cancel: set when the user interrupts the run.
+        """
+        self.config = config
         self.sandbox = sandbox
-        self.system_prompt = system_prompt
-        self.tools = tools
-        self.context = context
-        self.mode = mode
-        self.rules = rules
-        self.transcript = transcript
-        self.limits = limits or RunLimits()
         self.approver: Approver = approver or Headless()
         self.hooks = hooks or LoopHooks()
-        self.label = label
         self._on_event = on_event or (lambda event: None)
-        self.cancel = cancel or threading.Event()
-        self.host_tools = host_tools or {}
+        self.cancel: Cancel = cancel if cancel is not None else threading.Event()
         self.state = RunState()
         self._counter_lock = threading.Lock()
 
@@ -117,9 +101,11 @@ class AgentLoop:
 
         Raises:
             LimitReached: a limit, or the cancel token, ended the run (control flow).
+            TurnEnded: a host tool ended the turn (control flow: the plan was accepted).
             PlanrunError: the model or the sandbox failed for good.
         """
-        self.log("system", text=self.system(), tools=self._tool_names(), model=self.model_id)
+        model_id = self.config.model_id
+        self.log("system", text=self.system(), tools=self._tool_names(), model=model_id)
         self.add_user(task)
         self._check_context_budget()
         self._loop()
@@ -128,7 +114,7 @@ class AgentLoop:
         """Continue the conversation an earlier run left: this loop's transcript starts as a
         copy of its lines, its counters go on from where they were, and NOTE tells the
         model why it stopped. Raises as run() does."""
-        append_lines(self.transcript, saved.lines)
+        append_lines(self.config.transcript, saved.lines)
         self.resume(saved)
         state = self.state
         state.turns, state.tool_calls = saved.turns, saved.tool_calls
@@ -160,9 +146,8 @@ class AgentLoop:
                 continue
             state.final_text = response.text
             if response.stop_reason == "max_tokens":
-                raise LimitReached(
-                    f"the model reached its output limit of {self.limits.max_output_tokens} tokens"
-                )
+                limit = self.config.limits.max_output_tokens
+                raise LimitReached(f"the model reached its output limit of {limit} tokens")
             follow_up = self.hooks.on_stop(self)
             if follow_up is None:
                 return
@@ -175,9 +160,9 @@ class AgentLoop:
         self.emit("turn_started")
         try:
             response = complete_within(
-                self.model,
+                self.config.model,
                 request,
-                deadline=state.started + self.limits.timeout_seconds,
+                deadline=state.started + self.config.limits.timeout_seconds,
                 cancel=self.cancel,
                 on_wait=lambda text: self.emit("waiting", detail=text),
                 on_retry=self._retrying,
@@ -203,14 +188,31 @@ class AgentLoop:
     def _answer(self, calls: list[ToolCall]) -> None:
         results: list[ToolResult] = []
         running = calls[:MAX_CALLS_PER_TURN]
+        stop = TurnStop(self.cancel)
         # Subagents (Task calls) of one turn run side by side; everything else in order.
         parallel = {call.id: call for call in running if call.name == "Task"}
-        started = self._start_parallel(list(parallel.values())) if len(parallel) > 1 else {}
-        for call in running:
-            if self.cancel.is_set():
-                raise Interrupted("interrupted")
-            future = started.get(call.id)
-            results.append(future.result() if future is not None else self._execute(call))
+        started = self._start_parallel(list(parallel.values()), stop) if len(parallel) > 1 else {}
+        try:
+            for call in running:
+                if self.cancel.is_set():
+                    raise Interrupted("interrupted")
+                future = started.get(call.id)
+                results.append(future.result() if future is not None else self._execute(call, stop))
+        except TurnEnded as ended:
+            # The subagents this turn started end with it, and every call gets its answer.
+            stop.end()
+            wait(started.values())
+            results.append(ended.result)
+            results += [
+                self._cut_short(call, started.get(call.id)) for call in running[len(results) :]
+            ]
+            self._add_results(calls, results)
+            raise
+        finally:
+            stop.end()  # however the turn ends, what it started stops at its next step
+        self._add_results(calls, results)
+
+    def _add_results(self, calls: list[ToolCall], results: list[ToolResult]) -> None:
         # Every tool_use needs an answer, but a turn of hundreds of calls is not run; the
         # answers are logged too, so the transcript holds the conversation as it was sent.
         for call in calls[MAX_CALLS_PER_TURN:]:
@@ -221,35 +223,54 @@ class AgentLoop:
             {"role": "user", "content": [result.to_block() for result in results]}
         )
 
-    def _start_parallel(self, calls: list[ToolCall]) -> dict[str, Future[ToolResult]]:
+    def _cut_short(self, call: ToolCall, future: Future[ToolResult] | None) -> ToolResult:
+        """The answer to a call after the one that ended the turn: a subagent already
+        started answers for itself (it has been stopped); anything else was not run."""
+        if future is not None and future.exception() is None:
+            return future.result()
+        result = ToolResult(call.id, NOT_RUN, is_error=True)
+        self._log_result(call, result)
+        return result
+
+    def _start_parallel(
+        self, calls: list[ToolCall], stop: TurnStop
+    ) -> dict[str, Future[ToolResult]]:
         pool = ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="task")
-        started = {call.id: pool.submit(self._execute, call) for call in calls}
+        started = {call.id: pool.submit(self._execute, call, stop) for call in calls}
         pool.shutdown(wait=False)
         return started
 
-    def _execute(self, call: ToolCall) -> ToolResult:
+    def _execute(self, call: ToolCall, stop: Cancel) -> ToolResult:
         with self._counter_lock:
             self.state.tool_calls += 1
         self.emit("tool_call", tool=call.name, detail=_brief(call.input))
-        decision = check(call, self._context(), self.mode(), self.rules())
+        config = self.config
+        decision = check(call, self._context(), config.mode(), config.rules())
         if isinstance(decision, Ask):
             decision = self._ask(decision)
-        if isinstance(decision, Allow) and call.name in self.host_tools:
-            result = self.host_tools[call.name](call)
+        if isinstance(decision, Allow) and call.name in config.host_tools:
+            try:
+                result = config.host_tools[call.name](call, stop)
+            except TurnEnded as ended:
+                self._record(call, ended.result)
+                raise
         elif isinstance(decision, Allow):
             outcome = self.sandbox.call(self._within_time_limit(decision.request))
             text = cap_result(call.name, outcome.text or "(no output)")
             result = ToolResult(call.id, text, is_error=not outcome.ok)
             if call.name in {"Write", "Edit"} and outcome.ok:
-                written = "plan_written" if self.mode() is PermissionMode.PLAN else "file_written"
+                written = "plan_written" if config.mode() is PermissionMode.PLAN else "file_written"
                 self.emit(written, tool=call.name, detail=str(call.input.get("file_path")))
         else:
             result = ToolResult(call.id, decision.message, is_error=True)
             if decision.suggested_command:
                 self.state.suggested_commands.append(decision.suggested_command)
+        self._record(call, result)
+        return result
+
+    def _record(self, call: ToolCall, result: ToolResult) -> None:
         self._log_result(call, result)
         self.emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
-        return result
 
     def _log_result(self, call: ToolCall, result: ToolResult) -> None:
         self.log(
@@ -273,12 +294,13 @@ class AgentLoop:
         return Deny(f"Not approved: the user did not let you {ask.question}.{why}")
 
     def _context(self) -> ToolContext:
-        offered = frozenset(tool.name for tool in self.tools())
-        return ToolContext(offered, self.context.workspace_host, self.context.agent)
+        offered = frozenset(tool.name for tool in self.config.tools())
+        context = self.config.context
+        return ToolContext(offered, context.workspace_host, context.agent)
 
     def _within_time_limit(self, request: ToolRequest) -> ToolRequest:
         """The request with a timeout that ends no later than the run's own time limit."""
-        remaining = self.limits.timeout_seconds - (time.monotonic() - self.state.started)
+        remaining = self.config.limits.timeout_seconds - (time.monotonic() - self.state.started)
         wanted = request.timeout if request.timeout is not None else TOOL_TIMEOUT_SECONDS
         return ToolRequest(request.op, request.args, max(1.0, min(wanted, remaining)))
 
@@ -286,7 +308,7 @@ class AgentLoop:
 
     def budget(self) -> Budget:
         """The turns and tokens used so far against the limits."""
-        state, limits = self.state, self.limits
+        state, limits = self.state, self.config.limits
         return Budget(
             max_turns=limits.max_turns,
             max_tokens=limits.max_total_tokens,
@@ -296,15 +318,16 @@ class AgentLoop:
         )
 
     def _check_context_budget(self) -> None:
-        tokens = self.model.count_tokens(self.request())
-        if tokens > self.limits.context_budget:
+        tokens = self.config.model.count_tokens(self.request())
+        budget = self.config.limits.context_budget
+        if tokens > budget:
             raise PlanrunError(
                 f"the system prompt, tools and requirements take {tokens} tokens, more than the "
-                f"model's context budget of {self.limits.context_budget}"
+                f"model's context budget of {budget}"
             )
 
     def _check_limits(self) -> None:
-        state, limits = self.state, self.limits
+        state, limits = self.state, self.config.limits
         if self.cancel.is_set():
             raise Interrupted("interrupted")
         if state.turns >= limits.max_turns:
@@ -315,7 +338,7 @@ class AgentLoop:
             raise LimitReached(self._time_limit_reason())
 
     def _time_limit_reason(self) -> str:
-        return f"time limit of {self.limits.timeout_seconds:g} s reached"
+        return f"time limit of {self.config.limits.timeout_seconds:g} s reached"
 
     def _retrying(self, call: ModelCall) -> None:
         detail = (
@@ -330,16 +353,16 @@ class AgentLoop:
     def request(self) -> ModelRequest:
         """The next model call: the conversation so far, the tools offered now."""
         return ModelRequest(
-            model=self.model_id,
+            model=self.config.model_id,
             system=self.system(),
             messages=self.state.messages,
-            tools=self.tools(),
-            max_tokens=self.limits.max_output_tokens,
+            tools=self.config.tools(),
+            max_tokens=self.config.limits.max_output_tokens,
         )
 
     def system(self) -> str:
         """The system prompt as it stands now (a plan session's changes with its plan file)."""
-        prompt = self.system_prompt
+        prompt = self.config.system_prompt
         return prompt() if callable(prompt) else prompt
 
     def resume(self, saved: SavedConversation) -> None:
@@ -375,7 +398,7 @@ class AgentLoop:
         self._on_event(
             AgentEvent(
                 kind=kind,
-                label=self.label,
+                label=self.config.label,
                 turn=state.turns,
                 tool=tool,
                 detail=detail,
@@ -389,10 +412,10 @@ class AgentLoop:
         """Append one entry to the transcript, flushed at once (a run can resume from it);
         what looks like a credential (a token a tool read, say) is redacted in it."""
         entry = redact_data({"type": kind, "time": time.time(), **fields})
-        append_line(self.transcript, json.dumps(entry, ensure_ascii=False, default=str))
+        append_line(self.config.transcript, json.dumps(entry, ensure_ascii=False, default=str))
 
     def _tool_names(self) -> list[str]:
-        return [tool.name for tool in self.tools()]
+        return [tool.name for tool in self.config.tools()]
 
 
 def _brief(arguments: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from sandbox_runner import Model
+from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse
 
 POLL_SECONDS = 0.1
@@ -28,7 +29,7 @@ def complete_within(
     request: ModelRequest,
     *,
     deadline: float,
-    cancel: threading.Event,
+    cancel: Cancel,
     on_wait: Callable[[str], None],
     on_retry: Callable[[ModelCall], None],
 ) -> ModelResponse:

@@ -14,6 +14,7 @@ from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.hooks import LoopHooks
 from sandbox_runner.agents.loop import AgentLoop
+from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.run_state import Interrupted, LimitReached, PlanPaths
 from sandbox_runner.errors import PlanrunError, SandboxError
 from sandbox_runner.limits import RunLimits
@@ -103,10 +104,9 @@ class PlanAgentRun:
         self.label = label
         self.tools = self._offered_tools(allowed_tools)
         rules = Rules(plan_file=paths.container_plan_file)
-        self.loop = AgentLoop(
+        config = LoopConfig(
             model=model,
             model_id=model_id,
-            sandbox=sandbox,
             system_prompt=system_prompt,
             tools=lambda: self.tools,
             context=ToolContext(
@@ -117,11 +117,11 @@ class PlanAgentRun:
             mode=lambda: PermissionMode.PLAN,
             rules=lambda: rules,
             transcript=paths.transcript,
-            limits=limits,
-            hooks=PlanHooks(self),
+            limits=limits or RunLimits(),
             label=label,
-            on_event=on_event,
-            cancel=cancel,
+        )
+        self.loop = AgentLoop(
+            config, sandbox=sandbox, hooks=PlanHooks(self), on_event=on_event, cancel=cancel
         )
 
     def _offered_tools(self, allowed: frozenset[str] | None) -> list[ToolSpec]:

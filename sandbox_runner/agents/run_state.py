@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox_runner.types import Usage
+from sandbox_runner.types import ToolResult, Usage
 
 
 @dataclass
@@ -59,3 +59,15 @@ class LimitReached(Exception):
 class Interrupted(LimitReached):
     """The user (Ctrl-C, SIGTERM) or the driver stopped the run: nothing about the
     conversation ended it, so it can be continued."""
+
+
+class TurnEnded(Exception):
+    """Control flow, not an error: a host tool ended the turn (the user accepted the plan).
+
+    The loop answers the turn's calls (RESULT for this one), stops the subagents the turn
+    started, and lets it through to whoever drives the loop.
+    """
+
+    def __init__(self, result: ToolResult) -> None:
+        super().__init__(result.content)
+        self.result = result

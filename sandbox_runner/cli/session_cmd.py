@@ -21,9 +21,9 @@ from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.commands import Commands, status_lines
-from sandbox_runner.session.engine import Session
 from sandbox_runner.session.line import LineUI, run_lines
 from sandbox_runner.session.line_input import LineInput
+from sandbox_runner.session.session import Session
 from sandbox_runner.session.state import SessionStore, all_sessions, latest_for
 from sandbox_runner.tools.permissions import PermissionMode
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
-from sandbox_runner.session.engine import Session
+from sandbox_runner.session.session import Session
 from sandbox_runner.tools.permissions import PermissionMode
 
 MAX_ATTACH_BYTES = 256 * 1024

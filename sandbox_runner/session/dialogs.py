@@ -24,7 +24,7 @@ from sandbox_runner.session.approval_view import (
     size_note,
     source_lines,
 )
-from sandbox_runner.session.engine import PlanReview
+from sandbox_runner.session.session import PlanReview
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
 

@@ -17,8 +17,8 @@ from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.approval_view import approval_lines, flat, size_note, source_lines
 from sandbox_runner.session.commands import MODE_NAMES, Commands
-from sandbox_runner.session.engine import PlanReview, Session
 from sandbox_runner.session.line_input import LineInput
+from sandbox_runner.session.session import PlanReview, Session
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
 

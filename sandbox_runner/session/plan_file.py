@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from sandbox_runner import Sandbox
@@ -77,7 +78,15 @@ class PlanFile:
         return text if text else None
 
     def exists(self) -> bool:
-        return self.read() is not None
+        """Whether the plan file holds a plan, as read() would say, from a stat alone: the
+        plan session's system prompt asks before every model call."""
+        if self.state.plan_file is None:
+            return False
+        try:
+            info = self.host_path.lstat()
+        except OSError:
+            return False
+        return stat.S_ISREG(info.st_mode) and info.st_size > 0
 
     def stage(self) -> None:
         """Put the plan file (or its absence) into the staging directory."""

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_runner import Model
+from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.definitions import AgentDefinition, check_read_only
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.hooks import Approver
 from sandbox_runner.agents.loop import AgentLoop
+from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.run_state import LimitReached
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.limits import RunLimits
@@ -48,7 +50,6 @@ class TaskRunner:
     approver_mode: Callable[[], PermissionMode]
     approver: Approver | None = None
     on_event: EventSink | None = None
-    cancel: threading.Event | None = None
     slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(4))
     """The session's budget of subagent containers, shared by its Task runners."""
 
@@ -56,7 +57,9 @@ class TaskRunner:
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
 
-    def __call__(self, call: ToolCall) -> ToolResult:
+    def __call__(self, call: ToolCall, stop: Cancel) -> ToolResult:
+        """Run the subagent CALL asks for; it stops early once STOP is set (the turn that
+        launched it is over, or the user interrupted)."""
         wanted = str(call.input.get("subagent_type", ""))
         allowed = {agent.name.casefold(): agent for agent in self.agents()}
         agent = allowed.get(wanted.casefold())
@@ -68,37 +71,36 @@ class TaskRunner:
         try:
             if agent.read_only:
                 check_read_only(agent)
-            text = self._run(agent, str(call.input.get("prompt", "")))
+            text = self._run(agent, str(call.input.get("prompt", "")), stop)
         except (PlanrunError, ConfigError) as error:
             return ToolResult(call.id, f"The {agent.name} subagent failed: {error}", True)
         return ToolResult(call.id, text or "(the subagent gave no answer)")
 
-    def _run(self, agent: AgentDefinition, prompt: str) -> str:
+    def _run(self, agent: AgentDefinition, prompt: str, stop: Cancel) -> str:
         with self._lock:
             number = next(self._numbers)
         label = f"task-{number}-{agent.name}"
-        if not self._take_slot():
+        if not self._take_slot(stop):
             return "[the subagent did not start: the user interrupted]"
         try:
-            return self._run_in_slot(agent, prompt, label)
+            return self._run_in_slot(agent, prompt, label, stop)
         finally:
             self.slots.release()
 
-    def _take_slot(self) -> bool:
-        """Wait for room in the session's container budget; False once cancelled."""
+    def _take_slot(self, stop: Cancel) -> bool:
+        """Wait for room in the session's container budget; False once stopped."""
         while not self.slots.acquire(timeout=0.2):
-            if self.cancel is not None and self.cancel.is_set():
+            if stop.is_set():
                 return False
         return True
 
-    def _run_in_slot(self, agent: AgentDefinition, prompt: str, label: str) -> str:
+    def _run_in_slot(self, agent: AgentDefinition, prompt: str, label: str, stop: Cancel) -> str:
         mode = PermissionMode.PLAN if agent.read_only else self.approver_mode()
         sandbox = self.sandboxes.read_only() if agent.read_only else self.sandboxes.work()
         tools = tools_for(name for name in agent.effective_tools() if name != "Task")
-        loop = AgentLoop(
+        config = LoopConfig(
             model=self.model(label),
             model_id=self.model_id,
-            sandbox=sandbox,
             system_prompt=f"{agent.system_prompt}\n\n{SUBAGENT_NOTE}",
             tools=lambda: tools,
             context=ToolContext(frozenset(t.name for t in tools), str(self.workspace), agent.name),
@@ -106,10 +108,14 @@ class TaskRunner:
             rules=lambda: Rules(),
             transcript=self.transcripts / f"{label}.transcript.jsonl",
             limits=self.limits,
-            approver=self.approver,
             label=label,
+        )
+        loop = AgentLoop(
+            config,
+            sandbox=sandbox,
+            approver=self.approver,
             on_event=self.on_event,
-            cancel=self.cancel,
+            cancel=stop,
         )
         with sandbox:
             try:

@@ -27,7 +27,7 @@ from sandbox_runner.errors import PlanrunError
 from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.dialogs import approval_dialog, review_dialog
-from sandbox_runner.session.engine import PlanReview, Session
+from sandbox_runner.session.session import PlanReview, Session
 from sandbox_runner.session.terminal_ui import STYLE, Activity, SlashCompleter, tool_line, toolbar
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 

@@ -19,7 +19,7 @@ from sandbox_runner.session.commands import COMMANDS
 from sandbox_runner.tools.permissions import PermissionMode
 
 if TYPE_CHECKING:
-    from sandbox_runner.session.engine import Session
+    from sandbox_runner.session.session import Session
 
 BADGES: dict[PermissionMode, tuple[str, str]] = {
     PermissionMode.DEFAULT: ("class:badge.default", "default mode (shift+tab to cycle)"),

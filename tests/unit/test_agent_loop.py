@@ -6,12 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.conversation import saved_conversation
 from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop import AgentLoop, Headless
+from sandbox_runner.agents.loop_config import HostTool, LoopConfig
+from sandbox_runner.agents.run_state import TurnEnded
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
+from sandbox_runner.types import ToolCall, ToolResult
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use
 
@@ -35,26 +41,30 @@ class Recording:
 
 
 def make_loop(
-    tmp_path: Path, model: ScriptedModel, mode: list[PermissionMode], approver: Approver
+    tmp_path: Path,
+    model: ScriptedModel,
+    mode: list[PermissionMode],
+    approver: Approver,
+    host_tools: dict[str, HostTool] | None = None,
 ) -> tuple[AgentLoop, LocalSandbox]:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     (workspace / "notes.txt").write_text("hello\n")
     sandbox = LocalSandbox(workspace, tmp_path / "plan")
     (tmp_path / "plan").mkdir(exist_ok=True)
-    loop = AgentLoop(
+    tools = TOOLS + tools_for(host_tools or {})
+    config = LoopConfig(
         model=model,
         model_id="claude-test",
-        sandbox=sandbox,
         system_prompt="You work.",
-        tools=lambda: TOOLS,
-        context=ToolContext(offered=frozenset(t.name for t in TOOLS)),
+        tools=lambda: tools,
+        context=ToolContext(offered=frozenset(t.name for t in tools)),
         mode=lambda: mode[0],
         rules=lambda: Rules(),
         transcript=tmp_path / "transcript.jsonl",
-        approver=approver,
-        hooks=LoopHooks(),
+        host_tools=host_tools or {},
     )
+    loop = AgentLoop(config, sandbox=sandbox, approver=approver, hooks=LoopHooks())
     return loop, sandbox
 
 
@@ -113,6 +123,27 @@ def test_run_turn_continues_the_conversation_and_the_transcript_rebuilds_it(
     roles = [m["role"] for m in loop.state.messages]
     assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
     assert loop.state.messages[4]["content"][0]["text"] == "(a note from planrun)"
+    lines = (tmp_path / "transcript.jsonl").read_text().splitlines()
+    assert saved_conversation(lines).messages == loop.state.messages
+
+
+def test_a_host_tool_that_ends_the_turn_leaves_every_call_answered(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [reply(use("ExitPlanMode", {}), use("Read", {"file_path": "notes.txt"})), reply(say("no"))]
+    )
+
+    def accept(call: ToolCall, stop: Cancel) -> ToolResult:
+        raise TurnEnded(ToolResult(call.id, "The user accepted the plan."))
+
+    loop, sandbox = make_loop(
+        tmp_path, model, [PermissionMode.DEFAULT], Headless(), {"ExitPlanMode": accept}
+    )
+    with sandbox, pytest.raises(TurnEnded):
+        loop.run("plan")
+    assert len(model.requests) == 1 and not loop.cancel.is_set()
+    accepted, cut = loop.state.messages[-1]["content"]
+    assert accepted["content"] == "The user accepted the plan."
+    assert cut["is_error"] and cut["content"].startswith("Not run")
     lines = (tmp_path / "transcript.jsonl").read_text().splitlines()
     assert saved_conversation(lines).messages == loop.state.messages
 

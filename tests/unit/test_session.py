@@ -18,7 +18,7 @@ from sandbox_runner.errors import ConfigError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.model.anthropic_model import AnthropicModel
 from sandbox_runner.session.commands import Commands
-from sandbox_runner.session.engine import PlanReview, Session
+from sandbox_runner.session.session import PlanReview, Session
 from sandbox_runner.session.state import SessionStore
 from sandbox_runner.session.ui import SessionUI
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
@@ -217,6 +217,26 @@ def test_a_plan_is_written_refused_elsewhere_reviewed_and_accepted(
         assert "Say hello and test." in kickoff
         events = [e["event"] for e in made.store.events()]
         assert events.count("plan_ready") == 2 and "plan_accepted" in events
+    finally:
+        made.close()
+
+
+def test_the_plan_prompt_follows_the_plan_file_from_call_to_call(
+    workspace: Path, tmp_path: Path
+) -> None:
+    models = Models({})
+    made = open_session(workspace, tmp_path, models, FakeUI())
+    try:
+        made.enter_plan()  # the name is reserved with an empty file: no plan yet
+        target = made.plan_file.container_path
+        models.scripts["plan"] = [
+            reply(use("Write", {"file_path": target, "content": PLAN_TEXT})),
+            reply(say("Written.")),
+        ]
+        made.send("plan a greeting")
+        before, after = (request.system for request in models.made["plan"].requests)
+        assert "No plan file exists yet" in before and "already exists" not in before
+        assert f"A plan file already exists at {target}" in after
     finally:
         made.close()
 

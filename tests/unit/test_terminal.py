@@ -18,7 +18,7 @@ from prompt_toolkit.output import DummyOutput
 
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.dialogs import approval_dialog, review_dialog
-from sandbox_runner.session.engine import PlanReview, Session
+from sandbox_runner.session.session import PlanReview, Session
 from sandbox_runner.session.terminal import Terminal, TerminalUI
 from sandbox_runner.session.terminal_ui import (
     SPINNER,

@@ -1,0 +1,180 @@
+"""A session's two conversations, work and plan: their agent loops (built on first use,
+taken up again from their transcripts) and the containers they run in."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sandbox_runner import Sandbox
+from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
+from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.errors import PlanrunError
+from sandbox_runner.session import prompts
+from sandbox_runner.session.hooks import SessionHooks
+from sandbox_runner.tools.permissions import PermissionMode, Rules
+from sandbox_runner.tools.policy import ToolContext
+from sandbox_runner.tools.schemas import tools_for
+
+if TYPE_CHECKING:
+    # The loop, the Task runner and the prices load with the first turn (in the worker),
+    # not before the session's prompt is drawn.
+    from sandbox_runner.agents.loop import AgentLoop
+    from sandbox_runner.agents.loop_config import HostTool, LoopConfig
+    from sandbox_runner.session.session import Session
+
+PLAN_TOOLS_EXTRA = ("Write", "Edit", "ExitPlanMode", "Task")
+"""What the plan session has beyond the Plan agent's own tools."""
+
+
+class Conversations:
+    """The work conversation (the session `<id>`) and the plan conversation (`<id>-plan`)
+    of SESSION, each with its own container."""
+
+    def __init__(self, session: Session, task_budget: int) -> None:
+        self.session = session
+        self._loops: dict[str, AgentLoop] = {}
+        self._sandboxes: dict[str, Sandbox] = {}
+        self._task_slots = threading.Semaphore(task_budget)
+        """Task subagents' containers at once, over the whole session (`parallel`)."""
+
+    def loop(self, which: str) -> AgentLoop:
+        """The agent loop of WHICH ("work" or "plan"), its conversation resumed from the
+        transcript the first time."""
+        if which in self._loops:
+            return self._loops[which]
+        from sandbox_runner.agents.loop import AgentLoop
+
+        session = self.session
+        loop = AgentLoop(
+            self._config(which),
+            sandbox=self.sandbox(which),
+            approver=session.ui,
+            hooks=SessionHooks(which, session.notes, session.state, session.save),
+            on_event=session.on_event,
+            cancel=session.cancel,
+        )
+        lines = _read_lines(session.store.transcript(which))
+        if lines:
+            loop.resume(saved_conversation(lines))
+        self._loops[which] = loop
+        return loop
+
+    def started(self) -> list[AgentLoop]:
+        """The loops built so far."""
+        return list(self._loops.values())
+
+    def _config(self, which: str) -> LoopConfig:
+        from sandbox_runner.agents.loop_config import LoopConfig
+
+        session, plan = self.session, which == "plan"
+        definition = session.registry.get("Plan" if plan else "general-purpose")
+        names = [*definition.effective_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
+        tools = tools_for(dict.fromkeys(n for n in names if n != "NotebookEdit"))
+        return LoopConfig(
+            model=session.model(which),
+            model_id=session.state.model,
+            system_prompt=self._system_prompt(which, definition),
+            tools=lambda: tools,
+            context=ToolContext(
+                frozenset(t.name for t in tools), str(session.workspace), definition.name
+            ),
+            mode=self._mode_of(which),
+            rules=self._rules_of(which),
+            transcript=session.store.transcript(which),
+            limits=session.limits,
+            label=session.state.id + ("-plan" if plan else ""),
+            host_tools=self._host_tools(which),
+        )
+
+    def _system_prompt(self, which: str, definition: AgentDefinition) -> Callable[[], str]:
+        agents = prompts.task_agents(self.task_agents(which))
+        if which == "work":
+            text = prompts.work_session_prompt(definition, agents)
+            return lambda: text
+        plan_file = self.session.plan_file
+        return lambda: prompts.plan_session_prompt(
+            definition, plan_file.container_path, plan_file.exists(), agents
+        )
+
+    def _mode_of(self, which: str) -> Callable[[], PermissionMode]:
+        if which == "plan":
+            return lambda: PermissionMode.PLAN
+        state = self.session.state
+        return lambda: state.permission_mode
+
+    def _rules_of(self, which: str) -> Callable[[], Rules]:
+        if which == "plan":
+            plan_file = self.session.plan_file
+            return lambda: Rules(plan_file=plan_file.container_path)
+        return self.session.state.rules
+
+    def task_agents(self, which: str) -> list[AgentDefinition]:
+        """The agents WHICH may launch with Task now: read-only ones only in plan mode."""
+        agents = self.session.registry.all()
+        if which == "plan" or self.session.state.permission_mode is PermissionMode.PLAN:
+            return [a for a in agents if a.name in prompts.READ_ONLY_DISPATCH]
+        return [a for a in agents if a.name in (*prompts.READ_ONLY_DISPATCH, "general-purpose")]
+
+    def _host_tools(self, which: str) -> dict[str, HostTool]:
+        from sandbox_runner.session.subagents import TaskRunner
+
+        session = self.session
+        runner = TaskRunner(
+            agents=lambda: self.task_agents(which),
+            sandboxes=session.sandboxes,
+            model=session.model,
+            model_id=session.state.model,
+            workspace=session.workspace,
+            transcripts=session.store.directory,
+            limits=session.limits,
+            approver_mode=lambda: session.state.permission_mode,
+            approver=session.ui,
+            on_event=session.ui.event,
+            slots=self._task_slots,
+        )
+        tools: dict[str, HostTool] = {"Task": runner}
+        if which == "plan":
+            tools["ExitPlanMode"] = session.plan_mode.review
+        return tools
+
+    # ------------------------------------------------------------------ containers
+
+    def sandbox(self, which: str) -> Sandbox:
+        """The container of WHICH, started (in the background) the first time."""
+        if which not in self._sandboxes:
+            from sandbox_runner.runs.plan_job import BackgroundStart
+
+            sandboxes = self.session.sandboxes
+            inner = (
+                sandboxes.plan(self.session.store.plan_dir) if which == "plan" else sandboxes.work()
+            )
+            sandbox = BackgroundStart(inner)
+            sandbox.start()
+            self._sandboxes[which] = sandbox
+        return self._sandboxes[which]
+
+    def push_plan(self) -> None:
+        """Make the plan container's copy of the plan file match the host's."""
+        if "plan" in self._sandboxes:
+            self.session.plan_file.push(self._sandboxes["plan"])
+        else:
+            self.sandbox("plan")  # seeded from the staging directory when it starts
+
+    def stop(self) -> None:
+        """Remove every container (a failure is a warning: the others go all the same)."""
+        for sandbox in self._sandboxes.values():
+            try:
+                sandbox.stop()
+            except PlanrunError as error:
+                self.session.ui.show(f"warning: {error}")
+        self._sandboxes.clear()
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return transcript_lines(path.read_text(errors="replace"))
+    except FileNotFoundError:
+        return []
