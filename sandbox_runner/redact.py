@@ -88,8 +88,8 @@ def redact(text: str) -> str:
     tokens, AWS access key ids and secret keys, private key blocks, JWTs, Slack and Discord
     webhooks, `x-api-key`/`PRIVATE-TOKEN` headers, `Authorization:` header values
     (basic, bearer or token, as actions/checkout's `extraheader` holds), the password in a
-    URL's user information (or a token standing alone there), and `?private_token=`, `access_token=`, `token=` (and other
-    `*token`, `api_key`, `password`) query values."""
+    URL's user information (or a token standing alone there), and `?private_token=`,
+    `access_token=`, `token=` (and other `*token`, `api_key`, `password`) query values."""
     for kind, pattern in _PATTERNS:
         text = pattern.sub(functools.partial(_replaced, kind=kind), text)
     return text
