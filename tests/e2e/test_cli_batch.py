@@ -104,7 +104,7 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
         # Killed once two jobs finished and another has had an answer of the model.
         while time.monotonic() < deadline and not (
             len(ledger_keys(out)) >= 2
-            and any(n >= 2 and k not in ledger_keys(out) for k, n in first.requests.items())
+            and any(n >= 2 and k not in ledger_keys(out) for k, n in list(first.requests.items()))
         ):
             time.sleep(0.02)
         process.send_signal(signal.SIGKILL)
