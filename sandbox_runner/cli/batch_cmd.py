@@ -22,7 +22,7 @@ from sandbox_runner.plans.workspace import GitStatusRunner
 from sandbox_runner.runs.batch_driver import BatchDriver, NoEvents, WorkFor
 from sandbox_runner.runs.batch_file import load_batch_file
 from sandbox_runner.runs.batch_job import JobOutcome
-from sandbox_runner.runs.batch_ledger import BatchLock
+from sandbox_runner.runs.batch_ledger import batch_lock
 from sandbox_runner.runs.batch_output import (
     open_batch_dir,
     record_run,
@@ -98,7 +98,7 @@ def batch_run(ctx: click.Context, /, **options: Any) -> None:
         # The API key is this machine's (with Ray, each node's own).
         check_model_options(None, None, [], os.environ)
     out_dir = open_batch_dir(options["out_dir"], workspaces)
-    with BatchLock(out_dir):
+    with batch_lock(out_dir):
         jobs = decide_all(
             batch_jobs(prepared, out_dir),
             out_dir,

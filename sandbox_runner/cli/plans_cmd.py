@@ -140,7 +140,7 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
     """
     from sandbox_runner.cli.plan_cmd import run_and_report
     from sandbox_runner.model import check_model_options
-    from sandbox_runner.runs.batch_ledger import RUN_LOCK, BatchLock
+    from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
     from sandbox_runner.runs.plan_resume import (
         check_not_batch_task,
         check_unchanged,
@@ -152,7 +152,7 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
     directory = _run_directory(name)
     check_not_batch_task(directory)
     read_run_record(directory)  # a run planrun cannot resume is refused before any lock
-    with BatchLock(directory, name=RUN_LOCK, what="planrun plans resume"):
+    with DirectoryLock(directory, name=RUN_LOCK, what="planrun plans resume"):
         recorded = read_run_record(directory)
         prepared = prepare(recorded.request, warn)
         check_model_options(None, None, prepared.labels, os.environ)

@@ -26,7 +26,7 @@ from sandbox_runner.plans.workspace import GitStatusRunner
 from sandbox_runner.runs.batch_driver import BatchDriver
 from sandbox_runner.runs.batch_file import load_batch_file
 from sandbox_runner.runs.batch_job import JobOutcome
-from sandbox_runner.runs.batch_ledger import BatchLock, Ledger, LedgerRecord
+from sandbox_runner.runs.batch_ledger import Ledger, LedgerRecord, batch_lock
 from sandbox_runner.runs.batch_resume import Action, OnDisk, decide
 from sandbox_runner.runs.batch_setup import (
     BatchJob,
@@ -96,8 +96,8 @@ def test_a_torn_last_ledger_line_is_ignored_and_healed(tmp_path: Path) -> None:
 
 
 def test_a_second_driver_is_refused(tmp_path: Path) -> None:
-    with BatchLock(tmp_path), pytest.raises(ConfigError, match="another planrun batch"):
-        BatchLock(tmp_path).__enter__()
+    with batch_lock(tmp_path), pytest.raises(ConfigError, match="another planrun batch"):
+        batch_lock(tmp_path).__enter__()
 
 
 # The batch file ------------------------------------------------------------------------
