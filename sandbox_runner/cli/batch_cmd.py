@@ -18,7 +18,6 @@ from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.model import check_model_options
 from sandbox_runner.plans.history import batches_dir, remember_run
-from sandbox_runner.plans.workspace import GitStatusRunner
 from sandbox_runner.runs.batch_driver import BatchDriver, NoEvents, WorkFor
 from sandbox_runner.runs.batch_file import load_batch_file
 from sandbox_runner.runs.batch_job import JobOutcome
@@ -40,6 +39,7 @@ from sandbox_runner.runs.batch_setup import (
 )
 from sandbox_runner.runs.batch_summary import read_status
 from sandbox_runner.runs.executor import Executor, ThreadExecutor
+from sandbox_runner.runs.workspace import GitStatusRunner
 from sandbox_runner.safe_text import one_line
 
 RAY_HINT = "the Ray engine needs Ray: pip install 'planrun[ray]'"

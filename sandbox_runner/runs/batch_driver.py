@@ -10,14 +10,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from sandbox_runner.plans.workspace import (
-    GitStatusRunner,
-    WorkspaceComparison,
-    WorkspaceState,
-    snapshot,
-    tree_fingerprint,
-    workspace_git_status,
-)
 from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
 from sandbox_runner.runs.batch_attempts import salvage_scratch
 from sandbox_runner.runs.batch_commit import adopted_record, commit, write_task_report
@@ -30,6 +22,14 @@ from sandbox_runner.runs.batch_summary import JobRow, summary_document, write_su
 from sandbox_runner.runs.executor import Announced, Executor
 from sandbox_runner.runs.git_probe import in_background, settled
 from sandbox_runner.runs.multi import GIT_STATUS_WAIT_SECONDS
+from sandbox_runner.runs.workspace import (
+    GitStatusRunner,
+    WorkspaceComparison,
+    WorkspaceState,
+    snapshot,
+    tree_fingerprint,
+    workspace_git_status,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
 GOING_ON = "goes on with its earlier conversation"

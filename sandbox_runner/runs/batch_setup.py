@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_runner.errors import ConfigError, PlanrunError
-from sandbox_runner.plans.workspace import tree_fingerprint
 from sandbox_runner.runs.batch_file import BatchFile, BatchFileError, BatchTask
 from sandbox_runner.runs.batch_job import JobPayload
 from sandbox_runner.runs.batch_ledger import Ledger
@@ -21,6 +20,7 @@ from sandbox_runner.runs.batch_resume import (
     plan_on_disk,
 )
 from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, Warn, prepare
+from sandbox_runner.runs.workspace import tree_fingerprint
 
 TASKS_DIR = "tasks"
 

@@ -17,14 +17,6 @@ from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.files import replace_file
 from sandbox_runner.plans.report import Report, RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, Synthesis
-from sandbox_runner.plans.workspace import (
-    WorkspaceComparison,
-    WorkspaceState,
-    git_head,
-    snapshot,
-    tree_fingerprint,
-    workspace_git_status,
-)
 from sandbox_runner.runs.git_probe import git_in_sandbox, in_background, settled
 from sandbox_runner.runs.plan_job import (
     PlanJob,
@@ -32,6 +24,14 @@ from sandbox_runner.runs.plan_job import (
 )
 from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
 from sandbox_runner.runs.runner import PerspectiveRunner
+from sandbox_runner.runs.workspace import (
+    WorkspaceComparison,
+    WorkspaceState,
+    git_head,
+    snapshot,
+    tree_fingerprint,
+    workspace_git_status,
+)
 
 __all__ = [
     "PlanRunOutcome",

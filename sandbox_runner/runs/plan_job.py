@@ -25,7 +25,7 @@ from sandbox_runner.plans.critical_files import CRITICAL_FILES_TITLE
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.results import PlanResult, PlanStatus
-from sandbox_runner.plans.workspace import git_head
+from sandbox_runner.runs.workspace import git_head
 
 # Imported as itself: session/engine.py imports BackgroundStart from here, for now.
 from sandbox_runner.sandbox.background import BackgroundStart as BackgroundStart

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from sandbox_runner.limits import Limits
-from sandbox_runner.plans.workspace import tree_fingerprint
+from sandbox_runner.runs.workspace import tree_fingerprint
 from sandbox_runner.sandbox.docker_provider import collect_garbage
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.types import ExecResult, ToolRequest

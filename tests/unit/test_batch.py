@@ -22,7 +22,6 @@ from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
-from sandbox_runner.plans.workspace import GitStatusRunner
 from sandbox_runner.runs.batch_driver import BatchDriver
 from sandbox_runner.runs.batch_file import load_batch_file
 from sandbox_runner.runs.batch_job import JobOutcome
@@ -38,6 +37,7 @@ from sandbox_runner.runs.batch_setup import (
 from sandbox_runner.runs.batch_summary import read_status, render_summary, summary_document
 from sandbox_runner.runs.executor import ThreadExecutor
 from sandbox_runner.runs.plan_job import EarlierAttempt
+from sandbox_runner.runs.workspace import GitStatusRunner
 from sandbox_runner.types import Usage
 from tests.unit.test_plan_loop import VALID_PLAN
 
