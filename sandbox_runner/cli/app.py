@@ -36,7 +36,7 @@ R = TypeVar("R")
 
 
 def _connect_docker() -> Any:
-    from sandbox_runner.sandbox.engine import connect
+    from sandbox_runner.sandbox.docker_engine import connect
 
     return connect()
 

@@ -24,7 +24,7 @@ def engine() -> None:
 @reports_errors
 def engine_start(ctx: click.Context) -> None:
     """Make sure a Docker engine answers (as root on Debian: install and start dockerd)."""
-    from sandbox_runner.sandbox.engine import ensure_engine
+    from sandbox_runner.sandbox.docker_engine import ensure_engine
 
     client = ensure_engine(services(ctx).progress)
     version = client.version()
@@ -130,7 +130,7 @@ def sandbox_run(
     Same mounts and limits as a Plan subagent; prints the output and exits with the
     command's exit code. For debugging and for auditing the operating-system layer.
     """
-    from sandbox_runner.sandbox.runner import run_command
+    from sandbox_runner.sandbox.one_shot import run_command
 
     limits = {"memory_mb": memory_mb, "pids": pids, "cpus": cpus}
     with tempfile.TemporaryDirectory(prefix="planrun-plan-") as scratch:

@@ -76,9 +76,9 @@ class RemoteJob:
 
     def _run(self, workspace: Path) -> JobOutcome:
         from sandbox_runner.agents.registry import Registry
+        from sandbox_runner.sandbox.docker_engine import connect
         from sandbox_runner.sandbox.docker_provider import collect_garbage
         from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-        from sandbox_runner.sandbox.engine import connect
         from sandbox_runner.sandbox.image import require_image
         from sandbox_runner.sandbox.spec import SandboxSpec
 

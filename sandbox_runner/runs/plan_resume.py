@@ -27,7 +27,7 @@ from sandbox_runner.runs.multi import EXIT_INTERRUPTED, RUN_RECORD, sandbox_root
 from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob, required_sections
 from sandbox_runner.runs.prepare import PlanRequest
 from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
-from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
+from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
 from sandbox_runner.runs.workspace import tree_fingerprint
 from sandbox_runner.types import Usage
 

@@ -20,7 +20,7 @@ from sandbox_runner.plans.names import claim_directory
 from sandbox_runner.runs.attempts import ATTEMPTS_DIR
 from sandbox_runner.runs.plan_job import plan_agent
 from sandbox_runner.runs.run_spec import PlanRunSpec
-from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
+from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
 from sandbox_runner.runs.workspace import git_metadata_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
 

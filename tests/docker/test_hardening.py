@@ -171,7 +171,7 @@ HOLDER = """
 import sys, time
 from pathlib import Path
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.engine import connect
+from sandbox_runner.sandbox.docker_engine import connect
 from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ToolRequest
 workspace, plan_dir, image, session = sys.argv[1:]

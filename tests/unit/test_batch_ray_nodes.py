@@ -261,7 +261,7 @@ class NoImages:
 
 def test_a_build_that_leaves_the_tag_missing_is_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[Any] = []
-    monkeypatch.setattr("sandbox_runner.sandbox.engine.connect", lambda timeout: NoImages())
+    monkeypatch.setattr("sandbox_runner.sandbox.docker_engine.connect", lambda timeout: NoImages())
     monkeypatch.setattr("sandbox_runner.sandbox.image.build", built.append)
     report = ProvideImage(EXPECTED).provide(NodeReport("n", "host-n"))
     assert len(built) == 1
