@@ -12,23 +12,16 @@ from typing import Any
 
 import click
 
-from sandbox_runner.cli.app import cli, reports_errors, services, warn
-from sandbox_runner.cli.batch_progress import BatchProgress
-from sandbox_runner.cli.progress import wants_live_display
-from sandbox_runner.errors import ConfigError
-from sandbox_runner.model import check_model_options
-from sandbox_runner.plans.history import batches_dir, remember_run
-from sandbox_runner.runs.batch_driver import BatchDriver, NoEvents, WorkFor
-from sandbox_runner.runs.batch_file import load_batch_file
-from sandbox_runner.runs.batch_job import JobOutcome
-from sandbox_runner.runs.batch_ledger import batch_lock
-from sandbox_runner.runs.batch_output import (
+from sandbox_runner.batch.driver import BatchDriver, NoEvents, WorkFor
+from sandbox_runner.batch.job import JobOutcome
+from sandbox_runner.batch.ledger import batch_lock
+from sandbox_runner.batch.output import (
     open_batch_dir,
     record_run,
     scratch_root,
 )
-from sandbox_runner.runs.batch_resume import RUNS, Action
-from sandbox_runner.runs.batch_setup import (
+from sandbox_runner.batch.resume import RUNS, Action
+from sandbox_runner.batch.setup import (
     BatchJob,
     PreparedTask,
     batch_jobs,
@@ -37,7 +30,14 @@ from sandbox_runner.runs.batch_setup import (
     select_tasks,
     task_dir,
 )
-from sandbox_runner.runs.batch_summary import read_status
+from sandbox_runner.batch.summary import read_status
+from sandbox_runner.batch.tasks_file import load_batch_file
+from sandbox_runner.cli.app import cli, reports_errors, services, warn
+from sandbox_runner.cli.batch_progress import BatchProgress
+from sandbox_runner.cli.progress import wants_live_display
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.model import check_model_options
+from sandbox_runner.plans.history import batches_dir, remember_run
 from sandbox_runner.runs.executor import Executor, ThreadExecutor
 from sandbox_runner.runs.workspace import GitStatusRunner
 from sandbox_runner.safe_text import one_line
@@ -180,7 +180,7 @@ def _ray(
 ) -> tuple[Executor, WorkFor]:
     """Connect, ship the repositories of the jobs to run, prepare the nodes (only those that
     pass run jobs); with nothing to run (every job done or skipped), no cluster is needed."""
-    from sandbox_runner.runs.batch_ray import RayEngine
+    from sandbox_runner.batch.ray_engine import RayEngine
 
     if not to_run:
         return ThreadExecutor(parallel), _nothing_to_run
@@ -208,7 +208,7 @@ def _local(
 ) -> tuple[WorkFor, Callable[[Path], GitStatusRunner | None]]:
     """The local engine's work, and how `git status` of each repository is taken (in a
     throwaway sandbox of a task of that repository)."""
-    from sandbox_runner.runs.batch_local import local_work_for
+    from sandbox_runner.batch.local_engine import local_work_for
     from sandbox_runner.runs.git_probe import git_in_sandbox
     from sandbox_runner.sandbox.docker_provider import collect_garbage
 
@@ -287,9 +287,9 @@ def _dry_run(prepared: list[PreparedTask], options: dict[str, Any]) -> None:
 
 
 def _going_on(jobs: list[BatchJob], out_dir: Path, workspaces: list[Path]) -> set[str]:
-    """The jobs that would go on with an earlier conversation (see batch_attempts)."""
-    from sandbox_runner.runs.batch_attempts import would_go_on
-    from sandbox_runner.runs.batch_ledger import Ledger
+    """The jobs that would go on with an earlier conversation (see batch.salvage)."""
+    from sandbox_runner.batch.ledger import Ledger
+    from sandbox_runner.batch.salvage import would_go_on
 
     records = Ledger(out_dir).last_by_key()
     scratch = scratch_root(out_dir, workspaces)

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from sandbox_runner.batch.commit import adopted_record, commit, write_task_report
+from sandbox_runner.batch.job import JobOutcome
+from sandbox_runner.batch.ledger import Ledger, LedgerRecord
+from sandbox_runner.batch.output import SCRATCH
+from sandbox_runner.batch.resume import RUNS, Action
+from sandbox_runner.batch.salvage import salvage_scratch
+from sandbox_runner.batch.setup import BatchJob, task_dir
+from sandbox_runner.batch.summary import JobRow, summary_document, write_summary
 from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
-from sandbox_runner.runs.batch_attempts import salvage_scratch
-from sandbox_runner.runs.batch_commit import adopted_record, commit, write_task_report
-from sandbox_runner.runs.batch_job import JobOutcome
-from sandbox_runner.runs.batch_ledger import Ledger, LedgerRecord
-from sandbox_runner.runs.batch_output import SCRATCH
-from sandbox_runner.runs.batch_resume import RUNS, Action
-from sandbox_runner.runs.batch_setup import BatchJob, task_dir
-from sandbox_runner.runs.batch_summary import JobRow, summary_document, write_summary
 from sandbox_runner.runs.executor import Announced, Executor
 from sandbox_runner.runs.git_probe import in_background, settled
 from sandbox_runner.runs.multi import GIT_STATUS_WAIT_SECONDS
@@ -68,7 +68,7 @@ class BatchOutcome:
 
 @dataclass
 class BatchDriver:
-    """One run of a batch over its jobs (decided already; see batch_setup.decide_all)."""
+    """One run of a batch over its jobs (decided already; see setup.decide_all)."""
 
     name: str
     out_dir: Path

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.runs.batch_driver import WorkFor
-from sandbox_runner.runs.batch_job import JobOutcome, run_job
-from sandbox_runner.runs.batch_setup import BatchJob
+from sandbox_runner.batch.driver import WorkFor
+from sandbox_runner.batch.job import JobOutcome, run_job
+from sandbox_runner.batch.setup import BatchJob
 from sandbox_runner.runs.plan_job import SandboxFactory
 
 SandboxesFor = Callable[[BatchJob], SandboxFactory]

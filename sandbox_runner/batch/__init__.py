@@ -1,0 +1,1 @@
+"""Batches: many tasks × perspectives, resumable, on this machine or a Ray cluster."""
