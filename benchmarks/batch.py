@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner.batch.driver import BatchDriver
+from sandbox_runner.batch.engines import local_work_for
 from sandbox_runner.batch.ledger import Ledger, LedgerRecord
-from sandbox_runner.batch.local_engine import local_work_for
 from sandbox_runner.batch.resume import Action
 from sandbox_runner.batch.setup import batch_jobs, decide_all, prepare_tasks
 from sandbox_runner.batch.tasks_file import load_batch_file
