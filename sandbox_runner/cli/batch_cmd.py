@@ -11,9 +11,9 @@ from typing import Any
 import click
 
 from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, dry_run, run_batch
-from sandbox_runner.cli.app import cli, reports_errors, services, warn
 from sandbox_runner.cli.batch_progress import BatchProgress
 from sandbox_runner.cli.progress import wants_live_display
+from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.safe_text import one_line
 
 
@@ -28,7 +28,7 @@ class _BatchGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
-@cli.group("batch", cls=_BatchGroup, short_help="Plan many tasks (a batch file).")
+@click.group("batch", cls=_BatchGroup, short_help="Plan many tasks (a batch file).")
 def batch() -> None:
     """Plan every task of a batch file (YAML or JSONL) from its perspectives.
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 
-from sandbox_runner.cli.app import cli, reports_errors, services
+from sandbox_runner.cli.services import reports_errors, services
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
 
 # -- engine and image ---------------------------------------------------------------------
 
 
-@cli.group(short_help="Make sure a Docker engine answers.")
+@click.group(short_help="Make sure a Docker engine answers.")
 def engine() -> None:
     """The Docker engine planrun runs its sandboxes on."""
 
@@ -31,7 +31,7 @@ def engine_start(ctx: click.Context) -> None:
     click.echo(f"Docker engine {version.get('Version', '?')} is ready")
 
 
-@cli.group(short_help="Build the sandbox image, or say whether it is there.")
+@click.group(short_help="Build the sandbox image, or say whether it is there.")
 def image() -> None:
     """The sandbox image."""
 
@@ -81,7 +81,7 @@ def image_status(ctx: click.Context) -> None:
 # -- sandbox ------------------------------------------------------------------------------
 
 
-@cli.group(short_help="Run a command in a plan sandbox; remove leftovers.")
+@click.group(short_help="Run a command in a plan sandbox; remove leftovers.")
 def sandbox() -> None:
     """Run commands in a plan sandbox, and clean up leftovers."""
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from sandbox_runner.cli.app import cli, reports_errors, services, warn
 from sandbox_runner.cli.progress import Progress, wants_live_display
+from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.config import LoadedSettings
 from sandbox_runner.model import check_model_options
 from sandbox_runner.plans.history import remember_run
@@ -29,7 +29,7 @@ from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
 from sandbox_runner.safe_text import one_line
 
 
-@cli.command("plan", short_help="Plan a change from one or more perspectives.")
+@click.command("plan", short_help="Plan a change from one or more perspectives.")
 @click.argument("requirements", required=False)
 @click.option(
     "-f",

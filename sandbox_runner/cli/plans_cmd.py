@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import yaml
 
-from sandbox_runner.cli.app import cli, reports_errors, services, warn
+from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
@@ -25,7 +25,7 @@ from sandbox_runner.plans.history import (
 from sandbox_runner.safe_text import one_line, terminal_text
 
 
-@cli.group(short_help="List earlier runs; show or open a report, show a plan.")
+@click.group(short_help="List earlier runs; show or open a report, show a plan.")
 def plans() -> None:
     """Earlier plan runs: list them, show a report or a plan, open report.html."""
 

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.cli.app import cli, reports_errors, services, warn
+from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_text import one_line
@@ -151,7 +151,7 @@ def _models(loaded: LoadedSettings, model_id: str, directory: Path) -> Any:
     return make
 
 
-@cli.group("sessions", short_help="Browse interactive sessions.")
+@click.group("sessions", short_help="Browse interactive sessions.")
 def sessions() -> None:
     """Interactive sessions: `planrun` starts one, `planrun --resume ID` comes back."""
 

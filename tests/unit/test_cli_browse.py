@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.cli import cli
-from sandbox_runner.cli.app import Services
+from sandbox_runner.cli import Services, cli
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
