@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sandbox_runner.batch.commit import adopted_record, commit, write_task_report
+from sandbox_runner.batch.directory import SCRATCH
 from sandbox_runner.batch.job import JobOutcome
 from sandbox_runner.batch.ledger import Ledger, LedgerRecord
-from sandbox_runner.batch.output import SCRATCH
 from sandbox_runner.batch.resume import RUNS, Action
 from sandbox_runner.batch.salvage import salvage_scratch
 from sandbox_runner.batch.setup import BatchJob, task_dir

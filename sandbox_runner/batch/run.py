@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, Literal, Protocol
 
 from sandbox_runner.agents.events import AgentEvent
+from sandbox_runner.batch.directory import open_batch_dir, record_run, scratch_root
 from sandbox_runner.batch.driver import BatchDriver, BatchEvents, BatchOutcome, NoEvents
 from sandbox_runner.batch.engines import (
     BatchHost,
@@ -22,7 +23,6 @@ from sandbox_runner.batch.engines import (
     stdout_to_stderr,
 )
 from sandbox_runner.batch.ledger import Ledger, batch_lock
-from sandbox_runner.batch.output import open_batch_dir, record_run, scratch_root
 from sandbox_runner.batch.resume import RUNS, Action
 from sandbox_runner.batch.salvage import would_go_on
 from sandbox_runner.batch.setup import (

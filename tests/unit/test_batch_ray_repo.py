@@ -68,8 +68,8 @@ def test_only_repositories_with_jobs_to_run_are_shipped_and_before_the_nodes_are
 
 def _finish_task(batch_path: Path, out: Path, task_id: str) -> None:
     """Run one task's jobs to completion with the local driver and a model that plans at once."""
+    from sandbox_runner.batch.directory import open_batch_dir, record_run
     from sandbox_runner.batch.driver import BatchDriver
-    from sandbox_runner.batch.output import open_batch_dir, record_run
     from sandbox_runner.runs.executor import ThreadExecutor
 
     batch = load_batch_file(batch_path)
