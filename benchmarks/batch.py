@@ -14,12 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sandbox_runner.runs.batch_driver import BatchDriver
-from sandbox_runner.runs.batch_file import load_batch_file
-from sandbox_runner.runs.batch_ledger import Ledger, LedgerRecord
-from sandbox_runner.runs.batch_local import local_work_for
-from sandbox_runner.runs.batch_resume import Action
-from sandbox_runner.runs.batch_setup import batch_jobs, decide_all, prepare_tasks
+from sandbox_runner.batch.driver import BatchDriver
+from sandbox_runner.batch.engines import local_work_for
+from sandbox_runner.batch.ledger import Ledger, LedgerRecord
+from sandbox_runner.batch.resume import Action
+from sandbox_runner.batch.setup import batch_jobs, decide_all, prepare_tasks
+from sandbox_runner.batch.tasks_file import load_batch_file
 from sandbox_runner.runs.executor import ThreadExecutor
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.spec import SandboxSpec
@@ -181,8 +181,8 @@ def _driver_environment(env: dict[str, str]) -> Iterator[None]:
 
 def _ray_alone(address: str) -> float:
     """Connect, run JOBS empty tasks as planrun submits its jobs, disconnect."""
-    from sandbox_runner.runs.batch_ray import job_options
-    from sandbox_runner.runs.batch_ray_nodes import RESOURCE, call
+    from sandbox_runner.batch.ray_engine import job_options
+    from sandbox_runner.batch.ray_nodes import RESOURCE, call
 
     ray: Any = importlib.import_module("ray")
     start = time.perf_counter()
@@ -196,7 +196,7 @@ def _ray_alone(address: str) -> float:
 
 def _ray_batch(repo: Path, scratch: Path, client: Any, address: str) -> float:
     """The batch driver on Ray, in this process: connect, prepare, run, disconnect."""
-    from sandbox_runner.runs.batch_ray import RayEngine
+    from sandbox_runner.batch.ray_engine import RayEngine
 
     scratch.mkdir()
     batch = load_batch_file(_batch(scratch, repo, TASKS))

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import Limits
+from sandbox_runner.sandbox.docker_engine import apt_install, connect
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.engine import apt_install, connect
 from sandbox_runner.sandbox.image import require_image
 from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ToolRequest

@@ -53,7 +53,7 @@ def sample_repo(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def docker_client() -> Any:
     from sandbox_runner.errors import PlanrunError
-    from sandbox_runner.sandbox.engine import connect
+    from sandbox_runner.sandbox.docker_engine import connect
 
     try:
         return connect()

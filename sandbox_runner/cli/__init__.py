@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from sandbox_runner.cli.app import Services, cli
+from sandbox_runner.cli.app import cli
+from sandbox_runner.cli.services import Services
 from sandbox_runner.cli.signals import StopOnSignal
 
 __all__ = ["Services", "cli", "main"]

@@ -9,7 +9,7 @@ import click
 
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.cli.app import cli, reports_errors, warn
+from sandbox_runner.cli.services import reports_errors, warn
 from sandbox_runner.config import load_settings
 from sandbox_runner.safe_text import one_line, terminal_text
 
@@ -29,7 +29,7 @@ def _model(definition: AgentDefinition) -> str:
     return f"{definition.model} (the project's {definition.ignored_model} is ignored: not trusted)"
 
 
-@cli.group(short_help="List and show subagents (built-in, user, project).")
+@click.group(short_help="List and show subagents (built-in, user, project).")
 def agents() -> None:
     """Subagent definitions: built-in, user (~/.planrun/agents) and project (.planrun/agents)."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from sandbox_runner.cli.app import cli, reports_errors, warn
+from sandbox_runner.cli.services import reports_errors, warn
 from sandbox_runner.config import load_settings
 
 
@@ -25,7 +25,7 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-@cli.group(short_help="Show the merged settings and their sources.")
+@click.group(short_help="Show the merged settings and their sources.")
 def config() -> None:
     """Settings: ~/.planrun/config.yaml, .planrun/config.yaml, PLANRUN_* variables, flags."""
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 
-from sandbox_runner.cli.app import cli, reports_errors, services
+from sandbox_runner.cli.services import reports_errors, services
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
 
 # -- engine and image ---------------------------------------------------------------------
 
 
-@cli.group(short_help="Make sure a Docker engine answers.")
+@click.group(short_help="Make sure a Docker engine answers.")
 def engine() -> None:
     """The Docker engine planrun runs its sandboxes on."""
 
@@ -24,14 +24,14 @@ def engine() -> None:
 @reports_errors
 def engine_start(ctx: click.Context) -> None:
     """Make sure a Docker engine answers (as root on Debian: install and start dockerd)."""
-    from sandbox_runner.sandbox.engine import ensure_engine
+    from sandbox_runner.sandbox.docker_engine import ensure_engine
 
     client = ensure_engine(services(ctx).progress)
     version = client.version()
     click.echo(f"Docker engine {version.get('Version', '?')} is ready")
 
 
-@cli.group(short_help="Build the sandbox image, or say whether it is there.")
+@click.group(short_help="Build the sandbox image, or say whether it is there.")
 def image() -> None:
     """The sandbox image."""
 
@@ -81,7 +81,7 @@ def image_status(ctx: click.Context) -> None:
 # -- sandbox ------------------------------------------------------------------------------
 
 
-@cli.group(short_help="Run a command in a plan sandbox; remove leftovers.")
+@click.group(short_help="Run a command in a plan sandbox; remove leftovers.")
 def sandbox() -> None:
     """Run commands in a plan sandbox, and clean up leftovers."""
 
@@ -130,7 +130,7 @@ def sandbox_run(
     Same mounts and limits as a Plan subagent; prints the output and exits with the
     command's exit code. For debugging and for auditing the operating-system layer.
     """
-    from sandbox_runner.sandbox.runner import run_command
+    from sandbox_runner.sandbox.one_shot import run_command
 
     limits = {"memory_mb": memory_mb, "pids": pids, "cpus": cpus}
     with tempfile.TemporaryDirectory(prefix="planrun-plan-") as scratch:

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from sandbox_runner.cli.app import cli, reports_errors, services, warn
 from sandbox_runner.cli.progress import Progress, wants_live_display
+from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.config import LoadedSettings
 from sandbox_runner.model import check_model_options
 from sandbox_runner.plans.history import remember_run
@@ -21,7 +21,7 @@ from sandbox_runner.plans.inputs import (
     read_requirements,
 )
 from sandbox_runner.plans.report import Report
-from sandbox_runner.runs.batch_ledger import RUN_LOCK, BatchLock
+from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
 from sandbox_runner.runs.multi import execute
 from sandbox_runner.runs.plan_job import SandboxFactory
 from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, prepare
@@ -29,7 +29,7 @@ from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
 from sandbox_runner.safe_text import one_line
 
 
-@cli.command("plan", short_help="Plan a change from one or more perspectives.")
+@click.command("plan", short_help="Plan a change from one or more perspectives.")
 @click.argument("requirements", required=False)
 @click.option(
     "-f",
@@ -116,7 +116,7 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
         if spec.agent_override:
             click.echo(f"planrun: agent {one_line(spec.agent_override)}", err=True)
     # `planrun plans resume` of this run waits until it is over.
-    with BatchLock(spec.out_dir, name=RUN_LOCK, what="planrun plan"):
+    with DirectoryLock(spec.out_dir, name=RUN_LOCK, what="planrun plan"):
         run_and_report(ctx, prepared, spec, sandboxes_for(spec.name), options)
 
 

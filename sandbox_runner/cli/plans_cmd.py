@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import yaml
 
-from sandbox_runner.cli.app import cli, reports_errors, services, warn
+from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
@@ -25,7 +25,7 @@ from sandbox_runner.plans.history import (
 from sandbox_runner.safe_text import one_line, terminal_text
 
 
-@cli.group(short_help="List earlier runs; show or open a report, show a plan.")
+@click.group(short_help="List earlier runs; show or open a report, show a plan.")
 def plans() -> None:
     """Earlier plan runs: list them, show a report or a plan, open report.html."""
 
@@ -140,7 +140,7 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
     """
     from sandbox_runner.cli.plan_cmd import run_and_report
     from sandbox_runner.model import check_model_options
-    from sandbox_runner.runs.batch_ledger import RUN_LOCK, BatchLock
+    from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
     from sandbox_runner.runs.plan_resume import (
         check_not_batch_task,
         check_unchanged,
@@ -152,7 +152,7 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
     directory = _run_directory(name)
     check_not_batch_task(directory)
     read_run_record(directory)  # a run planrun cannot resume is refused before any lock
-    with BatchLock(directory, name=RUN_LOCK, what="planrun plans resume"):
+    with DirectoryLock(directory, name=RUN_LOCK, what="planrun plans resume"):
         recorded = read_run_record(directory)
         prepared = prepare(recorded.request, warn)
         check_model_options(None, None, prepared.labels, os.environ)

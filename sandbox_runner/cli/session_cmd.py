@@ -5,84 +5,24 @@ from __future__ import annotations
 import datetime
 import json
 import sys
-import tempfile
-import threading
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from sandbox_runner import Sandbox
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.cli.app import cli, reports_errors, services, warn
+from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.commands import Commands, status_lines
 from sandbox_runner.session.line import LineUI, run_lines
 from sandbox_runner.session.line_input import LineInput
+from sandbox_runner.session.sandboxes import DockerSessionSandboxes
 from sandbox_runner.session.session import Session
 from sandbox_runner.session.state import SessionStore, all_sessions, latest_for
 from sandbox_runner.tools.permissions import PermissionMode
-
-if TYPE_CHECKING:
-    from sandbox_runner.sandbox.factory import DockerSandboxes
-    from sandbox_runner.sandbox.guarded import DiskCap
-    from sandbox_runner.sandbox.workspace_guard import WorkspaceGuard
-
-
-class DockerSessionSandboxes:
-    """A session's containers: the work one (workspace writable but for its protected
-    entries, watched by one guard), the plan one, and one per Task subagent. Docker is
-    first asked for the first of them: the terminal's prompt is up before that, which
-    happens in the background."""
-
-    def __init__(
-        self, sandboxes: DockerSandboxes, session: str, scratch: Path, disk_cap_mb: int
-    ) -> None:
-        self.sandboxes = sandboxes
-        self.session = session
-        self.scratch = scratch
-        """Where Task subagents' plan directories go (the session's own directory)."""
-        self.disk_cap_mb = disk_cap_mb
-        self.notify: Callable[[str], None] = lambda _text: None
-        """Tells the user what the guard did (the session's UI sets it)."""
-        self._guarded: tuple[WorkspaceGuard, DiskCap] | None = None
-        self._lock = threading.Lock()
-
-    def plan(self, plan_dir: Path) -> Sandbox:
-        return self.sandboxes.plan(plan_dir, session=self.session, agent="plan-session")
-
-    def read_only(self) -> Sandbox:
-        self.scratch.mkdir(parents=True, exist_ok=True)
-        plan_dir = Path(tempfile.mkdtemp(dir=self.scratch))
-        return self.sandboxes.plan(plan_dir, session=self.session, agent="task")
-
-    def work(self) -> Sandbox:
-        from sandbox_runner.sandbox.guarded import GuardedWorkSandbox
-
-        def make() -> Sandbox:
-            protected = tuple(self._guard()[0].read_only_paths())
-            return self.sandboxes.work(
-                session=self.session, agent="work-session", protected=protected
-            )
-
-        return GuardedWorkSandbox(make, self._guard, lambda text: self.notify(text))
-
-    def _guard(self) -> tuple[WorkspaceGuard, DiskCap]:
-        """One guard and one disk cap for every writing sandbox of the session: made
-        with the first (the look at the tree happens in the background start)."""
-        from sandbox_runner.sandbox.guarded import DiskCap
-        from sandbox_runner.sandbox.workspace_guard import WorkspaceGuard
-
-        with self._lock:
-            if self._guarded is None:
-                workspace = self.sandboxes.workspace
-                guard = WorkspaceGuard(workspace, self.scratch.parent / "quarantine")
-                self._guarded = guard, DiskCap(workspace, self.disk_cap_mb * 1024 * 1024)
-            return self._guarded
 
 
 @reports_errors
@@ -211,7 +151,7 @@ def _models(loaded: LoadedSettings, model_id: str, directory: Path) -> Any:
     return make
 
 
-@cli.group("sessions", short_help="Browse interactive sessions.")
+@click.group("sessions", short_help="Browse interactive sessions.")
 def sessions() -> None:
     """Interactive sessions: `planrun` starts one, `planrun --resume ID` comes back."""
 

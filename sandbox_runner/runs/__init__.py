@@ -1,2 +1,3 @@
 """Runs: preparing a plan run, one plan job, the multi-perspective run and its synthesis
-of a recommended plan, and the executor that runs jobs (threads here; a cluster later)."""
+of a recommended plan, resuming a run, and the executor that runs jobs (threads; a batch
+on Ray brings its own)."""

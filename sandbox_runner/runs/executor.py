@@ -1,8 +1,9 @@
 """Where plan jobs run: the Executor seam, and the thread executor of this machine.
 
 An executor runs independent units of work, at most `parallel` at a time, and hands back
-a Future per unit. The multi-perspective run (and later a batch) talks only to this seam,
-so running the same jobs on a cluster means another executor, not another run.
+a Future per unit. The multi-perspective run and a batch's driver talk only to this seam,
+so running the same jobs on a cluster means another executor (a batch's Ray engine brings
+one), not another run.
 """
 
 from __future__ import annotations

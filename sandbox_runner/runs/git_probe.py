@@ -9,8 +9,8 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from sandbox_runner.errors import PlanrunError
-from sandbox_runner.plans.workspace import GitStatusRunner
 from sandbox_runner.runs.plan_job import SandboxFactory
+from sandbox_runner.runs.workspace import GitStatusRunner
 from sandbox_runner.types import ToolRequest
 
 T = TypeVar("T")

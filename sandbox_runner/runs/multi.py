@@ -17,7 +17,14 @@ from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.files import replace_file
 from sandbox_runner.plans.report import Report, RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, Synthesis
-from sandbox_runner.plans.workspace import (
+from sandbox_runner.runs.git_probe import git_in_sandbox, in_background, settled
+from sandbox_runner.runs.perspectives import PerspectiveRunner
+from sandbox_runner.runs.plan_job import (
+    PlanJob,
+    SandboxFactory,
+)
+from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
+from sandbox_runner.runs.workspace import (
     WorkspaceComparison,
     WorkspaceState,
     git_head,
@@ -25,13 +32,6 @@ from sandbox_runner.plans.workspace import (
     tree_fingerprint,
     workspace_git_status,
 )
-from sandbox_runner.runs.git_probe import git_in_sandbox, in_background, settled
-from sandbox_runner.runs.plan_job import (
-    PlanJob,
-    SandboxFactory,
-)
-from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
-from sandbox_runner.runs.runner import PerspectiveRunner
 
 __all__ = [
     "PlanRunOutcome",

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sandbox_runner import Model, Sandbox, SandboxBase
+from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
 from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
 from sandbox_runner.agents.events import EventSink
@@ -25,8 +25,9 @@ from sandbox_runner.plans.critical_files import CRITICAL_FILES_TITLE
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.results import PlanResult, PlanStatus
-from sandbox_runner.plans.workspace import git_head
-from sandbox_runner.types import ExecResult, ToolRequest, Usage
+from sandbox_runner.runs.workspace import git_head
+from sandbox_runner.sandbox.background import BackgroundStart
+from sandbox_runner.types import Usage
 
 SandboxFactory = Callable[[Path | None], Sandbox]
 """Makes a sandbox whose /plan the host keeps in the given directory (None: a probe
@@ -259,36 +260,3 @@ def failed_result(
         wall_seconds=0.0,
         transcript=transcript,
     )
-
-
-class BackgroundStart(SandboxBase):
-    """Starts a sandbox in a thread, so the container boots while the model thinks.
-
-    The first tool call waits for the start to finish; a start failure surfaces there,
-    as the error of that call.
-    """
-
-    def __init__(self, inner: Sandbox) -> None:
-        self.inner = inner
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._start, name="sandbox-start", daemon=True)
-
-    def _start(self) -> None:
-        try:
-            self.inner.start()
-        except BaseException as error:
-            self._error = error
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def call(self, request: ToolRequest) -> ExecResult:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self.inner.call(request)
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._thread.join()
-        self.inner.stop()

@@ -15,7 +15,6 @@ from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
-from sandbox_runner.plans.workspace import tree_fingerprint
 from sandbox_runner.runs.attempts import (
     AttemptNote,
     can_go_on,
@@ -28,7 +27,8 @@ from sandbox_runner.runs.multi import EXIT_INTERRUPTED, RUN_RECORD, sandbox_root
 from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob, required_sections
 from sandbox_runner.runs.prepare import PlanRequest
 from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
-from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
+from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
+from sandbox_runner.runs.workspace import tree_fingerprint
 from sandbox_runner.types import Usage
 
 IN_FLIGHT = "in flight when planrun stopped"

@@ -17,11 +17,11 @@ from sandbox_runner.model.replay import has_own_cassette
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.inputs import read_context_files, read_template
 from sandbox_runner.plans.names import claim_directory
-from sandbox_runner.plans.workspace import git_metadata_problem
 from sandbox_runner.runs.attempts import ATTEMPTS_DIR
 from sandbox_runner.runs.plan_job import plan_agent
 from sandbox_runner.runs.run_spec import PlanRunSpec
-from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
+from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
+from sandbox_runner.runs.workspace import git_metadata_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from sandbox_runner import Model
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.plans.results import PlanResult
 from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob
-from sandbox_runner.runs.synthesis import SYNTHESIS_LABEL
+from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
 
 ModelFactory = Callable[[str], Model]
 """Makes the model of one plan, by label (a replayed cassette differs per perspective)."""

@@ -16,7 +16,7 @@ import docker.errors
 
 from sandbox_runner import __version__
 from sandbox_runner.errors import ImageError, ImageMissingError
-from sandbox_runner.sandbox.engine import apt_install
+from sandbox_runner.sandbox.docker_engine import apt_install
 
 Progress = Callable[[str], None]
 IMAGE_REPOSITORY = "planrun-sandbox"

@@ -145,7 +145,7 @@ class Conversations:
     def sandbox(self, which: str) -> Sandbox:
         """The container of WHICH, started (in the background) the first time."""
         if which not in self._sandboxes:
-            from sandbox_runner.runs.plan_job import BackgroundStart
+            from sandbox_runner.sandbox.background import BackgroundStart
 
             sandboxes = self.session.sandboxes
             inner = (

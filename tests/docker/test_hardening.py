@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from sandbox_runner.limits import Limits
-from sandbox_runner.plans.workspace import tree_fingerprint
+from sandbox_runner.runs.workspace import tree_fingerprint
 from sandbox_runner.sandbox.docker_provider import collect_garbage
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.types import ExecResult, ToolRequest
@@ -171,7 +171,7 @@ HOLDER = """
 import sys, time
 from pathlib import Path
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.engine import connect
+from sandbox_runner.sandbox.docker_engine import connect
 from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ToolRequest
 workspace, plan_dir, image, session = sys.argv[1:]

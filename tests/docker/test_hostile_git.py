@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_runner.plans.workspace import GIT_STATUS_COMMAND, workspace_git_status
 from sandbox_runner.runs.multi import git_in_sandbox
+from sandbox_runner.runs.workspace import GIT_STATUS_COMMAND, workspace_git_status
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.types import ExecResult, ToolRequest
 

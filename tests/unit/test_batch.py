@@ -16,28 +16,28 @@ from rich.console import Console
 from rich.progress import Progress as RichProgress
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.cli import cli
-from sandbox_runner.cli.batch_progress import BatchProgress, JobsRemaining
-from sandbox_runner.errors import ConfigError
-from sandbox_runner.plans.document import render_document
-from sandbox_runner.plans.results import PlanResult, PlanStatus
-from sandbox_runner.plans.validate import validate_plan
-from sandbox_runner.plans.workspace import GitStatusRunner
-from sandbox_runner.runs.batch_driver import BatchDriver
-from sandbox_runner.runs.batch_file import load_batch_file
-from sandbox_runner.runs.batch_job import JobOutcome
-from sandbox_runner.runs.batch_ledger import BatchLock, Ledger, LedgerRecord
-from sandbox_runner.runs.batch_resume import Action, OnDisk, decide
-from sandbox_runner.runs.batch_setup import (
+from sandbox_runner.batch.driver import BatchDriver
+from sandbox_runner.batch.job import JobOutcome
+from sandbox_runner.batch.ledger import Ledger, LedgerRecord, batch_lock
+from sandbox_runner.batch.resume import Action, OnDisk, decide
+from sandbox_runner.batch.setup import (
     BatchJob,
     ChangedTaskError,
     batch_jobs,
     decide_all,
     prepare_tasks,
 )
-from sandbox_runner.runs.batch_summary import read_status, render_summary, summary_document
+from sandbox_runner.batch.summary import read_status, render_summary, summary_document
+from sandbox_runner.batch.tasks_file import load_batch_file
+from sandbox_runner.cli import cli
+from sandbox_runner.cli.batch_progress import BatchProgress, JobsRemaining
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.document import render_document
+from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.runs.executor import ThreadExecutor
 from sandbox_runner.runs.plan_job import EarlierAttempt
+from sandbox_runner.runs.workspace import GitStatusRunner
 from sandbox_runner.types import Usage
 from tests.unit.test_plan_loop import VALID_PLAN
 
@@ -96,8 +96,8 @@ def test_a_torn_last_ledger_line_is_ignored_and_healed(tmp_path: Path) -> None:
 
 
 def test_a_second_driver_is_refused(tmp_path: Path) -> None:
-    with BatchLock(tmp_path), pytest.raises(ConfigError, match="another planrun batch"):
-        BatchLock(tmp_path).__enter__()
+    with batch_lock(tmp_path), pytest.raises(ConfigError, match="another planrun batch"):
+        batch_lock(tmp_path).__enter__()
 
 
 # The batch file ------------------------------------------------------------------------

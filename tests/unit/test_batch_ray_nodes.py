@@ -11,9 +11,8 @@ import docker.errors
 import pytest
 
 from sandbox_runner import __version__
-from sandbox_runner.errors import ConfigError
-from sandbox_runner.runs.batch_ray import NODE_RETRIES, job_options
-from sandbox_runner.runs.batch_ray_nodes import (
+from sandbox_runner.batch.ray_engine import NODE_RETRIES, job_options
+from sandbox_runner.batch.ray_nodes import (
     NO_CREDENTIALS,
     CheckNode,
     NodeExpectation,
@@ -23,6 +22,7 @@ from sandbox_runner.runs.batch_ray_nodes import (
     code_digest,
     tree_digest,
 )
+from sandbox_runner.errors import ConfigError
 from sandbox_runner.sandbox.image_transfer import SavedImage
 
 EXPECTED = NodeExpectation(__version__, "planrun-sandbox:0123456789ab", "batch-b", True)
@@ -261,7 +261,7 @@ class NoImages:
 
 def test_a_build_that_leaves_the_tag_missing_is_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[Any] = []
-    monkeypatch.setattr("sandbox_runner.sandbox.engine.connect", lambda timeout: NoImages())
+    monkeypatch.setattr("sandbox_runner.sandbox.docker_engine.connect", lambda timeout: NoImages())
     monkeypatch.setattr("sandbox_runner.sandbox.image.build", built.append)
     report = ProvideImage(EXPECTED).provide(NodeReport("n", "host-n"))
     assert len(built) == 1

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from sandbox_runner.batch.ray_engine import RayEngine
+from sandbox_runner.batch.setup import batch_jobs, decide_all, prepare_tasks
+from sandbox_runner.batch.tasks_file import load_batch_file
 from sandbox_runner.cli import cli
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.runs.batch_file import load_batch_file
-from sandbox_runner.runs.batch_ray import RayEngine
-from sandbox_runner.runs.batch_setup import batch_jobs, decide_all, prepare_tasks
 from tests.conftest import make_sample_repo
 from tests.unit.test_batch import FakeWork, write
 
@@ -68,8 +68,8 @@ def test_only_repositories_with_jobs_to_run_are_shipped_and_before_the_nodes_are
 
 def _finish_task(batch_path: Path, out: Path, task_id: str) -> None:
     """Run one task's jobs to completion with the local driver and a model that plans at once."""
-    from sandbox_runner.runs.batch_driver import BatchDriver
-    from sandbox_runner.runs.batch_output import open_batch_dir, record_run
+    from sandbox_runner.batch.directory import open_batch_dir, record_run
+    from sandbox_runner.batch.driver import BatchDriver
     from sandbox_runner.runs.executor import ThreadExecutor
 
     batch = load_batch_file(batch_path)

@@ -12,11 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.cli import cli
-from sandbox_runner.cli.app import Services
+from sandbox_runner.cli import Services, cli
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.runs.batch_ledger import RUN_LOCK, BatchLock
+from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
 
 
 def make_run(home: Path, name: str, started: str, status: str = "ok") -> Path:
@@ -327,10 +326,10 @@ def test_plans_show_renders_markdown_on_a_terminal(planrun_home: Path) -> None:
 def test_plans_list_tells_a_run_being_written_from_one_that_stopped(planrun_home: Path) -> None:
     run = planrun_home / "plans" / "busy-bee"
     run.mkdir(parents=True)
-    with BatchLock(run, name=RUN_LOCK, what="planrun plan"):
+    with DirectoryLock(run, name=RUN_LOCK, what="planrun plan"):
         busy = CliRunner().invoke(cli, ["plans", "list"])
         with pytest.raises(ConfigError, match=r"another planrun plan \(pid"):
-            BatchLock(run, name=RUN_LOCK, what="planrun plans resume").__enter__()
+            DirectoryLock(run, name=RUN_LOCK, what="planrun plans resume").__enter__()
     assert "busy-bee" in busy.output and "(running)" in busy.output
     stopped = CliRunner().invoke(cli, ["plans", "list"])
     assert "no report: stopped; `planrun plans resume` finishes it" in stopped.output

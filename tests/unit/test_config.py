@@ -689,7 +689,7 @@ def test_config_show_json(fs: FakeFilesystem, repo: Path) -> None:
 def test_config_show_reports_a_bad_config_in_one_line(fs: FakeFilesystem, repo: Path) -> None:
     fs.create_file(PROJECT_YAML, contents="parallel: four\n")
     result = CliRunner().invoke(cli, ["config", "show", "--repo", str(REPO)])
-    # A ConfigError is one of app.py's USAGE_ERRORS: the user fixes the setup, exit status 2.
+    # A ConfigError is one of the CLI's USAGE_ERRORS: the user fixes the setup, exit status 2.
     assert result.exit_code == 2, result.output
     assert result.output == (
         f"Error: {PROJECT_YAML}: key 'parallel' must be a positive integer, got 'four'\n"

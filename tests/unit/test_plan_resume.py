@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.cli import cli
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.runs.batch_ledger import RUN_LOCK, BatchLock
+from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
 from sandbox_runner.runs.multi import PlanRunOutcome, execute, sandbox_root_of
 from sandbox_runner.runs.plan_resume import (
     check_not_batch_task,
@@ -197,7 +197,7 @@ def test_a_run_being_written_is_not_resumed(tmp_path: Path, sample_repo: Path) -
     out.mkdir()
     request = PlanRequest("r", repo=sample_repo).to_json(sample_repo, "claude-test")
     (out / "run.json").write_text(json.dumps({"request": request, "tree": None}))
-    with BatchLock(out, name=RUN_LOCK, what="planrun plan"):
+    with DirectoryLock(out, name=RUN_LOCK, what="planrun plan"):
         result = CliRunner().invoke(cli, ["plans", "resume", str(out)])
     assert result.exit_code == 2
     assert f"another planrun plan (pid {os.getpid()}) is running in {out}" in result.output
@@ -211,7 +211,7 @@ def test_a_lock_that_is_not_a_file_is_one_clear_error(tmp_path: Path, kind: str)
     else:
         lock.symlink_to(tmp_path / "target")
     with pytest.raises(ConfigError, match="cannot lock"):
-        BatchLock(tmp_path, name=RUN_LOCK).__enter__()
+        DirectoryLock(tmp_path, name=RUN_LOCK, what="planrun plan").__enter__()
 
 
 def test_a_killed_run_inside_the_repository_keeps_its_draft_for_the_resume(

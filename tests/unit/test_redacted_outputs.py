@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.runs.batch_ledger import LedgerRecord
-from sandbox_runner.runs.batch_summary import JobRow, summary_document, write_summary
+from sandbox_runner.batch.ledger import LedgerRecord
+from sandbox_runner.batch.summary import JobRow, summary_document, write_summary
 from sandbox_runner.runs.multi import PlanRunSpec, execute
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use

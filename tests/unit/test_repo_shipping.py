@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_runner.errors import ConfigError
-from sandbox_runner.runs.repo_shipping import (
+from sandbox_runner.batch.shipping.tarball import (
     KEPT_REPOSITORIES,
     MARKER,
     extract,
     node_copy,
     repo_tarball,
 )
+from sandbox_runner.errors import ConfigError
 
 
 def names(blob: bytes) -> list[str]:

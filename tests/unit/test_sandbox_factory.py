@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from sandbox_runner.cli import Services
-from sandbox_runner.cli.session_cmd import DockerSessionSandboxes
 from sandbox_runner.config import load_settings
 from sandbox_runner.errors import ImageMissingError
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.guarded import GuardedWorkSandbox
 from sandbox_runner.sandbox.spec import Profile, SandboxSpec
+from sandbox_runner.session.sandboxes import DockerSessionSandboxes
 from tests.unit.test_image import FakeDocker
 
 

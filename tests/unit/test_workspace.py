@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_runner.plans.workspace import (
+from sandbox_runner.runs.workspace import (
     WorkspaceState,
     git_head,
     git_metadata_problem,

@@ -124,8 +124,8 @@ class CheckNode:
         """This machine's report, as the node `here` names."""
         from sandbox_runner import __version__
         from sandbox_runner.model.anthropic_model import credentials_found
+        from sandbox_runner.sandbox.docker_engine import connect
         from sandbox_runner.sandbox.docker_provider import collect_garbage
-        from sandbox_runner.sandbox.engine import connect
         from sandbox_runner.sandbox.image_transfer import image_id
 
         problems = []
@@ -170,7 +170,7 @@ class ProvideImage:
     def provide(self, here: NodeReport) -> NodeReport:
         """Load or build the image on this machine, as the node `here` names; a problem
         when the tag does not then name an image the jobs may run."""
-        from sandbox_runner.sandbox.engine import connect
+        from sandbox_runner.sandbox.docker_engine import connect
         from sandbox_runner.sandbox.image import build
         from sandbox_runner.sandbox.image_transfer import image_id, load_image
 

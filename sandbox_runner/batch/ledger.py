@@ -3,22 +3,16 @@ the lock that keeps a second driver off the same output directory."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox_runner.errors import ConfigError
+from sandbox_runner.runs.locks import DirectoryLock
 
 LEDGER_NAME = "results.jsonl"
 LOCK_NAME = "batch.lock"
-LOCK_TRIES = 10
-RUN_LOCK = "run.lock"
-"""Held by `planrun plan` while it writes a run, and by `planrun plans resume`."""
 COMPLETE = "complete"
 FAILED_STATUSES = frozenset({"failed", "incomplete", "invalid", "error"})
 
@@ -108,57 +102,6 @@ class Ledger:
                 handle.write(b"\n")
 
 
-class BatchLock:
-    """An exclusive flock on `<out>/batch.lock` (or another name), held while a driver (or
-    a plan run) runs; the file says who holds it."""
-
-    def __init__(
-        self, out_dir: Path, *, name: str = LOCK_NAME, what: str = "planrun batch"
-    ) -> None:
-        self.path = out_dir / name
-        self.what = what
-        self._descriptor: int | None = None
-
-    def __enter__(self) -> BatchLock:
-        try:
-            descriptor = os.open(
-                self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
-            )
-        except OSError as error:
-            raise ConfigError(f"cannot lock {self.path}: {error.strerror}") from None
-        try:
-            _lock_soon(descriptor)
-        except BlockingIOError:
-            holder = os.read(descriptor, 200).decode(errors="replace").strip()
-            os.close(descriptor)
-            pid, _, what = holder.partition(" ")
-            raise ConfigError(
-                f"another {what or 'planrun'} (pid {pid or '?'}) is running in "
-                f"{self.path.parent}; wait for it, or stop it"
-            ) from None
-        os.ftruncate(descriptor, 0)
-        os.write(descriptor, f"{os.getpid()} {self.what}".encode())
-        self._descriptor = descriptor
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._descriptor is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._descriptor)
-            self._descriptor = None
-
-
-def _lock_soon(descriptor: int) -> None:
-    """The exclusive lock, retried for a moment: `planrun plans list` holds a shared one
-    for an instant to see whether a run is being written.
-
-    Raises:
-        BlockingIOError: another process holds it.
-    """
-    for _ in range(LOCK_TRIES - 1):
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            time.sleep(0.02)
-    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+def batch_lock(out_dir: Path) -> DirectoryLock:
+    """The lock that keeps a second driver off a batch's output directory."""
+    return DirectoryLock(out_dir, name=LOCK_NAME, what="planrun batch")

@@ -22,7 +22,7 @@ from sandbox_runner.runs.plan_job import (
     run_plan,
 )
 from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
-from sandbox_runner.runs.synthesis import (
+from sandbox_runner.runs.synthesis_step import (
     INTERRUPTED_NOTE,
     plan_synthesis,
     synthesis_off,

@@ -10,7 +10,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from sandbox_runner.plans.workspace import (
+from sandbox_runner.batch.commit import adopted_record, commit, write_task_report
+from sandbox_runner.batch.directory import SCRATCH
+from sandbox_runner.batch.job import JobOutcome
+from sandbox_runner.batch.ledger import Ledger, LedgerRecord
+from sandbox_runner.batch.resume import RUNS, Action
+from sandbox_runner.batch.salvage import salvage_scratch
+from sandbox_runner.batch.setup import BatchJob, task_dir
+from sandbox_runner.batch.summary import JobRow, summary_document, write_summary
+from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
+from sandbox_runner.runs.executor import Announced, Executor
+from sandbox_runner.runs.git_probe import in_background, settled
+from sandbox_runner.runs.multi import GIT_STATUS_WAIT_SECONDS
+from sandbox_runner.runs.workspace import (
     GitStatusRunner,
     WorkspaceComparison,
     WorkspaceState,
@@ -18,18 +30,6 @@ from sandbox_runner.plans.workspace import (
     tree_fingerprint,
     workspace_git_status,
 )
-from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
-from sandbox_runner.runs.batch_attempts import salvage_scratch
-from sandbox_runner.runs.batch_commit import adopted_record, commit, write_task_report
-from sandbox_runner.runs.batch_job import JobOutcome
-from sandbox_runner.runs.batch_ledger import Ledger, LedgerRecord
-from sandbox_runner.runs.batch_output import SCRATCH
-from sandbox_runner.runs.batch_resume import RUNS, Action
-from sandbox_runner.runs.batch_setup import BatchJob, task_dir
-from sandbox_runner.runs.batch_summary import JobRow, summary_document, write_summary
-from sandbox_runner.runs.executor import Announced, Executor
-from sandbox_runner.runs.git_probe import in_background, settled
-from sandbox_runner.runs.multi import GIT_STATUS_WAIT_SECONDS
 
 EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
 GOING_ON = "goes on with its earlier conversation"
@@ -68,7 +68,7 @@ class BatchOutcome:
 
 @dataclass
 class BatchDriver:
-    """One run of a batch over its jobs (decided already; see batch_setup.decide_all)."""
+    """One run of a batch over its jobs (decided already; see setup.decide_all)."""
 
     name: str
     out_dir: Path

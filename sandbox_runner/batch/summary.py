@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from sandbox_runner.batch.ledger import FAILED_STATUSES, Ledger, LedgerRecord
 from sandbox_runner.redact import redact_data
-from sandbox_runner.runs.batch_ledger import FAILED_STATUSES, Ledger, LedgerRecord
 from sandbox_runner.safe_text import markdown_cell
 
 SUMMARY_JSON = "summary.json"

@@ -1,6 +1,6 @@
 """The Ray engine of a batch (optional extra `planrun[ray]`): each job is a Ray task on one of
 the nodes that advertise the `planrun_sandbox` resource and passed the prepare step
-(batch_ray_nodes); the repository travels as a tarball through the object store. The API key
+(ray_nodes); the repository travels as a tarball through the object store. The API key
 is each node's own: never in arguments or runtime_env."""
 
 from __future__ import annotations
@@ -21,12 +21,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sandbox_runner import Sandbox, __version__
-from sandbox_runner.errors import ConfigError, DockerUnavailableError
-from sandbox_runner.limits import Limits
-from sandbox_runner.paths import planrun_home
-from sandbox_runner.runs.batch_driver import WorkFor
-from sandbox_runner.runs.batch_job import JobOutcome, JobPayload, run_job
-from sandbox_runner.runs.batch_ray_nodes import (
+from sandbox_runner.batch.driver import WorkFor
+from sandbox_runner.batch.job import JobOutcome, JobPayload, run_job
+from sandbox_runner.batch.ray_nodes import (
     NODE_ID_LABEL,
     RESOURCE,
     NodeExpectation,
@@ -35,9 +32,12 @@ from sandbox_runner.runs.batch_ray_nodes import (
     call,
     code_digest,
 )
-from sandbox_runner.runs.batch_setup import BatchJob
+from sandbox_runner.batch.setup import BatchJob
+from sandbox_runner.batch.shipping.tarball import node_copy, repo_tarball
+from sandbox_runner.errors import ConfigError, DockerUnavailableError
+from sandbox_runner.limits import Limits
+from sandbox_runner.paths import planrun_home
 from sandbox_runner.runs.executor import Announced
-from sandbox_runner.runs.repo_shipping import node_copy, repo_tarball
 from sandbox_runner.sandbox.image_transfer import SavedImage
 
 T = TypeVar("T")
@@ -47,7 +47,7 @@ NODE_RETRIES = 2
 
 def node_repository(blob_ref: Any, digest: str) -> contextlib.AbstractContextManager[Path]:
     """The node's cached copy of a shipped repository, in use while the block runs (see
-    repo_shipping.node_copy)."""
+    shipping.tarball.node_copy)."""
     import ray
 
     cache = planrun_home() / "batch-cache" / "repos"
@@ -76,9 +76,9 @@ class RemoteJob:
 
     def _run(self, workspace: Path) -> JobOutcome:
         from sandbox_runner.agents.registry import Registry
+        from sandbox_runner.sandbox.docker_engine import connect
         from sandbox_runner.sandbox.docker_provider import collect_garbage
         from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-        from sandbox_runner.sandbox.engine import connect
         from sandbox_runner.sandbox.image import require_image
         from sandbox_runner.sandbox.spec import SandboxSpec
 

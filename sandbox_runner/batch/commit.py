@@ -7,18 +7,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sandbox_runner.batch.job import JobOutcome
+from sandbox_runner.batch.ledger import LedgerRecord
+from sandbox_runner.batch.resume import ATTEMPT_KEY, FINGERPRINT_KEY
+from sandbox_runner.batch.setup import BatchJob, PreparedTask, task_dir
 from sandbox_runner.plans.document import render_document, split_document
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report import RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
-from sandbox_runner.plans.workspace import WorkspaceComparison, git_head
-from sandbox_runner.runs.batch_job import JobOutcome
-from sandbox_runner.runs.batch_ledger import LedgerRecord
-from sandbox_runner.runs.batch_resume import ATTEMPT_KEY, FINGERPRINT_KEY
-from sandbox_runner.runs.batch_setup import BatchJob, PreparedTask, task_dir
 from sandbox_runner.runs.plan_job import failed_result, required_sections
+from sandbox_runner.runs.workspace import WorkspaceComparison, git_head
 from sandbox_runner.types import Usage
 
 

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox_runner.batch.shipping.git_ignore import IgnoreRules, excludes_file
+from sandbox_runner.batch.shipping.git_index import Checkout, checkout_of
 from sandbox_runner.git_config import safe_git_config
-from sandbox_runner.runs.git_ignore import IgnoreRules, excludes_file
-from sandbox_runner.runs.git_index import Checkout, checkout_of
 
 __all__ = ["SECRET_DIRECTORIES", "SECRET_NAMES", "Shipped", "looks_secret", "shipped_files"]
 

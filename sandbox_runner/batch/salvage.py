@@ -8,6 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
+from sandbox_runner.batch.job import SCRATCH_IDENTITY
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.runs.attempts import (
     ATTEMPT_NOTE,
@@ -18,7 +19,6 @@ from sandbox_runner.runs.attempts import (
     read_json,
     read_text,
 )
-from sandbox_runner.runs.batch_job import SCRATCH_IDENTITY
 
 IN_FLIGHT = "in flight when the batch stopped"
 

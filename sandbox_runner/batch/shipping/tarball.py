@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from sandbox_runner.batch.shipping.repo_files import Shipped, shipped_files
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.runs.repo_files import Shipped, shipped_files
 
 MAX_REPO_BYTES = 512 * 1024 * 1024
 """The most a shipped repository's files may add up to, extracted (and its tarball,

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from sandbox_runner.sandbox.engine import remove_stale_pid_file
+from sandbox_runner.sandbox.docker_engine import remove_stale_pid_file
 
 
 def test_a_pid_file_of_a_dead_process_is_removed(tmp_path: Path) -> None:

@@ -8,19 +8,19 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox_runner.errors import ConfigError, PlanrunError
-from sandbox_runner.plans.workspace import tree_fingerprint
-from sandbox_runner.runs.batch_file import BatchFile, BatchFileError, BatchTask
-from sandbox_runner.runs.batch_job import JobPayload
-from sandbox_runner.runs.batch_ledger import Ledger
-from sandbox_runner.runs.batch_resume import (
+from sandbox_runner.batch.job import JobPayload
+from sandbox_runner.batch.ledger import Ledger
+from sandbox_runner.batch.resume import (
     Action,
     Decision,
     decide,
     fingerprint,
     plan_on_disk,
 )
+from sandbox_runner.batch.tasks_file import BatchFile, BatchFileError, BatchTask
+from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, Warn, prepare
+from sandbox_runner.runs.workspace import tree_fingerprint
 
 TASKS_DIR = "tasks"
 

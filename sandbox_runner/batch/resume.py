@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from sandbox_runner.batch.ledger import LedgerRecord
 from sandbox_runner.plans.document import split_document
-from sandbox_runner.runs.batch_ledger import LedgerRecord
 
 FINGERPRINT_KEY = "batch_fingerprint"
 ATTEMPT_KEY = "batch_attempt"

@@ -1,0 +1,25 @@
+"""Batches: many tasks × perspectives, resumable, on this machine or a Ray cluster."""
+
+from sandbox_runner.batch.driver import BatchOutcome
+from sandbox_runner.batch.engines import BatchHost
+from sandbox_runner.batch.run import (
+    BatchOptions,
+    BatchStart,
+    BatchWatch,
+    PlannedJob,
+    batch_status,
+    dry_run,
+    run_batch,
+)
+
+__all__ = [
+    "BatchHost",
+    "BatchOptions",
+    "BatchOutcome",
+    "BatchStart",
+    "BatchWatch",
+    "PlannedJob",
+    "batch_status",
+    "dry_run",
+    "run_batch",
+]
