@@ -96,7 +96,7 @@ def perspective_paragraph(perspective: str) -> str:
 
 
 def plan_file_info(plan_file: str, plan_exists: bool) -> str:
-    """The "## Plan File Info:" reminder, exactly as seed 003 FR-006 words it."""
+    """The "## Plan File Info:" reminder, worded as Claude Code words it."""
     if plan_exists:
         where = (
             f"A plan file already exists at {plan_file}. You can read it and make incremental "
@@ -181,7 +181,7 @@ def render_plan_prompt(
         requirements_context: extra context about the task (issue text, notes), if any.
 
     Returns:
-        The prompt, ending with the "## Plan File Info:" block of seed 003.
+        The prompt, ending with the "## Plan File Info:" block.
     """
     parts = [definition.system_prompt.strip()]
     if perspective and perspective.strip():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +13,6 @@ from sandbox_runner.agents.definitions import (
     BUILTINS,
     GENERAL_PURPOSE_TOOLS,
     KNOWN_TOOLS,
-    NOT_DISPATCHED,
     SCOPE_PRIORITY,
     AgentDefinition,
     Scope,
@@ -133,25 +132,6 @@ class Registry:
     def all(self) -> list[AgentDefinition]:
         """Every definition, sorted by name (ignoring case)."""
         return sorted(self._definitions.values(), key=lambda definition: definition.name.casefold())
-
-    def task_tool_listing(self, only: Collection[str] | None = None) -> str:
-        """The agents a parent's Task tool lists: "- Name: when to use (Tools: ...)" a line.
-
-        Args:
-            only: the names a parent may dispatch (a plan session passes {"Explore"});
-                None lists every agent. Unknown names are ignored.
-        """
-        allowed = None if only is None else {name.casefold() for name in only}
-        lines = []
-        for definition in self.all():
-            name = definition.name.casefold()
-            listed = name in allowed if allowed is not None else name not in NOT_DISPATCHED
-            if not listed:
-                continue
-            tools = ", ".join(definition.effective_tools()) or "none"
-            usage = definition.when_to_use or definition.description
-            lines.append(f"- {definition.name}: {usage} (Tools: {tools})")
-        return "\n".join(lines)
 
 
 def _load_directory(

@@ -1,4 +1,4 @@
-"""The required plan sections and the heading names that satisfy each one (SPEC P1, P5).
+"""The required plan sections and the heading names that satisfy each one.
 
 A heading satisfies a section when it carries all the key words of one of the section's
 accepted names, in any case, order, numbering or punctuation, with other words around

@@ -62,7 +62,6 @@ class DockerSandbox(SandboxBase):
         self._user = sandbox_user(spec.workspace)
         self._state_lock = threading.Lock()
         self._stopping = False
-        self.ready_info: dict[str, Any] = {}
         self._started_at = 0.0
         self.left_out: list[str] = []
         """Files of /plan the last copy did not take (over its limits, odd names)."""
@@ -109,7 +108,7 @@ class DockerSandbox(SandboxBase):
             raw = getattr(stream, "_sock", stream)
             self._client = ToolServerClient(raw, explain_death=self._why_it_died)
             self._container.start()
-            self.ready_info = self._client.wait_ready(READY_TIMEOUT_SECONDS)
+            self._client.wait_ready(READY_TIMEOUT_SECONDS)
             if self.spec.plan_dir is not None:
                 # What the plan directory already holds (a plan from earlier) goes in first.
                 deadline = time.monotonic() + READY_TIMEOUT_SECONDS

@@ -88,7 +88,6 @@ class ImageStatus:
     size_mb: float | None
     base_tag: str
     base_present: bool
-    online_base_present: bool
 
 
 def _get(client: Any, tag: str) -> Any | None:
@@ -110,7 +109,6 @@ def status(client: Any, configured: str | None = None) -> ImageStatus:
         size_mb=round(image.attrs.get("Size", 0) / 1e6, 1) if image is not None else None,
         base_tag=base_tag(),
         base_present=_get(client, base_tag()) is not None,
-        online_base_present=_get(client, ONLINE_BASE) is not None,
     )
 
 

@@ -1,27 +1,15 @@
-"""Who owns the live sandboxes: a provider makes them, knows which run, and stops them all."""
+"""The live sandboxes of a provider: which run, so that all of them can be stopped at once."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
-from typing import Protocol
 
 from sandbox_runner import Sandbox
-from sandbox_runner.sandbox.spec import SandboxSpec
 
 # stop_all returns after this long; a container Docker is still removing is left to gc.
 STOP_ALL_WAIT_SECONDS = 5.0
-
-
-class SandboxProvider(Protocol):
-    """Makes sandboxes from specs and can stop every one of them that still runs."""
-
-    def create(self, spec: SandboxSpec) -> Sandbox:
-        """A sandbox for spec, not started yet; it counts as live from start to stop."""
-
-    def stop_all(self) -> int:
-        """Stop every live sandbox at once (signal and exit handlers); return how many."""
 
 
 class LiveSandboxes:

@@ -25,7 +25,7 @@ READ_ONLY_DISPATCH = ("Plan", "Explore")
 def plan_session_prompt(
     definition: AgentDefinition, plan_file: str, plan_exists: bool, agents: str
 ) -> str:
-    """The plan session's system prompt: the plan agent's, the plan-mode rules, seed 003's
+    """The plan session's system prompt: the plan agent's, the plan-mode rules, the plan-file
     "## Plan File Info:" reminder (it is part of render_plan_prompt), and how to finish."""
     # Imported when the plan session first talks to the model, not when the session opens.
     from sandbox_runner.agents.prompt import render_plan_prompt
@@ -49,7 +49,7 @@ def work_session_prompt(definition: AgentDefinition, agents: str) -> str:
 
 
 def task_agents(definitions: Sequence[AgentDefinition]) -> str:
-    """The Task tool's agents and when to use each (seed 000 FR-013)."""
+    """The Task tool's agents and when to use each."""
     lines = ["Agents you can launch with the Task tool (subagent_type), and when to use each:"]
     lines += [f"- {d.name}: {d.description}" for d in definitions]
     return "\n".join(lines)

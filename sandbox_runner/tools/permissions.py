@@ -1,5 +1,5 @@
 """Permissions as data plus one decision: the mode, the session's approvals, and
-`decide(use, mode, rules) -> Allow | Ask | Deny` (SPEC M4, M7).
+`decide(use, mode, rules) -> Allow | Ask | Deny`.
 
 | call                      | plan                         | default | acceptEdits |
 | ---                       | ---                          | ---     | ---         |

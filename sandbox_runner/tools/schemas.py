@@ -1,7 +1,7 @@
 """The tools offered to the model, shaped like Claude Code's, and a validator for their input.
 
 Names, fields and descriptions follow the Claude Code conventions models are trained on
-(SPEC T1), adapted to the sandbox: the repository is at /workspace and relative paths
+adapted to the sandbox: the repository is at /workspace and relative paths
 resolve against it. The validator understands exactly the JSON-schema subset used here,
 so no third-party jsonschema dependency is needed.
 """

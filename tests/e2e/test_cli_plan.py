@@ -199,7 +199,7 @@ def test_turn_limit_marks_the_plan_incomplete(
     [entry] = report_of(result)["plans"]
     assert entry["status"] == "incomplete"
     assert "turn limit of 3" in entry["reason"]
-    # Issue 10 item 6: the last turn has no tools, and what it writes is kept.
+    # The last turn has no tools, and what it writes is kept.
     assert api.message_requests[-1].body["tool_choice"] == {"type": "none"}
     assert entry["plan_file"] == "plan.md" and entry["problems"] == []
 
@@ -705,7 +705,7 @@ def test_hostile_model_text_is_inert_in_the_report_and_the_terminal(
 def test_a_git_status_that_fails_is_reported_not_called_unchanged(
     api: FakeMessagesAPI, repo: Path, tmp_path: Path
 ) -> None:
-    """Issue 10 item 10: with `git status` failing, the report said "unchanged"."""
+    """With `git status` failing, the report said "unchanged"."""
     (repo / ".git").mkdir()
     (repo / ".git" / "HEAD").write_text("not a git repository\n")
     api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
@@ -719,7 +719,7 @@ def test_a_git_status_that_fails_is_reported_not_called_unchanged(
 
 
 def test_timeout_stops_a_hung_api(api: FakeMessagesAPI, repo: Path, tmp_path: Path) -> None:
-    """Issue 10 item 4: a hung API blocked for up to 50 minutes; --timeout did not stop it."""
+    """A hung API blocked for up to 50 minutes; --timeout did not stop it."""
     api.script = lambda body: hang()
     started = time.monotonic()
     result = CliRunner().invoke(
@@ -782,7 +782,7 @@ def _containers_of(docker_client: Any, pid: int) -> list[Any]:
 def test_a_signal_stops_a_hung_run_at_once_and_keeps_the_report(
     repo: Path, tmp_path: Path, docker_client: Any, signals: list[signal.Signals]
 ) -> None:
-    """Issue 10 item 5: Ctrl-C took 15.5 s, and a second Ctrl-C lost the report."""
+    """Ctrl-C took 15.5 s, and a second Ctrl-C lost the report."""
     script = PerspectiveScript({"fast": writes_plan("fast", VALID_PLAN), "hung": [hang()]})
     out = tmp_path / "out"
     with FakeMessagesAPI(script) as server:
@@ -813,7 +813,7 @@ def test_a_signal_stops_a_hung_run_at_once_and_keeps_the_report(
 def test_a_repository_the_sandbox_cannot_read_is_refused_before_the_run(
     api: FakeMessagesAPI, repo: Path, tmp_path: Path
 ) -> None:
-    """Issue 10 item 9: as root, mode-0600 files were unreadable inside, yet exit 0."""
+    """As root, mode-0600 files were unreadable inside, yet exit 0."""
     for path in repo.rglob("*"):
         path.chmod(0o600 if path.is_file() else 0o700)
     api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})

@@ -356,21 +356,6 @@ def test_read_only_check_passes_builtins_and_disallowed_writes(fs: FakeFilesyste
     assert registry.warnings == []
 
 
-# Task tool listing
-
-
-def test_task_tool_listing(fs: FakeFilesystem) -> None:
-    agent_file(fs, USER_AGENTS / "r.md", "name: reviewer\ndescription: Reviews\ntools: Read", "R.")
-    registry = load()
-    lines = registry.task_tool_listing().splitlines()
-    assert lines[-1] == "- reviewer: Reviews (Tools: Read)"
-    assert f"- Plan: {PLAN.when_to_use} (Tools: {', '.join(READ_ONLY)})" in lines
-    assert len(lines) == 4
-    only_explore = registry.task_tool_listing(only={"Explore"})
-    assert only_explore.startswith("- Explore: ")
-    assert "\n" not in only_explore
-
-
 # The Plan prompt
 
 FILE_INFO_RULE = (
@@ -471,7 +456,7 @@ def test_claude_code_tools_planrun_lacks_are_left_out_with_a_warning(fs: FakeFil
 
 
 def test_the_format_lists_the_accepted_heading_names() -> None:
-    """Issue 14: the names validation accepts are the ones the prompt tells the model."""
+    """The names validation accepts are the ones the prompt tells the model."""
     format_part = plan_prompt().split("## Required Output Format", 1)[1]
     for section, names in SECTION_NAMES.items():
         line = next(line for line in format_part.splitlines() if line.startswith(f"- {section}:"))

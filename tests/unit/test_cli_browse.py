@@ -237,7 +237,7 @@ def test_help_lists_every_command_with_a_whole_summary() -> None:
 
 
 def test_progress_says_what_it_waits_for_and_labels_retries(live_table: LiveTable) -> None:
-    """Issue 10 item 4: a hung API was silent, and retry lines had no perspective label."""
+    """A hung API was silent, and retry lines had no perspective label."""
     stream = io.StringIO()
     progress = Progress(["simplicity"], live=False, stream=stream)
     retry = "model API: 529 overloaded_error: Overloaded; retrying in 5.0 s (attempt 2 of 7)"

@@ -707,7 +707,7 @@ def test_every_setting_has_exactly_one_rule() -> None:
 
 
 def test_the_api_timeout_and_retries_are_settings(tmp_path: Path) -> None:
-    """Issue 10 item 4: the API timeout and the retry count were fixed."""
+    """The API timeout and the retry count were fixed."""
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.yaml").write_text("api_timeout: 90\napi_retries: 2\n")

@@ -200,7 +200,7 @@ def test_the_overload_schedule_rides_out_about_three_minutes() -> None:
 
 
 def test_a_hung_api_is_given_up_at_the_call_deadline(api: FakeMessagesAPI) -> None:
-    """Issue 10 item 4: each attempt waited 600 s whatever the subagent's time limit."""
+    """Each attempt waited 600 s whatever the subagent's time limit."""
     api.add(hang())
     model = AnthropicModel("m", api_key="k", base_url=api.base_url, max_retries=0)
     started = time.monotonic()

@@ -431,7 +431,7 @@ def test_a_sandbox_that_will_not_stop_does_not_lose_the_plan(
 
 
 def test_a_huge_tool_result_is_capped_and_says_how_to_narrow(plan: Runner, workspace: Path) -> None:
-    """Issue 10 item 7: one Grep returned 262 KB into the context (Read here: no ripgrep)."""
+    """One Grep returned 262 KB into the context (Read here: no ripgrep)."""
     (workspace / "big.log").write_text("".join(f"line {n:06d} {'x' * 90}\n" for n in range(2000)))
     model = ScriptedModel([reply(use("Read", {"file_path": "big.log"})), reply(say(VALID_PLAN))])
     plan(model)
@@ -449,7 +449,7 @@ def test_every_tool_says_how_to_narrow_a_capped_result() -> None:
 
 
 def test_the_turn_limit_ends_with_a_final_turn_without_tools(plan: Runner) -> None:
-    """Issue 10 item 6: a model that keeps calling tools spent every turn and left no plan."""
+    """A model that keeps calling tools spent every turn and left no plan."""
     explore = [reply(use("Read", {"file_path": "README.md"})) for _ in range(5)]
     model = ScriptedModel([*explore, reply(say(VALID_PLAN))])
     result = plan(model, limits=RunLimits(max_turns=6))
@@ -473,7 +473,7 @@ def test_tokens_running_low_also_end_with_a_final_turn(plan: Runner) -> None:
 
 
 def test_the_time_limit_stops_a_model_call_in_flight(plan: Runner) -> None:
-    """Issue 10 item 4: `--timeout` did not stop a model call that hangs."""
+    """`--timeout` did not stop a model call that hangs."""
     released = threading.Event()
 
     def hangs(request: ModelRequest) -> Any:

@@ -368,7 +368,7 @@ def test_extract_section_does_not_take_a_title_that_starts_like_a_section() -> N
     assert extract_section(plan, "Approach") == "Use an LRU cache."
 
 
-# Issue 14 section 1 (SPEC P5): a heading satisfies a required section when it carries the
+# A heading satisfies a required section when it carries the
 # section's key words, in any case, order, numbering or punctuation, shorter or longer.
 
 

@@ -154,7 +154,7 @@ WORK_TOOLS = PLAN_TOOLS | {"Write", "Edit"}
 @pytest.mark.parametrize("row", sorted(MATRIX))
 @pytest.mark.parametrize("mode", MODES, ids=str)
 def test_the_permission_matrix(row: str, mode: PermissionMode) -> None:
-    """SPEC M4/M7: every cell of the mode x call table."""
+    """Every cell of the mode x call table."""
     tool_call, *expected = MATRIX[row]
     context = ToolContext(offered=WORK_TOOLS, workspace_host="/home/me/repo")
     decision = decide(tool_call, context, mode)

@@ -534,7 +534,7 @@ def test_model_written_html_is_inert_in_the_markdown() -> None:
 
 
 def test_complete_but_invalid_plans_are_not_ok(workspace: Path, out_dir: Path) -> None:
-    """Issue 10 item 8: every plan invalid, exit 1, yet status "ok" and "every plan completed"."""
+    """Every plan invalid, exit 1, yet status "ok" and "every plan completed"."""
     missing_files = plan_text(["src/app/main.py", "src/app/nowhere.py"])
     results = [make_result(label, workspace, out_dir, text=missing_files) for label in ("a", "b")]
     report = build_report(make_record(out_dir, results, ["a", "b"], exit_code=1))
@@ -558,7 +558,7 @@ def test_an_interrupted_run_says_so(three: RunRecord) -> None:
 
 
 def test_a_workspace_check_without_git_status_is_not_called_unchanged(three: RunRecord) -> None:
-    """Issue 10 item 10: `git status` failed, yet the report said "workspace unchanged"."""
+    """`git status` failed, yet the report said "workspace unchanged"."""
     three.workspace_check = "files_only"
     three.workspace_check_note = "`git status` could not run after the run"
     report = build_report(three)

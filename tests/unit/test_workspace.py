@@ -92,7 +92,7 @@ def test_fingerprint_survives_links_it_cannot_read(
 
 
 def test_a_git_status_that_could_not_run_makes_the_check_files_only() -> None:
-    """Issue 10 item 10: a failed `git status` was reported as "unchanged"."""
+    """A failed `git status` was reported as "unchanged"."""
     before, after = WorkspaceState("tree", None), WorkspaceState("tree", "?? new.py")
     comparison = before.compare(after)
     assert comparison.problem == ""
@@ -120,7 +120,7 @@ def _tree(root: Path, files: int, mode: int) -> Path:
 
 
 def test_files_the_sandbox_user_cannot_read_are_counted(tmp_path: Path) -> None:
-    """Issue 10 item 9: mode-0600 files owned by another uid were silently unreadable."""
+    """Mode-0600 files owned by another uid were silently unreadable."""
     root = _tree(tmp_path / "repo", 9, 0o600)
     (root / "dir0" / "file0.py").chmod(0o644)
     owner = os.stat(root).st_uid
