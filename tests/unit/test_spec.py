@@ -12,17 +12,16 @@ import pytest
 
 from sandbox_runner.errors import WorkspaceError
 from sandbox_runner.limits import Limits
+from sandbox_runner.sandbox.container_options import container_options, toolserver_command
 from sandbox_runner.sandbox.spec import (
     Mount,
     Profile,
     SandboxSpec,
-    container_options,
     extra_mount_points,
     prepare_plan_dir,
     resolve_workspace,
     sandbox_user,
     submounts,
-    toolserver_command,
 )
 
 
