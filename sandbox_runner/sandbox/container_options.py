@@ -9,14 +9,9 @@ from typing import Any
 
 from sandbox_runner import __version__
 from sandbox_runner.paths import PLAN_MOUNT, WORKSPACE_MOUNT
+from sandbox_runner.sandbox.host_paths import sandbox_user
 from sandbox_runner.sandbox.seccomp import seccomp_profile
-from sandbox_runner.sandbox.spec import (
-    RESOLV_CONF_MOUNT,
-    TOOLSERVER_MOUNT,
-    Profile,
-    SandboxSpec,
-    sandbox_user,
-)
+from sandbox_runner.sandbox.spec import RESOLV_CONF_MOUNT, TOOLSERVER_MOUNT, Profile, SandboxSpec
 
 TOOLSERVER_SOURCE = Path(__file__).with_name("toolserver")
 # Mounted over Docker's copy of the host's resolver configuration: nothing to resolve with.

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner.sandbox.container_options import MANAGED_LABEL, TOOLSERVER_SOURCE
-from sandbox_runner.sandbox.spec import TOOLSERVER_MOUNT, sandbox_user
+from sandbox_runner.sandbox.host_paths import sandbox_user
+from sandbox_runner.sandbox.spec import TOOLSERVER_MOUNT
 
 NOBODY = 65534
 TEST_LABEL = "io.planrun.session=toolserver-tests"
