@@ -7,13 +7,10 @@ our own value types, with content blocks as plain JSON dicts.
 
 from __future__ import annotations
 
-import email.utils
 import logging
-import random
 import re
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -29,23 +26,18 @@ from sandbox_runner.model.errors import (
 )
 from sandbox_runner.model.replay import estimate_tokens
 from sandbox_runner.model.request_params import build_params
+from sandbox_runner.model.retry_policy import (
+    overloaded,
+    parse_retry_after,
+    retry_wait,
+    retryable,
+)
 from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, Usage
 
 log = logging.getLogger(__name__)
 
 STREAMING_ABOVE_MAX_TOKENS = 16_000
 """The SDK refuses non-streaming requests that may run longer than ten minutes."""
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
-# A stream that fails after its 200 carries the error type only.
-RETRY_ERROR_TYPES = frozenset({"rate_limit_error", "api_error", "overloaded_error"})
-OVERLOAD_STATUSES = frozenset({500, 502, 503, 504, 529})
-OVERLOAD_ERROR_TYPES = frozenset({"api_error", "overloaded_error"})
-MAX_RETRY_WAIT = 60.0
-FIRST_RETRY_WAIT = 1.0
-"""Backoff after a dropped connection or a 429 without retry-after: 1, 2, 4 ... 60 s."""
-FIRST_OVERLOAD_WAIT = 5.0
-"""Backoff after a 529 or 5xx: 5, 10, 20, 40, 60, 60 s, about three minutes in all, as an
-overload of the API typically lasts a minute or two."""
 COUNT_ENDPOINT_MISSING = frozenset({404, 405, 501})
 # What a user is told, and what to do about it, for errors that a retry cannot fix.
 FAIL_AT_ONCE = {
@@ -316,51 +308,17 @@ def _retryable(error: _Failure) -> bool:
     if isinstance(error, anthropic.APIConnectionError | _UnreadableAnswer):
         return True
     assert isinstance(error, anthropic.APIStatusError)
-    return error.status_code in RETRY_STATUSES or _error_details(error)[0] in RETRY_ERROR_TYPES
+    return retryable(error.status_code, _error_details(error)[0])
 
 
 def _retry_wait(error: _Failure, attempt: int) -> float:
-    """Seconds before the next attempt: the server's retry-after, else backoff with jitter."""
-    first = FIRST_RETRY_WAIT
-    if isinstance(error, anthropic.APIStatusError):
-        retry_after = parse_retry_after(error.response.headers)
-        if retry_after is not None:
-            return min(retry_after, MAX_RETRY_WAIT)
-        if _overloaded(error):
-            first = FIRST_OVERLOAD_WAIT
-    backoff = min(first * 2.0 ** (attempt - 1), MAX_RETRY_WAIT)
-    # Jitter spreads out parallel subagents that all hit the same overload.
-    return backoff * random.uniform(0.75, 1.0)
-
-
-def _overloaded(error: anthropic.APIStatusError) -> bool:
-    """A 529 or 5xx (or such an error inside a stream): the API, not the request, is at fault."""
-    return error.status_code in OVERLOAD_STATUSES or (
-        _error_details(error)[0] in OVERLOAD_ERROR_TYPES
+    if not isinstance(error, anthropic.APIStatusError):
+        return retry_wait(attempt)
+    return retry_wait(
+        attempt,
+        retry_after=parse_retry_after(error.response.headers),
+        overload=overloaded(error.status_code, _error_details(error)[0]),
     )
-
-
-def overload_schedule(retries: int) -> list[float]:
-    """The waits between attempts during an overload, before jitter (for docs/configuration.md)."""
-    return [min(FIRST_OVERLOAD_WAIT * 2.0**n, MAX_RETRY_WAIT) for n in range(retries)]
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """The wait a retry-after-ms or retry-after header asks for (seconds or an HTTP date)."""
-    try:
-        if "retry-after-ms" in headers:
-            return max(0.0, float(headers["retry-after-ms"]) / 1000)
-        value = headers.get("retry-after")
-        if value is None:
-            return None
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(headers.get("retry-after", ""))
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _error_details(error: anthropic.APIStatusError) -> tuple[str | None, str | None]:
