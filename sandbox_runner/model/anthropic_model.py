@@ -8,7 +8,6 @@ our own value types, with content blocks as plain JSON dicts.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -18,10 +17,10 @@ from anthropic.types import Message
 
 from sandbox_runner.limits import API_RETRIES, API_TIMEOUT_SECONDS
 from sandbox_runner.model.errors import (
-    ContextBudgetError,
     MalformedAnswerError,
     ModelAPIError,
     ModelError,
+    api_status_error,
     unreadable_response,
 )
 from sandbox_runner.model.replay import estimate_tokens
@@ -39,14 +38,6 @@ log = logging.getLogger(__name__)
 STREAMING_ABOVE_MAX_TOKENS = 16_000
 """The SDK refuses non-streaming requests that may run longer than ten minutes."""
 COUNT_ENDPOINT_MISSING = frozenset({404, 405, 501})
-# What a user is told, and what to do about it, for errors that a retry cannot fix.
-FAIL_AT_ONCE = {
-    400: ("the Anthropic API rejected the request", ""),
-    401: ("the API key was rejected", "check ANTHROPIC_API_KEY"),
-    403: ("the API key is not allowed to make this request", ""),
-    404: ("the model or endpoint was not found", "check the model name and ANTHROPIC_BASE_URL"),
-}
-_PROMPT_TOO_LONG = re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)")
 
 
 def credentials_found() -> bool:
@@ -256,21 +247,7 @@ class AnthropicModel:
             return ModelAPIError(summary, api_message=error.message, attempts=attempts)
         assert isinstance(error, anthropic.APIStatusError)
         error_type, api_message = _error_details(error)
-        too_long = _PROMPT_TOO_LONG.search(api_message or "")
-        if error.status_code == 400 and too_long:
-            return ContextBudgetError(int(too_long.group(1)), int(too_long.group(2)))
-        if error.status_code == 400 and "too long" in (api_message or ""):
-            return ContextBudgetError(None, None)
-        summary, hint = FAIL_AT_ONCE.get(error.status_code, ("the Anthropic API failed", ""))
-        return ModelAPIError(
-            summary,
-            # An error event inside a stream arrives after a 200, which would mislead.
-            status=error.status_code if error.status_code >= 400 else None,
-            error_type=error_type,
-            api_message=api_message,
-            attempts=attempts,
-            hint=hint,
-        )
+        return api_status_error(error.status_code, error_type, api_message, attempts)
 
 
 def to_response(message: Message) -> ModelResponse:
