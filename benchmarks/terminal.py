@@ -68,7 +68,8 @@ def badge_redraw_ms(scratch: Path) -> list[float]:
     from prompt_toolkit.input import create_pipe_input
 
     from sandbox_runner.session.commands import Commands
-    from sandbox_runner.session.terminal import Terminal, TerminalUI
+    from sandbox_runner.session.terminal import Terminal
+    from sandbox_runner.session.terminal_output import TerminalUI
     from tests.unit.test_session import FakeUI, Models, open_session
 
     workspace = scratch / "redraw-repo"

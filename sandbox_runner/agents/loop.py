@@ -13,43 +13,24 @@ import dataclasses
 import json
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from sandbox_runner import Sandbox
 from sandbox_runner.agents.budget import Budget
-from sandbox_runner.agents.cancel import Cancel, TurnStop
+from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.conversation import NOT_RUN, SavedConversation, summary_message
 from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.model_call import CallStopped, complete_within
-from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState, TurnEnded
+from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
+from sandbox_runner.agents.tool_calls import TurnCalls
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.input_depth import without_deep_inputs
-from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
 from sandbox_runner.plans.files import append_line, append_lines
 from sandbox_runner.redact import redact_data
-from sandbox_runner.tools.output import cap_result
-from sandbox_runner.tools.permissions import (
-    Allow,
-    Approval,
-    Ask,
-    Deny,
-    PermissionMode,
-    check,
-)
-from sandbox_runner.tools.policy import ToolContext
-from sandbox_runner.types import (
-    ModelCall,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    ToolRequest,
-    ToolResult,
-)
-
-MAX_CALLS_PER_TURN = 32
+from sandbox_runner.tools.permissions import Approval, Ask
+from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, ToolCall, ToolResult
 
 
 class Headless:
@@ -92,7 +73,7 @@ class AgentLoop:
         self._on_event = on_event or (lambda event: None)
         self.cancel: Cancel = cancel if cancel is not None else threading.Event()
         self.state = RunState()
-        self._counter_lock = threading.Lock()
+        self._calls = TurnCalls(self)
 
     # ------------------------------------------------------------------ entry points
 
@@ -142,7 +123,7 @@ class AgentLoop:
             response = self.turn(self.request())
             calls = response.tool_calls
             if calls:
-                self._answer(calls)
+                self._calls.answer(calls)
                 continue
             state.final_text = response.text
             if response.stop_reason == "max_tokens":
@@ -185,94 +166,8 @@ class AgentLoop:
         )
         return response
 
-    def _answer(self, calls: list[ToolCall]) -> None:
-        results: list[ToolResult] = []
-        running = calls[:MAX_CALLS_PER_TURN]
-        stop = TurnStop(self.cancel)
-        # Subagents (Task calls) of one turn run side by side; everything else in order.
-        parallel = {call.id: call for call in running if call.name == "Task"}
-        started = self._start_parallel(list(parallel.values()), stop) if len(parallel) > 1 else {}
-        try:
-            for call in running:
-                if self.cancel.is_set():
-                    raise Interrupted("interrupted")
-                future = started.get(call.id)
-                results.append(future.result() if future is not None else self._execute(call, stop))
-        except TurnEnded as ended:
-            # The subagents this turn started end with it, and every call gets its answer.
-            stop.end()
-            wait(started.values())
-            results.append(ended.result)
-            results += [
-                self._cut_short(call, started.get(call.id)) for call in running[len(results) :]
-            ]
-            self._add_results(calls, results)
-            raise
-        finally:
-            stop.end()  # however the turn ends, what it started stops at its next step
-        self._add_results(calls, results)
-
-    def _add_results(self, calls: list[ToolCall], results: list[ToolResult]) -> None:
-        # Every tool_use needs an answer, but a turn of hundreds of calls is not run; the
-        # answers are logged too, so the transcript holds the conversation as it was sent.
-        for call in calls[MAX_CALLS_PER_TURN:]:
-            not_run = f"Not run: at most {MAX_CALLS_PER_TURN} tool calls per turn."
-            results.append(ToolResult(call.id, not_run, True))
-            self._log_result(call, results[-1])
-        self.state.messages.append(
-            {"role": "user", "content": [result.to_block() for result in results]}
-        )
-
-    def _cut_short(self, call: ToolCall, future: Future[ToolResult] | None) -> ToolResult:
-        """The answer to a call after the one that ended the turn: a subagent already
-        started answers for itself (it has been stopped); anything else was not run."""
-        if future is not None and future.exception() is None:
-            return future.result()
-        result = ToolResult(call.id, NOT_RUN, is_error=True)
-        self._log_result(call, result)
-        return result
-
-    def _start_parallel(
-        self, calls: list[ToolCall], stop: TurnStop
-    ) -> dict[str, Future[ToolResult]]:
-        pool = ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="task")
-        started = {call.id: pool.submit(self._execute, call, stop) for call in calls}
-        pool.shutdown(wait=False)
-        return started
-
-    def _execute(self, call: ToolCall, stop: Cancel) -> ToolResult:
-        with self._counter_lock:
-            self.state.tool_calls += 1
-        self.emit("tool_call", tool=call.name, detail=_brief(call.input))
-        config = self.config
-        decision = check(call, self._context(), config.mode(), config.rules())
-        if isinstance(decision, Ask):
-            decision = self._ask(decision)
-        if isinstance(decision, Allow) and call.name in config.host_tools:
-            try:
-                result = config.host_tools[call.name](call, stop)
-            except TurnEnded as ended:
-                self._record(call, ended.result)
-                raise
-        elif isinstance(decision, Allow):
-            outcome = self.sandbox.call(self._within_time_limit(decision.request))
-            text = cap_result(call.name, outcome.text or "(no output)")
-            result = ToolResult(call.id, text, is_error=not outcome.ok)
-            if call.name in {"Write", "Edit"} and outcome.ok:
-                written = "plan_written" if config.mode() is PermissionMode.PLAN else "file_written"
-                self.emit(written, tool=call.name, detail=str(call.input.get("file_path")))
-        else:
-            result = ToolResult(call.id, decision.message, is_error=True)
-            if decision.suggested_command:
-                self.state.suggested_commands.append(decision.suggested_command)
-        self._record(call, result)
-        return result
-
-    def _record(self, call: ToolCall, result: ToolResult) -> None:
-        self._log_result(call, result)
-        self.emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
-
-    def _log_result(self, call: ToolCall, result: ToolResult) -> None:
+    def log_result(self, call: ToolCall, result: ToolResult) -> None:
+        """Log the answer to CALL in the transcript."""
         self.log(
             "tool_result",
             call_id=call.id,
@@ -281,28 +176,6 @@ class AgentLoop:
             is_error=result.is_error,
             content=result.content,
         )
-
-    def _ask(self, ask: Ask) -> Allow | Deny:
-        approval = self.approver.approve(ask)
-        self.hooks.on_approval(self, ask, approval)
-        self.log(
-            "approval", question=ask.question, allowed=approval.allowed, always=approval.always
-        )
-        if approval.allowed:
-            return Allow(ask.request)
-        why = f" The user says: {approval.feedback}" if approval.feedback else ""
-        return Deny(f"Not approved: the user did not let you {ask.question}.{why}")
-
-    def _context(self) -> ToolContext:
-        offered = frozenset(tool.name for tool in self.config.tools())
-        context = self.config.context
-        return ToolContext(offered, context.workspace_host, context.agent)
-
-    def _within_time_limit(self, request: ToolRequest) -> ToolRequest:
-        """The request with a timeout that ends no later than the run's own time limit."""
-        remaining = self.config.limits.timeout_seconds - (time.monotonic() - self.state.started)
-        wanted = request.timeout if request.timeout is not None else TOOL_TIMEOUT_SECONDS
-        return ToolRequest(request.op, request.args, max(1.0, min(wanted, remaining)))
 
     # ------------------------------------------------------------------ limits
 
@@ -370,7 +243,7 @@ class AgentLoop:
         without an answer are answered (and logged) as not run."""
         self.state.messages = saved.messages
         for call in saved.unanswered:
-            self._log_result(call, ToolResult(call.id, NOT_RUN, is_error=True))
+            self.log_result(call, ToolResult(call.id, NOT_RUN, is_error=True))
 
     def compact(self, summary: str) -> None:
         """Replace the conversation with a summary of it; the transcript keeps everything."""
@@ -416,10 +289,3 @@ class AgentLoop:
 
     def _tool_names(self) -> list[str]:
         return [tool.name for tool in self.config.tools()]
-
-
-def _brief(arguments: dict[str, Any]) -> str:
-    for key in ("command", "file_path", "pattern", "path", "operation"):
-        if key in arguments:
-            return str(arguments[key])[:120]
-    return ""

@@ -1,4 +1,5 @@
-"""The Anthropic Messages API as a Model: prompt caching, streaming, retries, token counts.
+"""The Anthropic Messages API as a Model: streaming, retries, token counts (the request's
+parameters, with its prompt-cache breakpoints, are built in request_params.py).
 
 This is the only module of planrun that imports `anthropic`; everything it returns is
 our own value types, with content blocks as plain JSON dicts.
@@ -6,13 +7,9 @@ our own value types, with content blocks as plain JSON dicts.
 
 from __future__ import annotations
 
-import email.utils
 import logging
-import random
-import re
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -20,40 +17,27 @@ from anthropic.types import Message
 
 from sandbox_runner.limits import API_RETRIES, API_TIMEOUT_SECONDS
 from sandbox_runner.model.errors import (
-    ContextBudgetError,
     MalformedAnswerError,
     ModelAPIError,
     ModelError,
+    api_status_error,
     unreadable_response,
 )
 from sandbox_runner.model.replay import estimate_tokens
+from sandbox_runner.model.request_params import build_params
+from sandbox_runner.model.retry_policy import (
+    overloaded,
+    parse_retry_after,
+    retry_wait,
+    retryable,
+)
 from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, Usage
 
 log = logging.getLogger(__name__)
 
-CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 STREAMING_ABOVE_MAX_TOKENS = 16_000
 """The SDK refuses non-streaming requests that may run longer than ten minutes."""
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
-# A stream that fails after its 200 carries the error type only.
-RETRY_ERROR_TYPES = frozenset({"rate_limit_error", "api_error", "overloaded_error"})
-OVERLOAD_STATUSES = frozenset({500, 502, 503, 504, 529})
-OVERLOAD_ERROR_TYPES = frozenset({"api_error", "overloaded_error"})
-MAX_RETRY_WAIT = 60.0
-FIRST_RETRY_WAIT = 1.0
-"""Backoff after a dropped connection or a 429 without retry-after: 1, 2, 4 ... 60 s."""
-FIRST_OVERLOAD_WAIT = 5.0
-"""Backoff after a 529 or 5xx: 5, 10, 20, 40, 60, 60 s, about three minutes in all, as an
-overload of the API typically lasts a minute or two."""
 COUNT_ENDPOINT_MISSING = frozenset({404, 405, 501})
-# What a user is told, and what to do about it, for errors that a retry cannot fix.
-FAIL_AT_ONCE = {
-    400: ("the Anthropic API rejected the request", ""),
-    401: ("the API key was rejected", "check ANTHROPIC_API_KEY"),
-    403: ("the API key is not allowed to make this request", ""),
-    404: ("the model or endpoint was not found", "check the model name and ANTHROPIC_BASE_URL"),
-}
-_PROMPT_TOO_LONG = re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)")
 
 
 def credentials_found() -> bool:
@@ -263,65 +247,7 @@ class AnthropicModel:
             return ModelAPIError(summary, api_message=error.message, attempts=attempts)
         assert isinstance(error, anthropic.APIStatusError)
         error_type, api_message = _error_details(error)
-        too_long = _PROMPT_TOO_LONG.search(api_message or "")
-        if error.status_code == 400 and too_long:
-            return ContextBudgetError(int(too_long.group(1)), int(too_long.group(2)))
-        if error.status_code == 400 and "too long" in (api_message or ""):
-            return ContextBudgetError(None, None)
-        summary, hint = FAIL_AT_ONCE.get(error.status_code, ("the Anthropic API failed", ""))
-        return ModelAPIError(
-            summary,
-            # An error event inside a stream arrives after a 200, which would mislead.
-            status=error.status_code if error.status_code >= 400 else None,
-            error_type=error_type,
-            api_message=api_message,
-            attempts=attempts,
-            hint=hint,
-        )
-
-
-def build_params(request: ModelRequest, model: str) -> dict[str, Any]:
-    """The Messages API parameters, with cache breakpoints on the prefix that grows.
-
-    The system prompt, the tools and the conversation so far are the same from one turn
-    to the next, so marking the end of each lets the API reuse them from its cache.
-    """
-    tools = [tool.to_param() for tool in request.tools]
-    if tools:
-        tools[-1] = tools[-1] | {"cache_control": CACHE_CONTROL}
-    params: dict[str, Any] = {
-        "model": model,
-        "max_tokens": request.max_tokens,
-        "system": [{"type": "text", "text": request.system, "cache_control": CACHE_CONTROL}],
-        "messages": _mark_last_user_message(request.messages),
-    }
-    if tools:
-        params["tools"] = tools
-        if request.tool_choice:
-            # The tools stay defined (the conversation holds tool_use blocks); "none"
-            # only forbids calling them.
-            params["tool_choice"] = {"type": request.tool_choice}
-    return params
-
-
-def _mark_last_user_message(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of the messages with a cache breakpoint on the last user block."""
-    marked = list(messages)
-    for index in range(len(marked) - 1, -1, -1):
-        message = marked[index]
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        if not isinstance(blocks, list) or not blocks or not isinstance(blocks[-1], dict):
-            break
-        # The API refuses a cache breakpoint on an empty text block.
-        if blocks[-1].get("type") == "text" and not blocks[-1].get("text"):
-            break
-        last = blocks[-1] | {"cache_control": CACHE_CONTROL}
-        marked[index] = message | {"content": [*blocks[:-1], last]}
-        break
-    return marked
+        return api_status_error(error.status_code, error_type, api_message, attempts)
 
 
 def to_response(message: Message) -> ModelResponse:
@@ -359,51 +285,17 @@ def _retryable(error: _Failure) -> bool:
     if isinstance(error, anthropic.APIConnectionError | _UnreadableAnswer):
         return True
     assert isinstance(error, anthropic.APIStatusError)
-    return error.status_code in RETRY_STATUSES or _error_details(error)[0] in RETRY_ERROR_TYPES
+    return retryable(error.status_code, _error_details(error)[0])
 
 
 def _retry_wait(error: _Failure, attempt: int) -> float:
-    """Seconds before the next attempt: the server's retry-after, else backoff with jitter."""
-    first = FIRST_RETRY_WAIT
-    if isinstance(error, anthropic.APIStatusError):
-        retry_after = parse_retry_after(error.response.headers)
-        if retry_after is not None:
-            return min(retry_after, MAX_RETRY_WAIT)
-        if _overloaded(error):
-            first = FIRST_OVERLOAD_WAIT
-    backoff = min(first * 2.0 ** (attempt - 1), MAX_RETRY_WAIT)
-    # Jitter spreads out parallel subagents that all hit the same overload.
-    return backoff * random.uniform(0.75, 1.0)
-
-
-def _overloaded(error: anthropic.APIStatusError) -> bool:
-    """A 529 or 5xx (or such an error inside a stream): the API, not the request, is at fault."""
-    return error.status_code in OVERLOAD_STATUSES or (
-        _error_details(error)[0] in OVERLOAD_ERROR_TYPES
+    if not isinstance(error, anthropic.APIStatusError):
+        return retry_wait(attempt)
+    return retry_wait(
+        attempt,
+        retry_after=parse_retry_after(error.response.headers),
+        overload=overloaded(error.status_code, _error_details(error)[0]),
     )
-
-
-def overload_schedule(retries: int) -> list[float]:
-    """The waits between attempts during an overload, before jitter (for docs/configuration.md)."""
-    return [min(FIRST_OVERLOAD_WAIT * 2.0**n, MAX_RETRY_WAIT) for n in range(retries)]
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """The wait a retry-after-ms or retry-after header asks for (seconds or an HTTP date)."""
-    try:
-        if "retry-after-ms" in headers:
-            return max(0.0, float(headers["retry-after-ms"]) / 1000)
-        value = headers.get("retry-after")
-        if value is None:
-            return None
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(headers.get("retry-after", ""))
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _error_details(error: anthropic.APIStatusError) -> tuple[str | None, str | None]:

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from sandbox_runner.errors import PlanrunError
+
+# What a user is told, and what to do about it, for errors that a retry cannot fix.
+FAIL_AT_ONCE = {
+    400: ("the Anthropic API rejected the request", ""),
+    401: ("the API key was rejected", "check ANTHROPIC_API_KEY"),
+    403: ("the API key is not allowed to make this request", ""),
+    404: ("the model or endpoint was not found", "check the model name and ANTHROPIC_BASE_URL"),
+}
+_PROMPT_TOO_LONG = re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)")
 
 
 class ModelError(PlanrunError):
@@ -76,6 +86,29 @@ class ContextBudgetError(ModelError):
             "shorten the system prompt, the task or the attached files",
             status=400,
         )
+
+
+def api_status_error(
+    status: int, error_type: str | None, api_message: str | None, attempts: int
+) -> ModelError:
+    """The error for an HTTP error of the API (or an error event in a stream, after its
+    200) that is not retried: a request too large for the context window, or the API's
+    refusal or failure, with what to do about it."""
+    too_long = _PROMPT_TOO_LONG.search(api_message or "")
+    if status == 400 and too_long:
+        return ContextBudgetError(int(too_long.group(1)), int(too_long.group(2)))
+    if status == 400 and "too long" in (api_message or ""):
+        return ContextBudgetError(None, None)
+    summary, hint = FAIL_AT_ONCE.get(status, ("the Anthropic API failed", ""))
+    return ModelAPIError(
+        summary,
+        # An error event inside a stream arrives after a 200, which would mislead.
+        status=status if status >= 400 else None,
+        error_type=error_type,
+        api_message=api_message,
+        attempts=attempts,
+        hint=hint,
+    )
 
 
 class CassetteError(ModelError):

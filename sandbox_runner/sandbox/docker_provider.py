@@ -8,9 +8,10 @@ from typing import Any
 
 import docker.errors
 
+from sandbox_runner.sandbox.container_options import MANAGED_LABEL
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.provider import LiveSandboxes
-from sandbox_runner.sandbox.spec import MANAGED_LABEL, SandboxSpec
+from sandbox_runner.sandbox.spec import SandboxSpec
 
 CONFLICT = 409
 

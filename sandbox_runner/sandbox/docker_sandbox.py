@@ -13,6 +13,8 @@ from sandbox_runner import SandboxBase
 from sandbox_runner.errors import PlanrunError, SandboxDiedError, SandboxError, WorkspaceError
 from sandbox_runner.paths import PLAN_MOUNT
 from sandbox_runner.sandbox.client import ToolServerClient
+from sandbox_runner.sandbox.container_options import container_options
+from sandbox_runner.sandbox.host_paths import SANDBOX_UID, sandbox_user, submounts
 from sandbox_runner.sandbox.image import require_image
 from sandbox_runner.sandbox.plan_copy import (
     CopyProblem,
@@ -23,14 +25,7 @@ from sandbox_runner.sandbox.plan_copy import (
     seed,
 )
 from sandbox_runner.sandbox.provider import LiveSandboxes
-from sandbox_runner.sandbox.spec import (
-    SANDBOX_UID,
-    Profile,
-    SandboxSpec,
-    container_options,
-    sandbox_user,
-    submounts,
-)
+from sandbox_runner.sandbox.spec import Profile, SandboxSpec
 from sandbox_runner.types import ExecResult, ToolRequest
 
 READY_TIMEOUT_SECONDS = 30.0

@@ -9,8 +9,9 @@ from typing import Any
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS, Limits
 from sandbox_runner.sandbox.docker_provider import DockerProvider
+from sandbox_runner.sandbox.host_paths import prepare_plan_dir, resolve_workspace
 from sandbox_runner.sandbox.image import image_tag, require_image
-from sandbox_runner.sandbox.spec import SandboxSpec, prepare_plan_dir, resolve_workspace
+from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ExecResult, ToolRequest
 
 

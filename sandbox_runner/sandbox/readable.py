@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_runner.errors import WorkspaceError
-from sandbox_runner.sandbox.spec import sandbox_user
+from sandbox_runner.sandbox.host_paths import sandbox_user
 
 READ, READ_AND_LIST = 4, 5
 """Permission bits needed: r for a file, r and x for a directory."""

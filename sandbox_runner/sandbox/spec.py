@@ -1,33 +1,22 @@
-"""What a sandbox is made of: paths, limits, the user it runs as, and the container options."""
+"""What a sandbox is made of: its profile, mounts and limits (its container options are in
+container_options.py, the checks of its host directories in host_paths.py)."""
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
-from sandbox_runner import __version__
-from sandbox_runner.errors import WorkspaceError
 from sandbox_runner.limits import Limits
 from sandbox_runner.paths import EXTRA_MOUNT_ROOT, PLAN_MOUNT, WORKSPACE_MOUNT
 
+# Re-exported: the CLI and runs/ import it from here.
+from sandbox_runner.sandbox.host_paths import resolve_workspace as resolve_workspace
+
 # The tool server is a package directory, started as one: `python3 -I -S TOOLSERVER_MOUNT`.
 TOOLSERVER_MOUNT = "/opt/planrun/toolserver"
-TOOLSERVER_SOURCE = Path(__file__).with_name("toolserver")
 RESOLV_CONF_MOUNT = "/etc/resolv.conf"
-# Mounted over Docker's copy of the host's resolver configuration: nothing to resolve with.
-EMPTY_RESOLV_CONF = Path(__file__).with_name("empty_resolv.conf")
-# The /plan of a probe sandbox: enough for the tool server, too small to matter.
-PROBE_PLAN_MB = 1
-PROBE_PLAN_ENTRIES = 16
-# The unprivileged uid of the image's `planrun` user, used when planrun itself runs as root.
-SANDBOX_UID = 10001
-SANDBOX_GID = 10001
-LABEL_PREFIX = "io.planrun"
-MANAGED_LABEL = f"{LABEL_PREFIX}.managed"
 
 
 class Profile(StrEnum):
@@ -210,64 +199,6 @@ def protected_mounts(workspace: Path, protected: tuple[str, ...]) -> list[Mount]
     return mounts
 
 
-def resolve_workspace(path: str | os.PathLike[str]) -> Path:
-    """Return the absolute, symlink-free workspace path, or raise WorkspaceError."""
-    if not os.fspath(path).strip():
-        # Path("") is ".", which would plan the current directory without saying so.
-        raise WorkspaceError("the workspace path is empty; give a directory (--repo .)")
-    candidate = Path(path).expanduser()
-    if not candidate.exists():
-        raise WorkspaceError(f"workspace {candidate} does not exist")
-    if not candidate.is_dir():
-        raise WorkspaceError(f"workspace {candidate} is not a directory")
-    if not os.access(candidate, os.R_OK | os.X_OK):
-        raise WorkspaceError(f"workspace {candidate} is not readable")
-    return candidate.resolve()
-
-
-def prepare_plan_dir(path: str | os.PathLike[str], workspace: Path | None = None) -> Path:
-    """Create the plan directory if needed and return its absolute path.
-
-    Raises:
-        WorkspaceError: it cannot be created, is not a directory, or lies inside the
-            workspace (which is mounted read-only, so the plan could not be written).
-    """
-    plan_dir = Path(path).expanduser()
-    if plan_dir.is_symlink():
-        raise WorkspaceError(f"plan directory {plan_dir} is a symbolic link; give a real directory")
-    try:
-        plan_dir.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise WorkspaceError(f"plan directory {plan_dir} exists and is not a directory") from None
-    except OSError as error:
-        reason = error.strerror or str(error)
-        raise WorkspaceError(f"cannot create plan directory {plan_dir}: {reason}") from None
-    plan_dir = plan_dir.resolve()
-    if workspace is not None and plan_dir.is_relative_to(workspace):
-        raise WorkspaceError(
-            f"plan directory {plan_dir} is inside the workspace {workspace}, which is read-only"
-        )
-    return plan_dir
-
-
-def sandbox_user(workspace: Path | None = None) -> tuple[int, int]:
-    """The uid:gid the container runs as: the invoking user's, never root.
-
-    As root, the workspace owner's (so that a repository of owner-only files stays
-    readable), or the image's unprivileged user when root owns the workspace too.
-    """
-    uid, gid = os.getuid(), os.getgid()
-    if uid != 0:
-        return uid, gid if gid != 0 else uid
-    try:
-        owner = os.stat(workspace) if workspace is not None else None
-    except OSError:
-        owner = None
-    if owner is not None and owner.st_uid != 0:
-        return owner.st_uid, owner.st_gid if owner.st_gid != 0 else owner.st_uid
-    return SANDBOX_UID, SANDBOX_GID
-
-
 def extra_mount_points(extra_dirs: tuple[Path, ...]) -> list[tuple[Path, str]]:
     """Pair each extra directory with a unique /ro/<name> mount point."""
     used: set[str] = set()
@@ -280,144 +211,3 @@ def extra_mount_points(extra_dirs: tuple[Path, ...]) -> list[tuple[Path, str]]:
         used.add(name)
         pairs.append((directory, f"{EXTRA_MOUNT_ROOT}/{name}"))
     return pairs
-
-
-def labels(spec: SandboxSpec) -> dict[str, str]:
-    """Labels that identify planrun's containers and their owner process."""
-    return {
-        MANAGED_LABEL: "1",
-        f"{LABEL_PREFIX}.session": spec.session,
-        f"{LABEL_PREFIX}.agent": spec.agent,
-        f"{LABEL_PREFIX}.version": __version__,
-        f"{LABEL_PREFIX}.pid": str(os.getpid()),
-        f"{LABEL_PREFIX}.host": os.uname().nodename,
-    }
-
-
-def toolserver_command(spec: SandboxSpec) -> list[str]:
-    """The container's main process: the tool server, under the image's python3."""
-    command = ["python3", "-I", "-S", TOOLSERVER_MOUNT, "--workspace", WORKSPACE_MOUNT]
-    command += ["--plan-dir", PLAN_MOUNT]
-    megabytes, entries = plan_capacity(spec)
-    command += ["--max-plan-bytes", str(megabytes * 1024 * 1024)]
-    command += ["--max-plan-entries", str(entries)]
-    for mount in spec.extra_mounts:
-        command += ["--extra-dir", mount.target]
-    if spec.profile is Profile.WORK:
-        command += ["--writable", WORKSPACE_MOUNT]
-    return command
-
-
-def submounts(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> list[str]:
-    """Mount points strictly below path: Docker before 25 leaves them writable in a
-    read-only bind mount, so they must not exist under the workspace."""
-    try:
-        lines = mountinfo.read_text().splitlines()
-    except OSError:
-        return []
-    below = []
-    for line in lines:
-        fields = line.split()
-        if len(fields) < 5:
-            continue
-        # mountinfo escapes space, tab, newline and backslash as octal.
-        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
-        if Path(point) != path and Path(point).is_relative_to(path):
-            below.append(point)
-    return below
-
-
-def plan_capacity(spec: SandboxSpec) -> tuple[int, int]:
-    """Size in MiB and entries of the sandbox's /plan (tiny unless it is copied out)."""
-    if spec.profile is not Profile.PLAN:
-        return PROBE_PLAN_MB, PROBE_PLAN_ENTRIES
-    return spec.limits.plan_dir_mb, spec.limits.plan_dir_entries
-
-
-def plan_tmpfs(spec: SandboxSpec, uid: int, gid: int) -> str:
-    """Mount options of /plan: a tmpfs the kernel caps in bytes and entries, no exec."""
-    size, entries = plan_capacity(spec)
-    return f"rw,noexec,nosuid,nodev,size={size}m,nr_inodes={entries},mode=0700,uid={uid},gid={gid}"
-
-
-def container_options(
-    spec: SandboxSpec, user: tuple[int, int] | None = None, *, recursive_read_only: bool = False
-) -> dict[str, Any]:
-    """The keyword arguments for docker's `containers.create`, as plain data.
-
-    Every relaxation of these options is a security bug: read-only root and mounts (a
-    work sandbox's workspace alone is writable; /plan and /tmp are size-capped tmpfs
-    mounts), no network (unless a work sandbox was granted it), no capabilities, no
-    privilege escalation, planrun's seccomp profile, no shared IPC, no log copy, bounded
-    memory, processes, CPU and file size.
-    """
-    # Here, not at the top: resolve_workspace is on the way to the session's prompt.
-    from sandbox_runner.sandbox.seccomp import seccomp_profile
-
-    uid, gid = user or sandbox_user(spec.workspace)
-    limits = spec.limits
-    mounts = [
-        _bind(m.source, m.target, read_only=not m.writable, recursive=recursive_read_only)
-        for m in spec.mounts
-    ]
-    mounts.append(_bind(TOOLSERVER_SOURCE, TOOLSERVER_MOUNT, read_only=True))
-    if not spec.network:
-        mounts.append(_bind(EMPTY_RESOLV_CONF, RESOLV_CONF_MOUNT, read_only=True))
-    # A work session builds and runs tests, which may execute what they put in /tmp.
-    tmp_exec = "exec" if spec.profile is Profile.WORK else "noexec"
-    file_bytes = limits.plan_dir_mb * 1024 * 1024
-    return {
-        "image": spec.image,
-        "command": toolserver_command(spec),
-        "user": f"{uid}:{gid}",
-        "working_dir": WORKSPACE_MOUNT,
-        "environment": {},
-        "hostname": "planrun-sandbox",
-        "labels": labels(spec),
-        "mounts": mounts,
-        "read_only": True,
-        "tmpfs": {
-            "/tmp": f"rw,{tmp_exec},nosuid,nodev,size={limits.tmp_mb}m,mode=1777",
-            PLAN_MOUNT: plan_tmpfs(spec, uid, gid),
-        },
-        "network_mode": "bridge" if spec.network else "none",
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges:true", f"seccomp={seccomp_profile()}"],
-        "pids_limit": limits.pids,
-        "mem_limit": f"{limits.memory_mb}m",
-        "memswap_limit": f"{limits.memory_mb}m",
-        "nano_cpus": int(limits.cpus * 1e9),
-        "ulimits": [
-            {"Name": "fsize", "Soft": file_bytes, "Hard": file_bytes},
-            {"Name": "nofile", "Soft": limits.open_files, "Hard": limits.open_files},
-            {"Name": "core", "Soft": 0, "Hard": 0},
-        ],
-        # No init process: the tool server is PID 1. The kernel then shields it from
-        # signals sent inside, and no other process shares its stdin and stdout, so no
-        # command can read requests or forge replies. The server reaps orphans itself.
-        "init": False,
-        "stdin_open": True,
-        # Not detached: docker-py then sets StdinOnce, so when planrun's attach connection
-        # closes (planrun exited or was killed) the server reads end-of-file, kills every
-        # command and exits, and Docker removes the container: nothing outlives planrun.
-        "detach": False,
-        "auto_remove": True,
-        "tty": False,
-        # Its own IPC namespace without /dev/shm: commands need no shared memory.
-        "ipc_mode": "none",
-        # Tool output is not copied into a log file on the host.
-        "log_config": {"Type": "none", "Config": {}},
-    }
-
-
-def _bind(source: Path, target: str, *, read_only: bool, recursive: bool = False) -> dict[str, Any]:
-    options: dict[str, Any] = {"Propagation": "rprivate"}
-    if read_only and recursive:
-        options["ReadOnlyForceRecursive"] = True
-    return {
-        "Type": "bind",
-        "Source": str(source),
-        "Target": target,
-        "ReadOnly": read_only,
-        "BindOptions": options,
-    }

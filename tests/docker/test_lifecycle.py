@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from sandbox_runner.errors import ImageMissingError, SandboxError
+from sandbox_runner.sandbox.container_options import container_options
 from sandbox_runner.sandbox.docker_provider import collect_garbage
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.spec import SandboxSpec, container_options
+from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ToolRequest
 from tests.conftest import unavailable
 

@@ -13,7 +13,8 @@ import pytest
 
 from sandbox_runner.sandbox.docker_provider import DockerProvider
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.spec import Profile, SandboxSpec, sandbox_user
+from sandbox_runner.sandbox.host_paths import sandbox_user
+from sandbox_runner.sandbox.spec import Profile, SandboxSpec
 from sandbox_runner.types import ExecResult, ToolRequest
 from tests.conftest import make_sample_repo
 

@@ -19,7 +19,7 @@ from typing import Any
 from sandbox_runner import SandboxBase
 from sandbox_runner.errors import SandboxError
 from sandbox_runner.sandbox.client import ToolServerClient
-from sandbox_runner.sandbox.spec import TOOLSERVER_SOURCE
+from sandbox_runner.sandbox.container_options import TOOLSERVER_SOURCE
 from sandbox_runner.types import ExecResult, ToolRequest
 
 # /workspace or /plan as a whole path component, wherever it appears in a request.

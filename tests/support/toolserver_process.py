@@ -18,12 +18,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sandbox_runner.sandbox.spec import (
-    MANAGED_LABEL,
-    TOOLSERVER_MOUNT,
-    TOOLSERVER_SOURCE,
-    sandbox_user,
-)
+from sandbox_runner.sandbox.container_options import MANAGED_LABEL, TOOLSERVER_SOURCE
+from sandbox_runner.sandbox.host_paths import sandbox_user
+from sandbox_runner.sandbox.spec import TOOLSERVER_MOUNT
 
 NOBODY = 65534
 TEST_LABEL = "io.planrun.session=toolserver-tests"

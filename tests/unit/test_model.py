@@ -192,7 +192,7 @@ def test_529_and_500_are_retried_with_growing_backoff(
 
 def test_the_overload_schedule_rides_out_about_three_minutes() -> None:
     from sandbox_runner.limits import API_RETRIES
-    from sandbox_runner.model.anthropic_model import overload_schedule
+    from sandbox_runner.model.retry_policy import overload_schedule
 
     schedule = overload_schedule(API_RETRIES)
     assert schedule == [5.0, 10.0, 20.0, 40.0, 60.0, 60.0]

@@ -385,7 +385,7 @@ def test_narration_before_tool_calls_is_not_taken_for_the_plan(plan: Runner) -> 
 
 
 def test_a_turn_with_too_many_tool_calls_runs_only_the_first_ones(plan: Runner) -> None:
-    from sandbox_runner.agents.loop import MAX_CALLS_PER_TURN
+    from sandbox_runner.agents.tool_calls import MAX_CALLS_PER_TURN
 
     calls = [use("LS", {}) for _ in range(MAX_CALLS_PER_TURN + 3)]
     model = ScriptedModel([reply(*calls), reply(say(VALID_PLAN))])

@@ -12,18 +12,14 @@ import pytest
 
 from sandbox_runner.errors import WorkspaceError
 from sandbox_runner.limits import Limits
-from sandbox_runner.sandbox.spec import (
-    Mount,
-    Profile,
-    SandboxSpec,
-    container_options,
-    extra_mount_points,
+from sandbox_runner.sandbox.container_options import container_options, toolserver_command
+from sandbox_runner.sandbox.host_paths import (
     prepare_plan_dir,
     resolve_workspace,
     sandbox_user,
     submounts,
-    toolserver_command,
 )
+from sandbox_runner.sandbox.spec import Mount, Profile, SandboxSpec, extra_mount_points
 
 
 def make_spec(

@@ -19,7 +19,8 @@ from prompt_toolkit.output import DummyOutput
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.dialogs import approval_dialog, review_dialog
 from sandbox_runner.session.session import PlanReview, Session
-from sandbox_runner.session.terminal import Terminal, TerminalUI
+from sandbox_runner.session.terminal import Terminal
+from sandbox_runner.session.terminal_output import TerminalUI
 from sandbox_runner.session.terminal_ui import (
     SPINNER,
     Activity,

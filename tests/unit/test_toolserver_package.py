@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_runner.sandbox.spec import TOOLSERVER_SOURCE
+from sandbox_runner.sandbox.container_options import TOOLSERVER_SOURCE
 
 PACKAGE = "sandbox_runner.sandbox.toolserver"
 

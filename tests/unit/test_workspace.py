@@ -14,8 +14,8 @@ from sandbox_runner.runs.workspace import (
     git_metadata_problem,
     tree_fingerprint,
 )
+from sandbox_runner.sandbox.host_paths import SANDBOX_GID, SANDBOX_UID, sandbox_user
 from sandbox_runner.sandbox.readable import check_readable
-from sandbox_runner.sandbox.spec import SANDBOX_GID, SANDBOX_UID, sandbox_user
 from tests.support.deep_tree import deep_tree
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
