@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.plans.text import CODE_FENCE
+from sandbox_runner.plans.template import (
+    MAX_TEMPLATE_SECTIONS,
+    looks_like_filled_plan,
+    read_template_text,
+)
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
-TEMPLATE_LOCATIONS = (Path(".planrun/plan.md"), Path(".codex/plan.md"))
-MAX_TEMPLATE_BYTES = 256 * 1024
+CODEX_PLAN = Path(".codex/plan.md")
+"""Where Codex keeps a plan; often its working plan for the repository, not a template."""
+TEMPLATE_LOCATIONS = (Path(".planrun/plan.md"), CODEX_PLAN)
+MAX_TEMPLATE_BYTES = 64 * 1024
 MAX_CONTEXT_BYTES = 256 * 1024
 MAX_REQUIREMENTS_BYTES = 1024 * 1024
-HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_DEFAULTS = "; using the default sections"
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,8 @@ class Template:
 
     path: Path
     sections: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    """What planrun made of it, one line each: unwrapped from a fence, what it requires."""
 
 
 def read_requirements(text: str | None, file: Path | None) -> str:
@@ -73,26 +80,42 @@ def read_template(workspace: Path, explicit: Path | None) -> Template | str | No
 
     --template is the user's own file: a problem with it is an error. The repository's
     .planrun/plan.md (or .codex/plan.md) is read beneath the workspace only, and a
-    problem with it is a warning.
+    problem with it is a warning, except that a .planrun/plan.md too large or asking for
+    too many sections is refused. A .codex/plan.md that reads as a filled-in plan (Codex's
+    working plan) is skipped with a warning.
 
     Raises:
-        ConfigError: --template is missing, unreadable or has no section headings.
+        ConfigError: --template is missing, unreadable, has no section headings, is too
+            large or asks for too many sections; or so is .planrun/plan.md (the last two).
     """
     path = find_template(workspace, explicit)
     if path is None:
         return None
-    template = load_template(path, None if explicit is not None else workspace)
+    codex = explicit is None and path == workspace / CODEX_PLAN
+    try:
+        template = load_template(path, None if explicit is not None else workspace, codex=codex)
+    except ConfigError as error:
+        if not codex:
+            raise
+        return f"{error}{_DEFAULTS}"
     if isinstance(template, str) and explicit is not None:
-        raise ConfigError(f"--template: {template.removesuffix('; using the default sections')}")
+        raise ConfigError(f"--template: {template.removesuffix(_DEFAULTS)}")
     return template
 
 
-def load_template(path: Path, workspace: Path | None = None) -> Template | str:
+def load_template(
+    path: Path, workspace: Path | None = None, *, codex: bool = False
+) -> Template | str:
     """The template's sections, or a warning saying why the defaults are used instead.
 
-    The template is only ever read; its level-2+ headings (outside code fences) become
-    the plan's required sections. With workspace, the file must lie beneath it (a link
-    out of the repository is not followed).
+    The template is only ever read; its top-level section headings (outside code fences,
+    see plans.template) become the plan's required sections. With workspace, the file must
+    lie beneath it (a link out of the repository is not followed). With codex, a file
+    that reads as a filled-in plan rather than a template is not used.
+
+    Raises:
+        ConfigError: the template is larger than MAX_TEMPLATE_BYTES or asks for more than
+            MAX_TEMPLATE_SECTIONS sections: it is refused before any plan is paid for.
     """
     try:
         if workspace is None:
@@ -100,24 +123,37 @@ def load_template(path: Path, workspace: Path | None = None) -> Template | str:
         else:
             data = read_beneath(workspace, path, MAX_TEMPLATE_BYTES, truncate=True)
     except UnsafeFileError as error:
-        return f"cannot use plan template ({error}); using the default sections"
+        return f"cannot use plan template ({error}){_DEFAULTS}"
     if data is None:
-        return f"plan template {path} does not exist; using the default sections"
-    sections: list[str] = []
-    in_fence = False
-    for line in data[:MAX_TEMPLATE_BYTES].decode("utf-8", errors="replace").splitlines():
-        if CODE_FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        match = HEADING.match(line)
-        if in_fence or match is None or len(match.group(1)) == 1:
-            continue
-        title = match.group(2).strip().strip("*_:").strip()
-        if title and title not in sections:
-            sections.append(title)
-    if not sections:
-        return f"plan template {path} has no section headings (## ...); using the default sections"
-    return Template(path, tuple(sections))
+        return f"plan template {path} does not exist{_DEFAULTS}"
+    text = data[:MAX_TEMPLATE_BYTES].decode("utf-8", errors="replace")
+    if codex and looks_like_filled_plan(text):
+        return (
+            f"{path} reads as Codex's working plan, not a template (no placeholders or empty "
+            f"sections, or boxes checked): not used{_DEFAULTS}; a template for planrun goes "
+            "in .planrun/plan.md"
+        )
+    if len(data) > MAX_TEMPLATE_BYTES:
+        raise ConfigError(
+            f"plan template {path} is larger than {MAX_TEMPLATE_BYTES // 1024} KiB: a template "
+            "holds the section headings a plan must have, not a plan; shorten it"
+        )
+    read = read_template_text(text)
+    if not read.sections:
+        return f"plan template {path} has no section headings (## ...){_DEFAULTS}"
+    if len(read.sections) > MAX_TEMPLATE_SECTIONS:
+        raise ConfigError(
+            f"plan template {path} asks for {len(read.sections)} sections (at most "
+            f"{MAX_TEMPLATE_SECTIONS}): keep as ## headings only the sections every plan "
+            "must have, and make the others ### subheadings"
+        )
+    notes = [f"plan template {path} {note}" for note in read.notes]
+    if looks_like_filled_plan(text):
+        notes.append(
+            f"plan template {path} reads as a filled-in plan (no placeholders or empty "
+            "sections): its headings are required as they are"
+        )
+    return Template(path, read.sections, tuple(notes))
 
 
 def read_context_files(files: Sequence[Path], workspace: Path, extra_dirs: Sequence[Path]) -> str:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-CODE_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-"""A line that opens (or closes) a fenced code block, CommonMark's way; group 1 is the fence."""
+CODE_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+"""A line that may open a fenced code block; group 1 is the fence, group 2 its info string."""
+HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]|$)")
+"""An ATX heading line (outside code fences); group 1 is its run of '#'."""
 _LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)")
 _TABLE_RULE = re.compile(r"\|?[\s:|-]*-[\s:|-]*\|?")
 
@@ -25,17 +28,66 @@ def section_points(section: str) -> list[str]:
     return _list_items(lines) or _table_rows(lines) or _paragraphs(lines)
 
 
-def _unfenced_lines(text: str) -> list[str]:
-    lines: list[str] = []
+def opening_fence(line: str) -> str | None:
+    """The fence (e.g. "```" or "~~~~") that `line` opens, or None when it opens none."""
+    match = CODE_FENCE.match(line)
+    # A backtick fence's info string holds no backtick: "```a`b" is inline code.
+    if match is None or (match.group(1)[0] == "`" and "`" in match.group(2)):
+        return None
+    return match.group(1)
+
+
+def closes_fence(line: str, fence: str) -> bool:
+    """Whether `line` closes the block that `fence` opened: the same character, at least as
+    many, indented at most 3 spaces, and nothing after but spaces."""
+    stripped = line.rstrip(" \t")
+    body = stripped.lstrip(" ")
+    run = len(body) - len(body.lstrip(fence[0]))
+    return len(stripped) - len(body) <= 3 and run >= len(fence) and run == len(body)
+
+
+def fenced_lines(lines: Sequence[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (its fence lines included).
+
+    CommonMark's rules, the one fence scanner that template loading, plan validation and
+    reports share: a block opens with 3 or more backticks or tildes and closes only with
+    the same character, at least as many; one left open runs to the end of the text.
+    """
+    return _scan_fences(lines)[0]
+
+
+def fence_left_open(lines: Sequence[str]) -> bool:
+    """Whether a fenced code block is still open after the last line."""
+    return _scan_fences(lines)[1]
+
+
+def _scan_fences(lines: Sequence[str]) -> tuple[list[bool], bool]:
+    fenced: list[bool] = []
     fence: str | None = None
-    for line in text.splitlines():
+    for line in lines:
         if fence is not None:
-            fence = None if line.strip().startswith(fence) else fence
-        elif opening := CODE_FENCE.match(line):
-            fence = opening.group(1)
+            fenced.append(True)
+            if closes_fence(line, fence):
+                fence = None
         else:
-            lines.append(line)
-    return lines
+            fence = opening_fence(line)
+            fenced.append(fence is not None)
+    return fenced, fence is not None
+
+
+def heading_text(rest: str) -> str:
+    """A heading's text from what follows its '#' run, without a closing run of '#'."""
+    text = rest.strip()
+    unclosed = text.rstrip("#")
+    # "## Title ##": a closing run of '#' counts only after a space (or as the whole text).
+    if not unclosed or unclosed[-1] in " \t":
+        text = unclosed.strip()
+    return text
+
+
+def _unfenced_lines(text: str) -> list[str]:
+    lines = text.splitlines()
+    return [line for line, fenced in zip(lines, fenced_lines(lines), strict=True) if not fenced]
 
 
 def _list_items(lines: list[str]) -> list[str]:

@@ -21,7 +21,7 @@ from sandbox_runner.plans.critical_files import (
     check_critical_files,
 )
 from sandbox_runner.plans.sections import accepted_names, key_words
-from sandbox_runner.plans.text import CODE_FENCE, shorten
+from sandbox_runner.plans.text import HEADING, fenced_lines, heading_text, shorten
 
 __all__ = [
     "CRITICAL_FILES_TITLE",
@@ -43,7 +43,6 @@ MAX_HEADINGS = 2000
 SUMMARY_CHARS = 400
 ENTRY_FORMAT = "- path/relative/to/repo - reason"
 
-_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]|$)")
 _LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+")
 _NON_WORD = re.compile(r"[\W_]+")
 
@@ -163,33 +162,17 @@ def extract_section(text: str, title: str) -> str | None:
 def _parse(text: str) -> _Document:
     """Split into lines and find the ATX headings that are not inside fenced code blocks."""
     lines = text.splitlines()
-    fenced = [False] * len(lines)
+    fenced = fenced_lines(lines)
     headings: list[_Heading] = []
-    fence: str | None = None
     for index, line in enumerate(lines):
-        if fence is not None:
-            fenced[index] = True
-            closing = line.strip()
-            if closing.startswith(fence) and closing.count(fence[0]) == len(closing):
-                fence = None
-        elif opening := CODE_FENCE.match(line):
-            fence = opening.group(1)
-            fenced[index] = True
-        elif len(headings) < MAX_HEADINGS and (heading := _HEADING.match(line)):
+        if fenced[index] or len(headings) >= MAX_HEADINGS:
+            continue
+        if heading := HEADING.match(line):
             level = len(heading.group(1))
-            content = _heading_text(line[heading.end() :])
+            content = heading_text(line[heading.end() :])
             words = frozenset(key_words(content)) if level <= 4 else frozenset()
             headings.append(_Heading(level, content, index, words))
     return _Document(lines, fenced, headings)
-
-
-def _heading_text(rest: str) -> str:
-    text = rest.strip()
-    unclosed = text.rstrip("#")
-    # "## Title ##": a closing run of '#' counts only after a space (or as the whole text).
-    if not unclosed or unclosed[-1] in " \t":
-        text = unclosed.strip()
-    return text
 
 
 def _locate(
@@ -277,7 +260,7 @@ def _summary(document: _Document, positions: list[int]) -> str:
         for index in range(document.headings[position].index + 1, _section_end(document, position)):
             line = document.lines[index]
             # A paragraph ends at a blank line, a code block or a subheading.
-            if document.fenced[index] or not line.strip() or _HEADING.match(line):
+            if document.fenced[index] or not line.strip() or HEADING.match(line):
                 if paragraph:
                     break
                 continue

@@ -167,6 +167,8 @@ def prepare(request: PlanRequest, warn: Warn) -> PreparedRun:
         warn(template)
     elif template is not None:
         sections = template.sections
+        for note in template.notes:
+            warn(note)
     context = read_context_files(request.context_files, workspace, loaded.resolved_extra_dirs())
     synthesis_override = ""
     if settings.synthesis:

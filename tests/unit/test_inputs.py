@@ -41,7 +41,9 @@ def test_template_sections_come_from_its_headings(tmp_path: Path) -> None:
     template.write_text(
         "# Title\n\n## Goal\n\n```\n## not a heading\n```\n\n### Design:\n## **Rollout**\n"
     )
-    assert load_template(template) == Template(template, ("Goal", "Design", "Rollout"))
+    loaded = load_template(template)
+    # "### Design:" is a subsection of Goal: structure, not a required section.
+    assert isinstance(loaded, Template) and loaded.sections == ("Goal", "Rollout")
 
 
 def test_template_discovery_order(tmp_path: Path) -> None:
