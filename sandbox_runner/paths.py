@@ -18,3 +18,10 @@ def planrun_home() -> Path:
     """planrun's per-user directory: $PLANRUN_HOME, or ~/.planrun."""
     configured = os.environ.get("PLANRUN_HOME")
     return Path(configured).expanduser() if configured else Path.home() / ".planrun"
+
+
+def claude_home() -> Path:
+    """Claude Code's per-user directory, whose agents/ planrun reads too: $CLAUDE_CONFIG_DIR
+    (as Claude Code itself honours it), or ~/.claude."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".claude"

@@ -21,6 +21,14 @@ def planrun_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     return home
 
 
+@pytest.fixture(autouse=True)
+def claude_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own ~/.claude, so no test reads the user's Claude Code agents."""
+    home = tmp_path_factory.mktemp("claude-home")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home))
+    return home
+
+
 def unavailable(reason: str) -> None:
     """Skip a Docker test locally; in CI a Docker test must never silently not run."""
     if IN_CI:

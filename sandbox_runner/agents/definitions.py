@@ -20,6 +20,10 @@ GENERAL_PURPOSE_TOOLS: tuple[str, ...] = (*READ_ONLY_TOOLS, "Write", "Edit", "Ta
 # NotebookEdit is not implemented, but Claude Code agent files name it (mostly to disallow
 # it), so it must count as a known name for those files to load.
 KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "NotebookEdit")
+TOOL_ALIASES: dict[str, str] = {"Agent": "Task"}
+"""Other names agent files use for a tool: Claude Code renamed Task to Agent."""
+INERT_IN_SUBAGENT = frozenset({"Task"})
+"""Tools a subagent is never given, whatever its file lists: a subagent launches none."""
 
 BUILTIN_NAMES = frozenset({"Plan", "Explore", "general-purpose", "Synthesis"})
 """The names of the built-in agents (BUILTINS)."""
@@ -55,6 +59,8 @@ class AgentDefinition:
     """True for Plan and Explore, also when a file overrides them: no Write, Edit or Task."""
     ignored_model: str = ""
     """A model a project file asked for, ignored because the user does not trust the project."""
+    task_agents: tuple[str, ...] | None = None
+    """The agents its Task tool may launch (`Agent(a, b)` in a file); None: any it may."""
 
     @property
     def overrides_builtin(self) -> bool:
@@ -64,6 +70,19 @@ class AgentDefinition:
     def effective_tools(self) -> tuple[str, ...]:
         """The tools the agent is offered: tools minus disallowed_tools, in order."""
         return tuple(tool for tool in self.tools if tool not in self.disallowed_tools)
+
+    def writing_tools(self) -> tuple[str, ...]:
+        """The effective tools a read-only agent may not have (Task aside: it is inert)."""
+        return tuple(
+            tool
+            for tool in self.effective_tools()
+            if tool not in READ_ONLY_TOOLS and tool not in INERT_IN_SUBAGENT
+        )
+
+    @property
+    def reads_only(self) -> bool:
+        """Whether it can only read: a read-only built-in, or a file giving no writing tool."""
+        return self.read_only or not self.writing_tools()
 
     def to_dict(self) -> dict[str, Any]:
         """The definition with the seed data model's camelCase names, for JSON output."""
@@ -80,6 +99,7 @@ class AgentDefinition:
             "whenToUse": self.when_to_use,
             "readOnly": self.read_only,
             "ignoredModel": self.ignored_model or None,
+            "taskAgents": None if self.task_agents is None else list(self.task_agents),
         }
 
 
@@ -100,14 +120,14 @@ def resolve_model(definition: AgentDefinition, parent_model: str) -> str:
 
 
 def check_read_only(definition: AgentDefinition) -> None:
-    """Refuse a read-only agent that would be offered a tool beyond READ_ONLY_TOOLS.
+    """Refuse a read-only agent that would be offered a tool beyond READ_ONLY_TOOLS (or Task).
 
     Raises:
         ConfigError: naming the agent, the file that defined it and the tools to remove.
     """
     if not definition.read_only:
         return
-    extra = [tool for tool in definition.effective_tools() if tool not in READ_ONLY_TOOLS]
+    extra = definition.writing_tools()
     if extra:
         raise ConfigError(
             f"agent {definition.name!r} is read-only, but {definition.file_path} gives it "

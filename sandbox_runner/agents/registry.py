@@ -3,45 +3,33 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sandbox_runner.agents.agent_file import AgentFile, InvalidAgentFile, read_agent_file
 from sandbox_runner.agents.definitions import (
+    BUILTIN_NAMES,
     BUILTINS,
     GENERAL_PURPOSE_TOOLS,
-    KNOWN_TOOLS,
     SCOPE_PRIORITY,
     AgentDefinition,
     Scope,
     check_read_only,
 )
+from sandbox_runner.catalog import INHERIT
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.paths import claude_home as default_claude_home
 from sandbox_runner.paths import planrun_home
-from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
-if TYPE_CHECKING:
-    import yaml
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-# Front-matter keys planrun reads, in both Claude Code's camelCase and snake_case. Other
-# keys (color, permissionMode, ...) belong to other tools and are ignored.
-_FIELDS = {
-    "name": "name",
-    "description": "description",
+_BUILTIN_KEYS = {name.casefold(): name for name in BUILTIN_NAMES}
+_TOOL_CHANGES = {
     "tools": "tools",
-    "disallowedTools": "disallowed_tools",
-    "disallowed_tools": "disallowed_tools",
-    "model": "model",
-    "whenToUse": "when_to_use",
-    "when_to_use": "when_to_use",
+    "disallowed_tools": "disallowedTools",
+    "task_agents": "Agent(...)",
 }
-_TOOL_FIELDS = {"tools", "disallowed_tools"}
-MAX_AGENT_BYTES = 1024 * 1024
-"""An agent file larger than this is skipped with a warning."""
-_KNOWN_TOOL_KEYS = {tool.casefold(): tool for tool in KNOWN_TOOLS}
+"""The fields that change an agent's tools, by the name a file gives them."""
 
 
 @dataclass(frozen=True)
@@ -56,27 +44,29 @@ class AgentWarning:
 
 
 @dataclass(frozen=True)
-class _AgentFile:
+class AgentDir:
+    """A directory agent files are read from."""
+
     path: Path
     scope: Scope
-    name: str
-    fields: dict[str, Any]
-    body: str
-    notes: list[str] = field(default_factory=list)
-    """Problems that did not stop the file from loading (tools planrun does not have)."""
+    may_change_builtin_tools: bool
+    """Only planrun's own user directory: a repository's files are a stranger's, and
+    Claude Code's files were written for Claude Code's agents, not planrun's."""
 
 
-class _InvalidFile(Exception):
-    """Why an agent file cannot be used; it becomes an AgentWarning for that file."""
+def agent_dirs(workspace: Path | None, home: Path, claude_home: Path) -> list[AgentDir]:
+    """The directories agent files are read from, lowest priority first.
 
-
-def agent_dirs(workspace: Path | None, home: Path) -> list[tuple[Path, Scope]]:
-    """The directories agent files are read from, lowest priority first."""
-    dirs: list[tuple[Path, Scope]] = [(home / "agents", "user")]
+    In each scope planrun's own directory comes after Claude Code's, so it wins a name
+    both define; a project file wins over a user file, as in Claude Code.
+    """
+    dirs = [
+        AgentDir(claude_home / "agents", "user", False),
+        AgentDir(home / "agents", "user", True),
+    ]
     if workspace is not None:
-        # planrun's own directory comes last, so it wins over the Claude Code one.
-        dirs.append((workspace / ".claude" / "agents", "project"))
-        dirs.append((workspace / ".planrun" / "agents", "project"))
+        dirs.append(AgentDir(workspace / ".claude" / "agents", "project", False))
+        dirs.append(AgentDir(workspace / ".planrun" / "agents", "project", False))
     return dirs
 
 
@@ -88,11 +78,18 @@ class Registry:
     ) -> None:
         self._definitions = {definition.name.casefold(): definition for definition in definitions}
         self.warnings: list[AgentWarning] = list(warnings)
-        """Problems with agent files, in the order found; those files were skipped."""
+        """Problems with agent files, in the order found: files skipped, or loaded in part."""
+        self.directories: list[Path] = []
+        """The directories agent files were looked for in, lowest priority first."""
 
     @classmethod
     def load(
-        cls, workspace: Path | None, home: Path | None = None, *, trust_project: bool = False
+        cls,
+        workspace: Path | None,
+        home: Path | None = None,
+        *,
+        trust_project: bool = False,
+        claude_home: Path | None = None,
     ) -> Registry:
         """Load the built-ins, then user files, then project files, each overriding the last.
 
@@ -101,18 +98,23 @@ class Registry:
             home: planrun's per-user directory; $PLANRUN_HOME or ~/.planrun when None.
             trust_project: whether project files may choose a model; when not, a model
                 they name is kept in ignored_model and not used.
+            claude_home: Claude Code's per-user directory, whose agents/ is read too;
+                $CLAUDE_CONFIG_DIR or ~/.claude when None.
 
         Returns:
             The registry; invalid files are listed in its warnings, not raised.
         """
         definitions = {definition.name.casefold(): definition for definition in BUILTINS}
         warnings: list[AgentWarning] = []
-        for directory, scope in agent_dirs(workspace, home or planrun_home()):
+        dirs = agent_dirs(workspace, home or planrun_home(), claude_home or default_claude_home())
+        for directory in dirs:
             # A repository's files are read beneath it: no link out to the host's files.
-            beneath = workspace if scope == "project" else None
-            trusted = trust_project or scope != "project"
-            _load_directory(directory, scope, definitions, warnings, beneath, trusted)
-        return cls(definitions.values(), warnings)
+            beneath = workspace if directory.scope == "project" else None
+            trusted = trust_project or directory.scope != "project"
+            _load_directory(directory, definitions, warnings, beneath, trusted)
+        registry = cls(definitions.values(), warnings)
+        registry.directories = [directory.path for directory in dirs]
+        return registry
 
     def get(self, name: str) -> AgentDefinition:
         """The definition called name (an exact match first, then ignoring case).
@@ -135,31 +137,53 @@ class Registry:
 
 
 def _load_directory(
-    directory: Path,
-    scope: Scope,
+    directory: AgentDir,
     definitions: dict[str, AgentDefinition],
     warnings: list[AgentWarning],
     beneath: Path | None = None,
     trusted: bool = True,
 ) -> None:
     defined_here: dict[str, Path] = {}
-    for path in _markdown_files(directory, warnings, beneath):
+    for path in _markdown_files(directory.path, warnings, beneath):
         try:
-            agent_file = _read_agent_file(path, scope, beneath)
+            agent_file = read_agent_file(path, directory.scope, beneath)
             key = agent_file.name.casefold()
             if key in defined_here:
-                raise _InvalidFile(
+                raise InvalidAgentFile(
                     f"agent {agent_file.name!r} is already defined by {defined_here[key]}; "
                     "this file is ignored"
                 )
+            if key in _BUILTIN_KEYS and not directory.may_change_builtin_tools:
+                agent_file = _without_tool_changes(agent_file, _BUILTIN_KEYS[key])
             definition = _merge(definitions.get(key), agent_file, trusted)
-        except _InvalidFile as problem:
+        except InvalidAgentFile as problem:
             warnings.append(AgentWarning(path, str(problem)))
             continue
         defined_here[key] = path
         definitions[key] = definition
         warnings.extend(AgentWarning(path, note) for note in agent_file.notes)
         warnings.extend(_soft_problems(definition, path))
+
+
+def _without_tool_changes(agent_file: AgentFile, builtin: str) -> AgentFile:
+    """The file with the tools it gives a built-in taken out, and a note saying so.
+
+    A built-in's tools are what makes it safe to run (Plan and Explore only read) and fit
+    for its job; a repository's file, or one written for Claude Code's agents, may change
+    its prompt, description and (if trusted) model, but not its tools.
+    """
+    asked = [name for name in _TOOL_CHANGES if name in agent_file.fields]
+    if not asked:
+        return agent_file
+    fields = {name: value for name, value in agent_file.fields.items() if name not in asked}
+    # Notes about the tools no longer apply: those tools are not used at all.
+    notes = [note for note in agent_file.notes if not note.startswith(("'tools'", "'disallowed"))]
+    notes.append(
+        f"a file here cannot change the tools of the built-in {builtin} agent, so its "
+        f"{'/'.join(_TOOL_CHANGES[name] for name in asked)} are ignored "
+        f"(only ~/.planrun/agents may change them)"
+    )
+    return replace(agent_file, fields=fields, notes=notes)
 
 
 def _markdown_files(
@@ -198,46 +222,13 @@ def _soft_problems(definition: AgentDefinition, path: Path) -> list[AgentWarning
     return problems
 
 
-def _read_agent_file(path: Path, scope: Scope, beneath: Path | None = None) -> _AgentFile:
-    """Parse one Markdown agent file: YAML front matter between '---' lines, then the body."""
-    # Project agent files are the repository author's: a FIFO must not hang planrun, a link
-    # to /dev/zero exhaust its memory, nor a link to a host file be read (beneath).
-    try:
-        if beneath is None:
-            raw = read_untrusted_bytes(path, MAX_AGENT_BYTES)
-        else:
-            raw = read_beneath(beneath, path, MAX_AGENT_BYTES)
-        if raw is None:
-            raise _InvalidFile("cannot read the file: No such file or directory")
-        text = raw.decode("utf-8-sig")
-    except UnsafeFileError as error:
-        reason = str(error).replace(str(path), "it")
-        raise _InvalidFile(f"cannot read the file: {reason}") from error
-    except UnicodeDecodeError as error:
-        raise _InvalidFile(f"not UTF-8 text (invalid byte at offset {error.start})") from error
-    header, body = _split_front_matter(text)
-    import yaml  # only when there is an agent file: most starts read none
-
-    try:
-        data = yaml.safe_load(header)
-    except yaml.YAMLError as error:
-        raise _InvalidFile(f"invalid YAML front matter: {_yaml_problem(error)}") from error
-    if not isinstance(data, dict):
-        raise _InvalidFile("the front matter must be a mapping of fields (name: ..., ...)")
-    notes: list[str] = []
-    fields = _normalise_fields(data, notes)
-    name = fields.pop("name", None)
-    if name is None:
-        raise _InvalidFile("the required field 'name' is missing")
-    return _AgentFile(path, scope, name, fields, body.strip(), notes)
-
-
 def _merge(
-    base: AgentDefinition | None, agent_file: _AgentFile, trusted: bool = True
+    base: AgentDefinition | None, agent_file: AgentFile, trusted: bool = True
 ) -> AgentDefinition:
     """Apply a file to the definition it overrides: only the fields the file sets change.
 
     An untrusted file's model is not applied: it is kept in ignored_model, to be reported.
+    "inherit" asks for nothing the user did not choose, so it needs no trust.
     """
     origin: dict[str, Any] = {
         "file_path": str(agent_file.path),
@@ -245,7 +236,7 @@ def _merge(
         "priority": SCOPE_PRIORITY[agent_file.scope],
     }
     changes = dict(agent_file.fields)
-    if not trusted and "model" in changes:
+    if not trusted and changes.get("model", INHERIT).casefold() != INHERIT:
         changes["ignored_model"] = changes.pop("model")
     if agent_file.body:
         changes["system_prompt"] = agent_file.body
@@ -254,96 +245,12 @@ def _merge(
         # and a file must not turn a read-only agent into one that can write.
         return replace(base, **changes, **origin)
     if "description" not in changes:
-        raise _InvalidFile("the required field 'description' is missing (needed for a new agent)")
+        raise InvalidAgentFile(
+            "the required field 'description' is missing (needed for a new agent)"
+        )
     changes.setdefault("system_prompt", "")
     changes.setdefault("tools", GENERAL_PURPOSE_TOOLS)
     return AgentDefinition(name=agent_file.name, **changes, **origin)
-
-
-def _split_front_matter(text: str) -> tuple[str, str]:
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip() != "---":
-        raise _InvalidFile("no YAML front matter: the file must start with a '---' line")
-    for index, line in enumerate(lines[1:], start=1):
-        if line.rstrip() == "---":
-            return "".join(lines[1:index]), "".join(lines[index + 1 :])
-    raise _InvalidFile("the front matter has no closing '---' line")
-
-
-def _normalise_fields(data: dict[Any, Any], notes: list[str]) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    for key, value in data.items():
-        field_name = _FIELDS.get(str(key))
-        if field_name is None or value is None:
-            continue
-        if field_name in _TOOL_FIELDS:
-            fields[field_name] = _tool_names(str(key), value, notes)
-        else:
-            fields[field_name] = _text(str(key), value)
-    name = fields.get("name")
-    if name is not None and not _NAME.fullmatch(name):
-        raise _InvalidFile(
-            f"invalid name {name!r}: use letters, digits, '-', '_' or '.' (at most 64)"
-        )
-    return fields
-
-
-def _text(key: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise _InvalidFile(f"field {key!r} must be a string, not {_kind(value)}")
-    if not value.strip():
-        raise _InvalidFile(f"field {key!r} is empty")
-    return value.strip()
-
-
-def _tool_names(key: str, value: object, notes: list[str]) -> tuple[str, ...]:
-    if isinstance(value, str):
-        # Claude Code writes tools as "Read, Grep, Glob".
-        names = [part.strip() for part in value.split(",") if part.strip()]
-    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
-        names = [item.strip() for item in value]
-    else:
-        raise _InvalidFile(
-            f"field {key!r} must be a comma-separated string or a list of tool names, "
-            f"not {_kind(value)}"
-        )
-    tools: list[str] = []
-    unknown: list[str] = []
-    for name in names:
-        tool = _KNOWN_TOOL_KEYS.get(name.casefold())
-        if tool is None:
-            unknown.append(name)
-        elif tool not in tools:
-            tools.append(tool)
-    if unknown:
-        # Claude Code files name tools planrun lacks (WebFetch, mcp__...): the agent still
-        # loads, without them, and the warning says so.
-        notes.append(
-            f"{key!r} names tools planrun does not have, left out: {', '.join(unknown)} "
-            f"(known tools: {', '.join(KNOWN_TOOLS)})"
-        )
-    return tuple(tools)
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    import yaml
-
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-        # +2: marks count from 0 and the front matter starts after the opening '---' line.
-        return f"{error.problem} (line {error.problem_mark.line + 2})"
-    return str(error)
 
 
 def _reason(error: OSError) -> str:

@@ -31,7 +31,8 @@ def _model(definition: AgentDefinition) -> str:
 
 @click.group(short_help="List and show subagents (built-in, user, project).")
 def agents() -> None:
-    """Subagent definitions: built-in, user (~/.planrun/agents) and project (.planrun/agents)."""
+    """Subagent definitions: built-in, user (~/.claude/agents, ~/.planrun/agents) and project
+    (.claude/agents, .planrun/agents)."""
 
 
 @agents.command("list")
@@ -49,6 +50,11 @@ def agents_list(repo: str) -> None:
     for row in [headers, *rows]:
         cells = [str(cell).ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
         click.echo(one_line("  ".join([*cells, str(row[4])])))
+    directories = ", ".join(str(directory) for directory in registry.directories)
+    click.echo(
+        one_line(f"planrun: agent files are read from {directories} (the later wins a name)"),
+        err=True,
+    )
 
 
 @agents.command("show")
@@ -71,7 +77,7 @@ def agents_show(name: str, repo: str, as_json: bool) -> None:
         f"source:      {definition.file_path}",
         f"tools:       {', '.join(definition.effective_tools())}",
         f"model:       {_model(definition)}",
-        f"read-only:   {'yes' if definition.read_only else 'no'}",
+        f"read-only:   {'yes' if definition.reads_only else 'no'}",
     ]
     for line in lines:
         click.echo(one_line(line))

@@ -13,7 +13,12 @@ from typing import Any
 
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
-from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
+from sandbox_runner.agents.definitions import (
+    INERT_IN_SUBAGENT,
+    AgentDefinition,
+    check_read_only,
+    resolve_model,
+)
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.plan_run import Continuation, PlanAgentRun
 from sandbox_runner.agents.prompt import DEFAULT_SECTIONS, render_plan_prompt
@@ -74,21 +79,32 @@ class EarlierAttempt:
 
 
 def plan_agent(registry: Registry, name: str) -> AgentDefinition:
-    """The definition of an agent that may plan: read-only, and without writing tools.
+    """The definition of an agent that may plan: one that only reads, without Task.
+
+    A built-in read-only agent, or any agent whose tools all only read: a file's custom
+    reviewer with `tools: Read, Grep, Glob` plans as well as Plan does. Task is taken
+    away: a plan run launches no subagents.
 
     Raises:
-        ConfigError: unknown agent, an agent that can write, or a read-only agent whose
-            definition lists writing tools.
+        ConfigError: unknown agent, an agent that can write or has no tools, or a
+            read-only agent whose definition lists writing tools.
     """
     definition = registry.get(name)
-    if not definition.read_only:
-        read_only = ", ".join(d.name for d in registry.all() if d.read_only)
-        raise ConfigError(
-            f"agent {definition.name!r} can change files, so it cannot plan; "
-            f"use a read-only agent ({read_only})"
-        )
     check_read_only(definition)
-    return definition
+    writing = definition.writing_tools()
+    if writing:
+        readers = ", ".join(d.name for d in registry.all() if d.reads_only and d.effective_tools())
+        raise ConfigError(
+            f"agent {definition.name!r} can change files ({', '.join(writing)}), so it cannot "
+            f"plan; use an agent that only reads ({readers})"
+        )
+    if not [tool for tool in definition.effective_tools() if tool not in INERT_IN_SUBAGENT]:
+        raise ConfigError(
+            f"agent {definition.name!r} has no tools, so it cannot plan (it could not read "
+            f"the repository); give it some in {definition.file_path}, e.g. Read, Grep, Glob"
+        )
+    inert = tuple(tool for tool in INERT_IN_SUBAGENT if tool not in definition.disallowed_tools)
+    return replace(definition, disallowed_tools=(*definition.disallowed_tools, *inert))
 
 
 def required_sections(job: PlanJob) -> list[str]:

@@ -29,6 +29,16 @@ PLAN_TOOLS_EXTRA = ("Write", "Edit", "ExitPlanMode", "Task")
 """What the plan session has beyond the Plan agent's own tools."""
 
 
+def allowed_task_agents(
+    launcher: AgentDefinition, agents: list[AgentDefinition]
+) -> list[AgentDefinition]:
+    """The agents LAUNCHER's Task tool may launch: all, or those its `Agent(a, b)` names."""
+    if launcher.task_agents is None:
+        return agents
+    allowed = {name.casefold() for name in launcher.task_agents}
+    return [agent for agent in agents if agent.name.casefold() in allowed]
+
+
 class Conversations:
     """The work conversation (the session `<id>`) and the plan conversation (`<id>-plan`)
     of SESSION, each with its own container."""
@@ -113,7 +123,9 @@ class Conversations:
 
     def task_agents(self, which: str) -> list[AgentDefinition]:
         """The agents WHICH may launch with Task now: read-only ones only in plan mode."""
-        agents = self.session.registry.all()
+        registry = self.session.registry
+        launcher = registry.get("Plan" if which == "plan" else "general-purpose")
+        agents = allowed_task_agents(launcher, registry.all())
         if which == "plan" or self.session.state.permission_mode is PermissionMode.PLAN:
             return [a for a in agents if a.name in prompts.READ_ONLY_DISPATCH]
         return [a for a in agents if a.name in (*prompts.READ_ONLY_DISPATCH, "general-purpose")]

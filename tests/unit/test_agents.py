@@ -334,7 +334,9 @@ def test_resolve_model(model: str, parent: str, expected: str) -> None:
 
 
 def test_plan_override_that_adds_write_is_refused_naming_the_file(fs: FakeFilesystem) -> None:
-    path = agent_file(fs, PROJECT_AGENTS / "plan.md", "name: Plan\ntools: [Read, Write]")
+    # Only the user's own directory may change a built-in's tools (a project file's are
+    # ignored: test_agent_files.py); even there Plan stays read-only.
+    path = agent_file(fs, USER_AGENTS / "plan.md", "name: Plan\ntools: [Read, Write]")
     registry = load()
     plan = registry.get("Plan")
     assert plan.read_only

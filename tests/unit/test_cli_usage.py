@@ -150,7 +150,8 @@ def test_config_show_reports_an_ignored_project_model(repo: Path) -> None:
 def test_a_synthesis_agent_that_can_write_is_refused_unless_the_synthesis_is_off(
     repo: Path, planrun_home: Path
 ) -> None:
-    agents = repo / ".planrun" / "agents"
+    # The user's own file: a repository's file cannot change a built-in's tools at all.
+    agents = planrun_home / "agents"
     agents.mkdir(parents=True)
     (agents / "synthesis.md").write_text("---\nname: Synthesis\ntools: Read, Write\n---\nMerge.\n")
     result = plan("x", "--repo", str(repo), "--perspective", "a", "--perspective", "b")

@@ -368,9 +368,10 @@ def test_a_damaged_state_or_event_log_is_a_clear_error_or_skipped(session: Sessi
 
 
 def test_a_read_only_agent_whose_file_lists_writing_tools_is_not_launched(
-    workspace: Path, tmp_path: Path
+    workspace: Path, tmp_path: Path, planrun_home: Path
 ) -> None:
-    agents = workspace / ".planrun" / "agents"
+    # The user's own directory: a repository's file cannot change a built-in's tools.
+    agents = planrun_home / "agents"
     agents.mkdir(parents=True)
     (agents / "explore.md").write_text(
         "---\nname: Explore\ntools: Read, Write, Bash\n---\nYou write.\n"
@@ -389,6 +390,7 @@ def test_a_read_only_agent_whose_file_lists_writing_tools_is_not_launched(
         made.send("explore")
         result = models.made["plan"].requests[1].messages[-1]["content"][0]
         assert result["is_error"] and "The Explore subagent failed" in result["content"]
+        assert "Write" in result["content"]
         assert "task" not in models.made  # no subagent conversation was started
     finally:
         made.close()
