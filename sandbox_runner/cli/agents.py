@@ -9,6 +9,7 @@ import click
 
 from sandbox_runner.agents.definitions import AgentDefinition
 from sandbox_runner.agents.registry import Registry
+from sandbox_runner.cli.options import AGENTS_REPO_HELP, examples, json_option, repo_option
 from sandbox_runner.cli.services import reports_errors, warn
 from sandbox_runner.config import load_settings
 from sandbox_runner.safe_text import one_line, terminal_text
@@ -29,14 +30,17 @@ def _model(definition: AgentDefinition) -> str:
     return f"{definition.model} (the project's {definition.ignored_model} is ignored: not trusted)"
 
 
-@click.group(short_help="List and show subagents (built-in, user, project).")
+@click.group(
+    short_help="List and show subagents (built-in, user, project).",
+    epilog=examples("planrun agents list", "planrun agents show Plan"),
+)
 def agents() -> None:
     """Subagent definitions: built-in, user (~/.claude/agents, ~/.planrun/agents) and project
     (.claude/agents, .planrun/agents)."""
 
 
-@agents.command("list")
-@click.option("--repo", default=".", show_default=True, help="Repository whose agents to include.")
+@agents.command("list", epilog=examples("planrun agents list", "planrun agents list --repo ../api"))
+@repo_option(AGENTS_REPO_HELP)
 @reports_errors
 def agents_list(repo: str) -> None:
     """List every subagent: name, scope, source, tools and model."""
@@ -57,10 +61,12 @@ def agents_list(repo: str) -> None:
     )
 
 
-@agents.command("show")
+@agents.command(
+    "show", epilog=examples("planrun agents show Plan", "planrun agents show Plan --json")
+)
 @click.argument("name")
-@click.option("--repo", default=".", show_default=True, help="Repository whose agents to include.")
-@click.option("--json", "as_json", is_flag=True, help="Print the definition as JSON.")
+@repo_option(AGENTS_REPO_HELP)
+@json_option("Print the definition as JSON.")
 @reports_errors
 def agents_show(name: str, repo: str, as_json: bool) -> None:
     """Show one subagent's resolved definition, system prompt included."""

@@ -4,11 +4,11 @@ each found in its module when it is first asked for."""
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 import click
 
 from sandbox_runner import __version__
+from sandbox_runner.cli.options import examples, model_option, repo_option
 
 COMMAND_MODULES = {
     "agents": "agents",
@@ -43,9 +43,10 @@ class LazyGroup(click.Group):
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
     invoke_without_command=True,
+    epilog=examples("planrun --plan", "planrun --continue", "planrun --resume brave-comet"),
 )
 @click.version_option(__version__, prog_name="planrun")
-@click.option("--repo", default=".", show_default=True, help="The repository of the session.")
+@repo_option("The repository of the session.")
 @click.option("--plan", "start_in_plan", is_flag=True, help="Start in plan mode.")
 @click.option(
     "--mode",
@@ -59,9 +60,18 @@ class LazyGroup(click.Group):
     is_flag=True,
     help="Resume the latest session of this repository.",
 )
-@click.option("--model", help="The session's model (default: the configured model).")
+@model_option("The session's model (default: the configured model).")
 @click.pass_context
-def cli(ctx: click.Context, /, **options: Any) -> None:
+def cli(
+    ctx: click.Context,
+    /,
+    repo: str,
+    start_in_plan: bool,
+    mode: str | None,
+    resume_id: str | None,
+    continue_latest: bool,
+    model: str | None,
+) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
     Without a command, `planrun` opens an interactive session on the repository: a work
@@ -69,6 +79,17 @@ def cli(ctx: click.Context, /, **options: Any) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from sandbox_runner.cli.session_cmd import run_session
+    # Imported only now: `planrun CMD` starts without loading the session.
+    from sandbox_runner.cli.session_cmd import start_session
+    from sandbox_runner.session.interactive import SessionOptions
+    from sandbox_runner.tools.permissions import PermissionMode
 
-    run_session(ctx, options)
+    wanted = "plan" if start_in_plan else mode
+    options = SessionOptions(
+        repo=repo,
+        mode=PermissionMode(wanted) if wanted else None,
+        resume_id=resume_id,
+        continue_latest=continue_latest,
+        model=model,
+    )
+    start_session(ctx, options)

@@ -6,12 +6,14 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
-from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, dry_run, run_batch
+from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_batch
+from sandbox_runner.batch import dry_run as what_would_run
 from sandbox_runner.cli.batch_progress import BatchProgress
+from sandbox_runner.cli.options import examples, json_option, out_option
 from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.safe_text import one_line
@@ -28,7 +30,14 @@ class _BatchGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
-@click.group("batch", cls=_BatchGroup, short_help="Plan many tasks (a batch file).")
+@click.group(
+    "batch",
+    cls=_BatchGroup,
+    short_help="Plan many tasks (a batch file).",
+    epilog=examples(
+        "planrun batch tasks.yaml --out runs/ --parallel 4", "planrun batch status runs/"
+    ),
+)
 def batch() -> None:
     """Plan every task of a batch file (YAML or JSONL) from its perspectives.
 
@@ -41,9 +50,16 @@ def batch() -> None:
     """
 
 
-@batch.command("run", short_help="Run (or resume) a batch; `planrun batch FILE` does this.")
+@batch.command(
+    "run",
+    short_help="Run (or resume) a batch; `planrun batch FILE` does this.",
+    epilog=examples(
+        "planrun batch tasks.yaml --out runs/ --parallel 4",
+        "planrun batch tasks.yaml --out runs/ --retry-failed --only '^api-'",
+    ),
+)
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Batch directory.")
+@out_option("Batch directory.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--address", help="Ray cluster address (auto, host:port, ray://...).")
 @click.option("--parallel", type=click.IntRange(1, 256), help="Jobs running at once.")
@@ -51,29 +67,42 @@ def batch() -> None:
 @click.option("--redo", "redo", multiple=True, help="Run task ID again although it changed.")
 @click.option("--only", help="Only the tasks whose id matches this regular expression.")
 @click.option("--dry-run", is_flag=True, help="Say what would run, run nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print summary.json only.")
+@json_option("Print summary.json only.")
 @click.pass_context
 @reports_errors
-def batch_run(ctx: click.Context, /, **options: Any) -> None:
+def batch_run(
+    ctx: click.Context,
+    /,
+    file: Path,
+    out_dir: Path | None,
+    engine: Literal["local", "ray"],
+    address: str | None,
+    parallel: int | None,
+    retry_failed: bool,
+    redo: tuple[str, ...],
+    only: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Exit status: 0 every job complete and valid; 1 some failed; 2 usage (a bad batch
     file, a changed task, another driver); 3 a workspace changed; 130 interrupted."""
-    request = BatchOptions(
-        file=options["file"],
-        out_dir=options["out_dir"],
-        engine=options["engine"],
-        address=options["address"],
-        parallel=options["parallel"],
-        retry_failed=options["retry_failed"],
-        redo=tuple(options["redo"]),
-        only=options["only"],
+    options = BatchOptions(
+        file=file,
+        out_dir=out_dir,
+        engine=engine,
+        address=address,
+        parallel=parallel,
+        retry_failed=retry_failed,
+        redo=redo,
+        only=only,
     )
-    if options["dry_run"]:
-        _print_dry_run(request, as_json=options["as_json"])
+    if dry_run:
+        _print_dry_run(options, as_json=as_json)
         return
-    outcome = run_batch(request, services(ctx), warn=warn, watch=_watch(options["as_json"]))
-    if outcome.interrupted and not options["as_json"]:
+    outcome = run_batch(options, services(ctx), warn=warn, watch=_watch(as_json))
+    if outcome.interrupted and not as_json:
         click.echo("planrun: interrupted; run the same command to resume", err=True)
-    if options["as_json"]:
+    if as_json:
         click.echo(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
     else:
         _print_summary(outcome.summary)
@@ -98,8 +127,8 @@ def _watch(as_json: bool) -> Callable[[BatchStart], BatchProgress | None]:
     return watch
 
 
-def _print_dry_run(request: BatchOptions, *, as_json: bool) -> None:
-    jobs = dry_run(request, warn=warn)
+def _print_dry_run(options: BatchOptions, *, as_json: bool) -> None:
+    jobs = what_would_run(options, warn=warn)
     if as_json:
         click.echo(json.dumps({"dry_run": True, "jobs": [job.to_dict() for job in jobs]}, indent=2))
         return
@@ -122,9 +151,11 @@ def _print_summary(summary: dict[str, Any]) -> None:
     click.echo(one_line(f"Summary: {Path(summary['out_dir']) / 'summary.md'}"))
 
 
-@batch.command("status")
+@batch.command(
+    "status", epilog=examples("planrun batch status runs/", "planrun batch status runs/ --json")
+)
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@json_option("Print the status as JSON.")
 @reports_errors
 def show_batch_status(directory: Path, as_json: bool) -> None:
     """What a batch directory holds: counts by status, failed jobs (no engine, no Docker)."""

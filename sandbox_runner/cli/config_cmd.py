@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from sandbox_runner.cli.options import examples, json_option, repo_option
 from sandbox_runner.cli.services import reports_errors, warn
 from sandbox_runner.config import load_settings
 
@@ -25,20 +26,17 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-@click.group(short_help="Show the merged settings and their sources.")
+@click.group(
+    short_help="Show the merged settings and their sources.",
+    epilog=examples("planrun config show"),
+)
 def config() -> None:
     """Settings: ~/.planrun/config.yaml, .planrun/config.yaml, PLANRUN_* variables, flags."""
 
 
-@config.command("show")
-@click.option(
-    "--repo",
-    default=".",
-    show_default=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="Repository whose .planrun/config.* to include.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print settings, sources and files as JSON.")
+@config.command("show", epilog=examples("planrun config show", "planrun config show --json"))
+@repo_option("Repository whose .planrun/config.* to include.", must_exist=True)
+@json_option("Print settings, sources and files as JSON.")
 @reports_errors
 def config_show(repo: str, as_json: bool) -> None:
     """Show every setting, its value and where it came from."""

@@ -8,18 +8,21 @@ from pathlib import Path
 
 import click
 
+from sandbox_runner.cli.options import examples, repo_option
 from sandbox_runner.cli.services import reports_errors, services
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
 
 # -- engine and image ---------------------------------------------------------------------
 
 
-@click.group(short_help="Make sure a Docker engine answers.")
+@click.group(
+    short_help="Make sure a Docker engine answers.", epilog=examples("planrun engine start")
+)
 def engine() -> None:
     """The Docker engine planrun runs its sandboxes on."""
 
 
-@engine.command("start")
+@engine.command("start", epilog=examples("planrun engine start"))
 @click.pass_context
 @reports_errors
 def engine_start(ctx: click.Context) -> None:
@@ -31,12 +34,15 @@ def engine_start(ctx: click.Context) -> None:
     click.echo(f"Docker engine {version.get('Version', '?')} is ready")
 
 
-@click.group(short_help="Build the sandbox image, or say whether it is there.")
+@click.group(
+    short_help="Build the sandbox image, or say whether it is there.",
+    epilog=examples("planrun image status", "planrun image build"),
+)
 def image() -> None:
     """The sandbox image."""
 
 
-@image.command("build")
+@image.command("build", epilog=examples("planrun image build", "planrun image build --force"))
 @click.option("--force", is_flag=True, help="Rebuild even when the image is present.")
 @click.pass_context
 @reports_errors
@@ -49,7 +55,7 @@ def image_build(ctx: click.Context, force: bool) -> None:
     click.echo(tag)
 
 
-@image.command("status")
+@image.command("status", epilog=examples("planrun image status"))
 @click.pass_context
 @reports_errors
 def image_status(ctx: click.Context) -> None:
@@ -81,15 +87,23 @@ def image_status(ctx: click.Context) -> None:
 # -- sandbox ------------------------------------------------------------------------------
 
 
-@click.group(short_help="Run a command in a plan sandbox; remove leftovers.")
+@click.group(
+    short_help="Run a command in a plan sandbox; remove leftovers.",
+    epilog=examples("planrun sandbox run -- ls -la /workspace", "planrun sandbox gc"),
+)
 def sandbox() -> None:
     """Run commands in a plan sandbox, and clean up leftovers."""
 
 
-@sandbox.command("run", context_settings={"ignore_unknown_options": True})
-@click.option(
-    "--repo", "repo", default=".", show_default=True, help="Workspace, mounted read-only."
+@sandbox.command(
+    "run",
+    context_settings={"ignore_unknown_options": True},
+    epilog=examples(
+        "planrun sandbox run -- ls -la /workspace",
+        "planrun sandbox run --repo ../api --memory 512 -- git status",
+    ),
 )
+@repo_option("Workspace, mounted read-only.")
 @click.option(
     "--plan-dir",
     type=click.Path(path_type=Path),
@@ -150,7 +164,7 @@ def sandbox_run(
     ctx.exit(result.exit_code if result.exit_code is not None else 1)
 
 
-@sandbox.command("gc")
+@sandbox.command("gc", epilog=examples("planrun sandbox gc", "planrun sandbox gc --all"))
 @click.option(
     "--all", "everything", is_flag=True, help="Also remove containers of running planrun processes."
 )

@@ -2,34 +2,37 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import sys
-import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
+from sandbox_runner.cli.options import (
+    REPORT_JSON_HELP,
+    examples,
+    json_option,
+    model_option,
+    out_option,
+    repo_option,
+)
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
-from sandbox_runner.config import LoadedSettings
-from sandbox_runner.model import check_model_options
-from sandbox_runner.plans.history import remember_run
-from sandbox_runner.plans.inputs import (
-    read_requirements,
-)
 from sandbox_runner.plans.report import Report
-from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
-from sandbox_runner.runs.multi import execute
-from sandbox_runner.runs.plan_job import SandboxFactory
-from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, prepare
-from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
+from sandbox_runner.runs.multi import PlanRunOutcome
+from sandbox_runner.runs.planning import PlanOptions, RunStart, plan_run
 from sandbox_runner.safe_text import one_line
 
 
-@click.command("plan", short_help="Plan a change from one or more perspectives.")
+@click.command(
+    "plan",
+    short_help="Plan a change from one or more perspectives.",
+    epilog=examples(
+        "planrun plan -f issue.md --perspective simplicity --perspective security",
+        'planrun plan "Add a --dry-run flag to deploy" --repo ../api --out plans/dry-run --json',
+    ),
+)
 @click.argument("requirements", required=False)
 @click.option(
     "-f",
@@ -38,26 +41,14 @@ from sandbox_runner.safe_text import one_line
     type=click.Path(path_type=Path),
     help="Read the requirements from FILE.",
 )
-@click.option(
-    "--repo", default=".", show_default=True, help="The repository to plan in (mounted read-only)."
-)
+@repo_option("The repository to plan in (mounted read-only).")
 @click.option(
     "--perspective", "perspectives", multiple=True, help="A perspective or preset (repeatable)."
 )
 @click.option("--agent", default="Plan", show_default=True, help="The subagent to run.")
-@click.option("--model", help="Model id (default: the configured planning model).")
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path),
-    help="Output directory (default: a new ~/.planrun/plans/<name>/).",
-)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print report.json to standard output, and nothing else.",
-)
+@model_option("Model id (default: the configured planning model).")
+@out_option("Output directory (default: a new ~/.planrun/plans/<name>/).")
+@json_option(REPORT_JSON_HELP)
 @click.option(
     "--template",
     type=click.Path(path_type=Path),
@@ -92,61 +83,79 @@ from sandbox_runner.safe_text import one_line
 )
 @click.pass_context
 @reports_errors
-def plan(ctx: click.Context, /, **options: Any) -> None:
+def plan(
+    ctx: click.Context,
+    /,
+    requirements: str | None,
+    requirements_file: Path | None,
+    repo: str,
+    perspectives: tuple[str, ...],
+    agent: str,
+    model: str | None,
+    out_dir: Path | None,
+    as_json: bool,
+    template: Path | None,
+    context_files: tuple[Path, ...],
+    parallel: int | None,
+    max_turns: int | None,
+    timeout: float | None,
+    no_synthesis: bool,
+    replay: Path | None,
+    record: Path | None,
+) -> None:
     """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
 
     Exit status: 0 every plan complete and valid; 1 a plan failed or is invalid (the
     report is still written); 2 a usage or configuration error; 3 the workspace changed;
     130 interrupted by Ctrl-C or SIGTERM (the report is still written).
     """
-    if options["replay"] is None:
-        _warm_up_model_client()
-    requirements = read_requirements(options["requirements"], options["requirements_file"])
-    prepared = prepare(_request(options, requirements), warn).replaying(options["replay"])
-    labels = prepared.labels
-    check_model_options(options["replay"], options["record"], labels, os.environ)
-    # Docker, the image and the workspace's readability are checked before a run
-    # directory is claimed.
-    sandboxes_for = services(ctx).sandbox_factory(prepared.spec.workspace, prepared.settings)
-    spec = prepared.claim(options["out_dir"])
-    if options["out_dir"] is not None:
-        remember_run(spec.out_dir)
-    if not options["as_json"]:
-        click.echo(f"planrun: planning {len(labels)} perspective(s) into {spec.out_dir}", err=True)
-        if spec.agent_override:
-            click.echo(f"planrun: agent {one_line(spec.agent_override)}", err=True)
-    # `planrun plans resume` of this run waits until it is over.
-    with DirectoryLock(spec.out_dir, name=RUN_LOCK, what="planrun plan"):
-        run_and_report(ctx, prepared, spec, sandboxes_for(spec.name), options)
+    options = PlanOptions(
+        requirements=requirements,
+        requirements_file=requirements_file,
+        repo=repo,
+        perspectives=perspectives,
+        agent=agent,
+        model=model,
+        out_dir=out_dir,
+        template=template,
+        context_files=context_files,
+        parallel=parallel,
+        max_turns=max_turns,
+        timeout=timeout,
+        no_synthesis=no_synthesis,
+        replay=replay,
+        record=record,
+    )
+    outcome = plan_run(options, services(ctx), warn=warn, watch=_announce(as_json))
+    show_outcome(ctx, outcome, as_json=as_json)
 
 
-def run_and_report(
-    ctx: click.Context,
-    prepared: PreparedRun,
-    spec: PlanRunSpec,
-    sandboxes: SandboxFactory,
-    options: dict[str, Any],
-    resumption: Resumption | None = None,
-) -> None:
-    """Run the plans with a progress display, print the outcome, exit with its code.
+def _announce(as_json: bool) -> Callable[[RunStart], Progress]:
+    """What a run shows once its directory is claimed: a line (not with --json), then the
+    progress of its plans on stderr."""
 
-    options: as_json, and the model's replay and record (None to call the API).
-    """
-    svc = services(ctx)
-    live = wants_live_display(sys.stderr, json_output=options["as_json"])
-    with Progress(prepared.labels, live=live) as progress:
-        outcome = execute(
-            spec,
-            model_factory=_model_factory(options, spec.model_id, prepared.settings),
-            sandbox_factory=sandboxes,
-            registry=prepared.registry,
-            on_event=progress,
-            stop_sandboxes=svc.stop_sandboxes,
-            on_stop=progress.stopping,
-            resumption=resumption,
-        )
+    def watch(start: RunStart) -> Progress:
+        if not as_json:
+            count, out_dir = len(start.labels), start.spec.out_dir
+            click.echo(f"planrun: planning {count} perspective(s) into {out_dir}", err=True)
+            if start.spec.agent_override:
+                click.echo(f"planrun: agent {one_line(start.spec.agent_override)}", err=True)
+        return progress_display(start, as_json=as_json)
+
+    return watch
+
+
+def progress_display(start: RunStart, *, as_json: bool) -> Progress:
+    """The progress of a run's plans on stderr: a live table for a person at a terminal."""
+    live = wants_live_display(sys.stderr, json_output=as_json)
+    return Progress(start.labels, live=live)
+
+
+def show_outcome(ctx: click.Context, outcome: PlanRunOutcome, *, as_json: bool) -> None:
+    """Print a run's outcome (report.json with --json, else a summary) and exit with its
+    code."""
     report = outcome.report
-    if options["as_json"]:
+    if as_json:
         click.echo(json.dumps(report.document, indent=2, ensure_ascii=False))
     else:
         _summarise(report)
@@ -154,51 +163,6 @@ def run_and_report(
         click.echo("planrun: interrupted; finished plans and the report are kept", err=True)
         ctx.exit(130)
     ctx.exit(report.exit_code)
-
-
-def _request(options: dict[str, Any], requirements: str) -> PlanRequest:
-    return PlanRequest(
-        requirements=requirements,
-        repo=options["repo"],
-        perspectives=options["perspectives"],
-        agent=options["agent"],
-        model=options["model"],
-        template=options["template"],
-        context_files=options["context_files"],
-        parallel=options["parallel"],
-        max_turns=options["max_turns"],
-        timeout=options["timeout"],
-        synthesis=False if options["no_synthesis"] else None,
-    )
-
-
-def _warm_up_model_client() -> None:
-    # Importing the anthropic SDK takes about 1.5 s; doing it while Docker, the workspace
-    # snapshot and the containers get ready keeps it off the critical path.
-    threading.Thread(
-        target=importlib.import_module,
-        args=("sandbox_runner.model.anthropic_model",),
-        name="import-anthropic",
-        daemon=True,
-    ).start()
-
-
-def _model_factory(options: dict[str, Any], model_id: str, loaded: LoadedSettings) -> Any:
-    from sandbox_runner.model import create_model
-
-    settings = loaded.settings
-
-    def make(label: str) -> Any:
-        return create_model(
-            model_id,
-            replay=options["replay"],
-            record=options["record"],
-            key=label,
-            timeout=settings.api_timeout,
-            max_retries=settings.api_retries,
-        )
-
-    return make
 
 
 def _summarise(report: Report) -> None:

@@ -3,35 +3,42 @@
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import yaml
 
+from sandbox_runner.cli.options import REPORT_JSON_HELP, examples, json_option
 from sandbox_runner.cli.services import reports_errors, services, warn
-from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import split_document
-from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
 from sandbox_runner.plans.history import (
     batches_dir,
-    find_run,
     index_path,
     is_being_written,
     list_runs,
+    report_page,
+    run_document,
+    run_named,
     runs_dir,
 )
 from sandbox_runner.safe_text import one_line, terminal_text
 
+if TYPE_CHECKING:
+    from sandbox_runner.cli.progress import Progress
+    from sandbox_runner.runs.plan_resume import ResumePlan
 
-@click.group(short_help="List earlier runs; show or open a report, show a plan.")
+
+@click.group(
+    short_help="List earlier runs; show or open a report, show a plan.",
+    epilog=examples("planrun plans list", "planrun plans show brave-comet security"),
+)
 def plans() -> None:
     """Earlier plan runs: list them, show a report or a plan, open report.html."""
 
 
-@plans.command("list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
+@plans.command("list", epilog=examples("planrun plans list", "planrun plans list --json"))
+@json_option("One JSON object per run.")
 @reports_errors
 def plans_list(as_json: bool) -> None:
     """List earlier runs, newest first: name, date, status, perspectives, requirements."""
@@ -77,7 +84,10 @@ def _shown_path(path: Path) -> str:
     return str(path)
 
 
-@plans.command("show")
+@plans.command(
+    "show",
+    epilog=examples("planrun plans show brave-comet", "planrun plans show plans/dry-run security"),
+)
 @click.argument("name")
 @click.argument("perspective", required=False)
 @click.pass_context
@@ -88,46 +98,35 @@ def plans_show(ctx: click.Context, name: str, perspective: str | None) -> None:
     On a terminal the Markdown is rendered (headings, tables, code); elsewhere it is
     printed as it is.
     """
-    directory = _run_directory(name)
-    if perspective is not None and ("/" in perspective or perspective.startswith(".")):
-        raise ConfigError(f"{perspective!r} is not a perspective of this run")
-    target = directory / (f"{perspective}.md" if perspective else "report.md")
-    text = _read(target)
-    if text is None:
-        plans_here = ", ".join(
-            p.stem for p in sorted(directory.glob("*.md")) if p.name != "report.md"
-        )
-        raise ConfigError(f"{target} does not exist (plans in this run: {plans_here or 'none'})")
+    text = run_document(run_named(name), perspective)
     if services(ctx).stdout_is_terminal():
         _render(text)
     else:
         click.echo(terminal_text(text), nl=False)
 
 
-@plans.command("open")
+@plans.command("open", epilog=examples("planrun plans open brave-comet"))
 @click.argument("name")
 @click.pass_context
 @reports_errors
 def plans_open(ctx: click.Context, name: str) -> None:
     """Open a run's report.html in the browser (without one, print its path). NAME may be
     a run's path."""
-    page = _run_directory(name) / "report.html"
-    if not page.is_file():
-        raise ConfigError(f"{page} does not exist: the run was written before report.html was")
+    page = report_page(run_named(name))
     if services(ctx).open_in_browser(page.as_uri()):
         click.echo(one_line(f"opened {page}"))
     else:
         click.echo(one_line(f"no browser to open it in; the report is {page}"))
 
 
-@plans.command("resume")
-@click.argument("name")
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print report.json to standard output, and nothing else.",
+@plans.command(
+    "resume",
+    epilog=examples(
+        "planrun plans resume brave-comet", "planrun plans resume plans/dry-run --json"
+    ),
 )
+@click.argument("name")
+@json_option(REPORT_JSON_HELP)
 @click.pass_context
 @reports_errors
 def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
@@ -138,60 +137,34 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
     for again); any other plan is made again. The files it replaces go to `.attempts/`.
     Exit status as `planrun plan`; 2 also when the repository changed since the run.
     """
-    from sandbox_runner.cli.plan_cmd import run_and_report
-    from sandbox_runner.model import check_model_options
-    from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
-    from sandbox_runner.runs.plan_resume import (
-        check_not_batch_task,
-        check_unchanged,
-        plan_resume,
-        read_run_record,
-    )
-    from sandbox_runner.runs.prepare import prepare
+    # Imported only here: listing and showing runs starts without the machinery of a run.
+    from sandbox_runner.cli.plan_cmd import progress_display, show_outcome
+    from sandbox_runner.runs.planning import RunStart, resume_run
 
-    directory = _run_directory(name)
-    check_not_batch_task(directory)
-    read_run_record(directory)  # a run planrun cannot resume is refused before any lock
-    with DirectoryLock(directory, name=RUN_LOCK, what="planrun plans resume"):
-        recorded = read_run_record(directory)
-        prepared = prepare(recorded.request, warn)
-        check_model_options(None, None, prepared.labels, os.environ)
-        spec = replace(prepared.spec, name=directory.name, out_dir=directory)
-        check_unchanged(spec, recorded.tree)
-        resume = plan_resume(spec)
-        if resume.nothing_to_do:
-            if as_json:
-                click.echo((directory / "report.json").read_text(encoding="utf-8"), nl=False)
-            click.echo(one_line(f"every plan of {directory} is complete and valid"), err=True)
-            return
-        sandboxes = services(ctx).sandbox_factory(spec.workspace, prepared.settings)
-        if not as_json:
-            for label, verb in [
-                *((label, "goes on with its conversation") for label in resume.going_on),
-                *((label, "is made again") for label in resume.starting_over),
-                *((label, "is kept") for label in resume.kept),
-            ]:
-                click.echo(one_line(f"planrun: {label} {verb}"), err=True)
-            if resume.unfinished and not resume.to_run:
-                click.echo(one_line(f"planrun: finishing the run: {resume.unfinished}"), err=True)
-        resume.set_aside()
-        options = {"as_json": as_json, "replay": None, "record": None}
-        run_and_report(ctx, prepared, spec, sandboxes(spec.name), options, resume.resumption)
+    def watch(start: RunStart) -> Progress:
+        if not as_json and start.resume is not None:
+            _say_what_resumes(start.resume)
+        return progress_display(start, as_json=as_json)
+
+    directory = run_named(name)
+    outcome = resume_run(directory, services(ctx), warn=warn, watch=watch)
+    if outcome is None:
+        if as_json:
+            click.echo((directory / "report.json").read_text(encoding="utf-8"), nl=False)
+        click.echo(one_line(f"every plan of {directory} is complete and valid"), err=True)
+        return
+    show_outcome(ctx, outcome, as_json=as_json)
 
 
-def _run_directory(name: str) -> Path:
-    directory = find_run(name)
-    if directory is None:
-        known = ", ".join(run.name for run in list_runs()[:10]) or "none yet"
-        raise ConfigError(f"no run called {name!r} in {runs_dir()} (recent: {known})")
-    return directory
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return read_sandbox_file(path)
-    except UnsafeFileError as error:
-        raise ConfigError(str(error)) from None
+def _say_what_resumes(resume: ResumePlan) -> None:
+    for label, verb in [
+        *((label, "goes on with its conversation") for label in resume.going_on),
+        *((label, "is made again") for label in resume.starting_over),
+        *((label, "is kept") for label in resume.kept),
+    ]:
+        click.echo(one_line(f"planrun: {label} {verb}"), err=True)
+    if resume.unfinished and not resume.to_run:
+        click.echo(one_line(f"planrun: finishing the run: {resume.unfinished}"), err=True)
 
 
 def _render(text: str) -> None:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sandbox_runner.errors import ConfigError
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.files import UnsafeFileError, append_line, read_sandbox_file
 
@@ -129,6 +130,52 @@ def find_run(name: str) -> Path | None:
         return None
     matches = [run.path for run in list_runs() if run.name == name]
     return matches[0] if matches else None
+
+
+def run_named(name: str) -> Path:
+    """The run directory `name` stands for (see find_run).
+
+    Raises:
+        ConfigError: no run is called that.
+    """
+    directory = find_run(name)
+    if directory is None:
+        known = ", ".join(run.name for run in list_runs()[:10]) or "none yet"
+        raise ConfigError(f"no run called {name!r} in {runs_dir()} (recent: {known})")
+    return directory
+
+
+def run_document(directory: Path, perspective: str | None) -> str:
+    """A run's report.md, or with `perspective`, that plan.
+
+    Raises:
+        ConfigError: not a perspective's name, no such file, or one planrun will not read.
+    """
+    if perspective is not None and ("/" in perspective or perspective.startswith(".")):
+        raise ConfigError(f"{perspective!r} is not a perspective of this run")
+    target = directory / (f"{perspective}.md" if perspective else "report.md")
+    try:
+        text = read_sandbox_file(target)
+    except UnsafeFileError as error:
+        raise ConfigError(str(error)) from None
+    if text is None:
+        plans_here = ", ".join(
+            p.stem for p in sorted(directory.glob("*.md")) if p.name != "report.md"
+        )
+        raise ConfigError(f"{target} does not exist (plans in this run: {plans_here or 'none'})")
+    return text
+
+
+def report_page(directory: Path) -> Path:
+    """A run's report.html.
+
+    Raises:
+        ConfigError: the run has none.
+    """
+    page = directory / "report.html"
+    if not page.is_file():
+        raise ConfigError(f"{page} does not exist: the run was written before report.html was")
+    return page
 
 
 def summarise(directory: Path) -> RunSummary:

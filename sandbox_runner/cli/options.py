@@ -1,0 +1,43 @@
+"""The options several commands share, declared once, and the examples that end each
+command's help."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., object])
+
+REPORT_JSON_HELP = "Print report.json to standard output, and nothing else."
+"""`--json` of the commands that run plans (`planrun plan`, `planrun plans resume`)."""
+AGENTS_REPO_HELP = "Repository whose agents to include."
+
+
+def repo_option(help: str, *, must_exist: bool = False) -> Callable[[F], F]:
+    """`--repo`, the current directory by default; `help` says what the command does with it."""
+    kind = click.Path(exists=True, file_okay=False) if must_exist else None
+    return click.option("--repo", default=".", show_default=True, type=kind, help=help)
+
+
+def json_option(help: str) -> Callable[[F], F]:
+    """`--json` (`as_json`): print JSON instead of text; `help` says which document."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def out_option(help: str) -> Callable[[F], F]:
+    """`--out` (`out_dir`): the directory a run writes into."""
+    return click.option("--out", "out_dir", type=click.Path(path_type=Path), help=help)
+
+
+def model_option(help: str) -> Callable[[F], F]:
+    """`--model`: a model id, overriding the configured one."""
+    return click.option("--model", help=help)
+
+
+def examples(*command_lines: str) -> str:
+    """A help epilog listing COMMAND_LINES as they are typed (`\\b` keeps click from
+    rewrapping them); tests/unit/test_cli_examples.py parses each one."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in command_lines)

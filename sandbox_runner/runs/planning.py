@@ -1,0 +1,227 @@
+"""The entry points `planrun plan` and `planrun plans resume` call: the request checked,
+the run directory claimed and locked, the plans run under a display, the outcome returned."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from sandbox_runner import Model
+from sandbox_runner.agents.events import AgentEvent
+from sandbox_runner.config import LoadedSettings
+from sandbox_runner.model import check_model_options, create_model
+from sandbox_runner.plans.history import remember_run
+from sandbox_runner.plans.inputs import read_requirements
+from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
+from sandbox_runner.runs.multi import PlanRunOutcome, execute
+from sandbox_runner.runs.plan_job import SandboxFactory
+from sandbox_runner.runs.plan_resume import (
+    ResumePlan,
+    check_not_batch_task,
+    check_unchanged,
+    plan_resume,
+    read_run_record,
+)
+from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, Warn, prepare
+from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What `planrun plan` is asked to do: its flags."""
+
+    requirements: str | None = None
+    """The requirements, or `-` for standard input (None: requirements_file)."""
+    requirements_file: Path | None = None
+    """A file holding the requirements (`-f`; `-` for standard input)."""
+    repo: str = "."
+    perspectives: tuple[str, ...] = ()
+    """Perspectives or presets of them; none: the configured default."""
+    agent: str = "Plan"
+    model: str | None = None
+    """The planning model; None: the configured one."""
+    out_dir: Path | None = None
+    """The run directory (--out); None: a new one under ~/.planrun/plans/."""
+    template: Path | None = None
+    context_files: tuple[Path, ...] = ()
+    parallel: int | None = None
+    max_turns: int | None = None
+    timeout: float | None = None
+    no_synthesis: bool = False
+    """Do not merge the valid plans into a recommended plan."""
+    replay: Path | None = None
+    """Recorded conversations to play instead of calling the API."""
+    record: Path | None = None
+    """Where to record the conversations."""
+
+    def request(self, requirements: str) -> PlanRequest:
+        """The run's request, with the requirements as read."""
+        return PlanRequest(
+            requirements=requirements,
+            repo=self.repo,
+            perspectives=self.perspectives,
+            agent=self.agent,
+            model=self.model,
+            template=self.template,
+            context_files=self.context_files,
+            parallel=self.parallel,
+            max_turns=self.max_turns,
+            timeout=self.timeout,
+            synthesis=False if self.no_synthesis else None,
+        )
+
+
+class RunHost(Protocol):
+    """What a plan run needs of the machine that drives it (the CLI's services)."""
+
+    def sandbox_factory(
+        self, workspace: Path, loaded: LoadedSettings
+    ) -> Callable[[str], SandboxFactory]: ...
+
+    def stop_sandboxes(self) -> None: ...
+
+
+class RunDisplay(Protocol):
+    """A display of a running plan run, shown from enter to exit: its agent events."""
+
+    def __call__(self, event: AgentEvent) -> None: ...
+
+    def stopping(self) -> None: ...
+
+    def __enter__(self) -> object: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What a run is about to do, once its directory is claimed."""
+
+    spec: PlanRunSpec
+    labels: list[str]
+    """The file-name-safe names of its plans."""
+    resume: ResumePlan | None = None
+    """What a resumed run does with each of its plans (None: a new run)."""
+
+
+Watch = Callable[[RunStart], RunDisplay]
+"""Is told what a run is about to do, and returns the display of its progress."""
+
+
+def plan_run(options: PlanOptions, host: RunHost, *, warn: Warn, watch: Watch) -> PlanRunOutcome:
+    """Plan a change from each perspective asked for, each in its own sandbox, then write
+    the report (and run.json, which lets `resume_run` repeat the request).
+
+    Raises:
+        ConfigError, WorkspaceError, InputError: a usage or configuration error, found
+            before a container starts or a run directory is claimed.
+    """
+    if options.replay is None:
+        _warm_up_model_client()
+    requirements = read_requirements(options.requirements, options.requirements_file)
+    prepared = prepare(options.request(requirements), warn).replaying(options.replay)
+    check_model_options(options.replay, options.record, prepared.labels, os.environ)
+    # Docker, the image and the workspace's readability are checked before a run
+    # directory is claimed.
+    sandboxes_for = host.sandbox_factory(prepared.spec.workspace, prepared.settings)
+    spec = prepared.claim(options.out_dir)
+    if options.out_dir is not None:
+        remember_run(spec.out_dir)
+    display = watch(RunStart(spec, prepared.labels))
+    models = _model_factory(spec.model_id, prepared.settings, options.replay, options.record)
+    # `planrun plans resume` of this run waits until it is over.
+    with DirectoryLock(spec.out_dir, name=RUN_LOCK, what="planrun plan"):
+        return _execute(prepared, spec, sandboxes_for(spec.name), models, host, display)
+
+
+def resume_run(
+    directory: Path, host: RunHost, *, warn: Warn, watch: Watch
+) -> PlanRunOutcome | None:
+    """Resume the interrupted or failed run in DIRECTORY: its complete and valid plans
+    kept, its stopped conversations gone on with, every other plan made again (the files
+    it replaces go to `.attempts/`). None: every plan of it is complete and valid.
+
+    Raises:
+        ConfigError: a batch's task, a run planrun cannot resume, another process writing
+            it, its repository changed since it started; or as `plan_run`.
+    """
+    check_not_batch_task(directory)
+    read_run_record(directory)  # a run planrun cannot resume is refused before any lock
+    with DirectoryLock(directory, name=RUN_LOCK, what="planrun plans resume"):
+        recorded = read_run_record(directory)
+        prepared = prepare(recorded.request, warn)
+        check_model_options(None, None, prepared.labels, os.environ)
+        spec = replace(prepared.spec, name=directory.name, out_dir=directory)
+        check_unchanged(spec, recorded.tree)
+        resume = plan_resume(spec)
+        if resume.nothing_to_do:
+            return None
+        sandboxes_for = host.sandbox_factory(spec.workspace, prepared.settings)
+        display = watch(RunStart(spec, prepared.labels, resume))
+        resume.set_aside()
+        models = _model_factory(spec.model_id, prepared.settings, None, None)
+        sandboxes = sandboxes_for(spec.name)
+        return _execute(prepared, spec, sandboxes, models, host, display, resume.resumption)
+
+
+def _execute(
+    prepared: PreparedRun,
+    spec: PlanRunSpec,
+    sandboxes: SandboxFactory,
+    models: ModelFactory,
+    host: RunHost,
+    display: RunDisplay,
+    resumption: Resumption | None = None,
+) -> PlanRunOutcome:
+    with display:
+        return execute(
+            spec,
+            model_factory=models,
+            sandbox_factory=sandboxes,
+            registry=prepared.registry,
+            on_event=display,
+            stop_sandboxes=host.stop_sandboxes,
+            on_stop=display.stopping,
+            resumption=resumption,
+        )
+
+
+def _warm_up_model_client() -> None:
+    # Importing the anthropic SDK takes about 1.5 s; doing it while Docker, the workspace
+    # snapshot and the containers get ready keeps it off the critical path.
+    threading.Thread(
+        target=importlib.import_module,
+        args=("sandbox_runner.model.anthropic_model",),
+        name="import-anthropic",
+        daemon=True,
+    ).start()
+
+
+def _model_factory(
+    model_id: str, loaded: LoadedSettings, replay: Path | None, record: Path | None
+) -> ModelFactory:
+    """Each plan's model: its cassette of `replay`, or the API (recorded into `record`)."""
+    settings = loaded.settings
+
+    def make(label: str) -> Model:
+        return create_model(
+            model_id,
+            replay=replay,
+            record=record,
+            key=label,
+            timeout=settings.api_timeout,
+            max_retries=settings.api_retries,
+        )
+
+    return make

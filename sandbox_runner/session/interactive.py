@@ -1,0 +1,218 @@
+"""The entry point `planrun` without a command calls: a session opened (or resumed) on a
+repository and driven to its end, in the terminal UI on a terminal, in line mode elsewhere."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from sandbox_runner import Model
+from sandbox_runner.agents.registry import Registry
+from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.sandbox.spec import resolve_workspace
+from sandbox_runner.session.commands import Commands
+from sandbox_runner.session.line import LineUI, run_lines
+from sandbox_runner.session.line_input import LineInput
+from sandbox_runner.session.sandboxes import DockerSessionSandboxes
+from sandbox_runner.session.session import Session
+from sandbox_runner.session.state import SessionState, SessionStore, latest_for
+from sandbox_runner.tools.permissions import PermissionMode
+
+if TYPE_CHECKING:
+    from sandbox_runner.sandbox.factory import DockerSandboxes
+    from sandbox_runner.session.terminal import TerminalUI
+
+Warn = Callable[[object], None]
+"""Shows a warning to the user (one line; the callee sanitises it)."""
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """What `planrun` without a command is asked to do: its flags."""
+
+    repo: str = "."
+    """The repository of the session; a resumed session keeps its own unless one is given."""
+    mode: PermissionMode | None = None
+    """The permission mode a new session starts in (None: its default)."""
+    resume_id: str | None = None
+    """The session to resume."""
+    continue_latest: bool = False
+    """Resume the latest session of the repository."""
+    model: str | None = None
+    """The session's model; None: the configured one."""
+
+
+class SessionHost(Protocol):
+    """What a session needs of the machine that drives it (the CLI's services)."""
+
+    def sandboxes(self, workspace: Path, loaded: LoadedSettings) -> DockerSandboxes: ...
+
+
+def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> None:
+    """Open (or resume) a session and drive it until the user leaves.
+
+    Raises:
+        ConfigError, WorkspaceError: a bad repository or setting, no session to resume
+            (or one of another repository); DockerUnavailableError, ImageMissingError.
+    """
+    workspace = resolve_workspace(options.repo or ".")
+    loaded = load_settings(workspace, flags={"planning_model": None})
+    registry = _registry(workspace, loaded, warn)
+    store, state, resumed = _open_store(options, workspace, loaded)
+    workspace = Path(state.repo)
+    switch_to = None if resumed else options.mode
+    greeting = _greeting(state, workspace, resumed, switch_to)
+    ui = _ui()
+    if isinstance(ui, LineUI):
+        # The first line comes before Docker is asked anything: the containers start in
+        # the background, and a missing engine or image is still one line and exit status 2.
+        ui.show(greeting)
+    sandboxes = DockerSessionSandboxes(
+        host.sandboxes(workspace, loaded),
+        state.id,
+        store.directory / "tasks",
+        loaded.settings.work_disk_mb,
+    )
+    sandboxes.notify = ui.show
+    session = Session(
+        store,
+        state,
+        workspace=workspace,
+        registry=registry,
+        sandboxes=sandboxes,
+        model=_models(loaded, state.model),
+        ui=ui,
+        limits=loaded.run_limits(),
+        task_budget=loaded.settings.parallel,
+    )
+    if not isinstance(ui, LineUI):
+        ui.session = session
+    commands = Commands(session, loaded.resolved_extra_dirs())
+    try:
+        if isinstance(ui, LineUI):
+            _start(session, ui, switch_to, "plan mode: the plan file is {}")
+            run_lines(session, commands, ui)
+        else:
+            history = store.directory / "history"
+            _run_terminal(session, commands, ui, history, greeting, switch_to)
+    finally:
+        session.close()
+
+
+def _registry(workspace: Path, loaded: LoadedSettings, warn: Warn) -> Registry:
+    """The agents of the session, each warning said."""
+    registry = Registry.load(workspace, trust_project=loaded.project_trusted)
+    for warning in [*loaded.warnings, *registry.warnings]:
+        warn(warning)
+    for agent in registry.all():
+        # A file that replaces a built-in this session runs (or its Task tool launches)
+        # is said out loud: a repository's file writes the agent's system prompt.
+        if agent.overrides_builtin:
+            warn(
+                f"agent {agent.name} comes from {agent.file_path} ({agent.scope}), not the built-in"
+            )
+    return registry
+
+
+def _open_store(
+    options: SessionOptions, workspace: Path, loaded: LoadedSettings
+) -> tuple[SessionStore, SessionState, bool]:
+    """The session's store and state: the one to resume, or a new one; and whether it is
+    resumed."""
+    resume_id = options.resume_id
+    if options.continue_latest:
+        resume_id = latest_for(workspace)
+        if resume_id is None:
+            raise ConfigError(f"no session of {workspace} to continue; start one with `planrun`")
+    model_id = loaded.model_id(options.model)
+    if not resume_id:
+        store, state = SessionStore.create(workspace, model_id)
+        return store, state, False
+    store, state = SessionStore.open(resume_id)
+    if Path(state.repo) != workspace and options.repo != ".":
+        raise ConfigError(f"session {state.id} is of {state.repo}, not {workspace}")
+    return store, state, True
+
+
+def _greeting(
+    state: SessionState, workspace: Path, resumed: bool, switch_to: PermissionMode | None
+) -> str:
+    """The session's first line."""
+    if resumed:
+        plan = f", plan file {state.plan_file}" if state.plan_file else ""
+        return f"resumed session {state.active_id} in {state.mode} mode{plan}"
+    # Said before the mode is set (that may wait for a container): the mode asked for.
+    mode = switch_to or state.mode
+    return f"session {state.id} on {workspace} ({mode} mode); /help lists commands"
+
+
+def _ui() -> LineUI | TerminalUI:
+    """The terminal UI on a terminal; line mode otherwise."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        # Imported only here: line mode (and every other command) starts without it.
+        from sandbox_runner.session.terminal import TerminalUI
+
+        return TerminalUI()
+    return LineUI(LineInput(sys.stdin), sys.stdout)
+
+
+def _start(
+    session: Session, ui: LineUI | TerminalUI, mode: PermissionMode | None, plan_file_note: str
+) -> None:
+    """Start the session's sandboxes, and switch a new session to the mode asked for."""
+    session.start()
+    if mode is not None:
+        session.set_mode(mode)
+        if session.state.plan_file:
+            ui.show(plan_file_note.format(session.state.plan_file))
+
+
+def _run_terminal(
+    session: Session,
+    commands: Commands,
+    ui: TerminalUI,
+    history: Path,
+    greeting: str,
+    mode: PermissionMode | None,
+) -> None:
+    from sandbox_runner.session.terminal import run_terminal
+
+    # The prompt comes up at once; the first line is printed above it, and the containers
+    # start and the SDK loads behind it, under a spinner (a message sent meanwhile waits
+    # for them).
+    def first() -> None:
+        with ui.preparing("starting the session"):
+            ui.show(greeting)
+            _start(session, ui, mode, "plan mode: the plan file is `{}`")
+        with ui.preparing("loading the model client"):
+            _load_first_turn()
+
+    run_terminal(session, commands, ui, history, first)
+
+
+def _load_first_turn() -> None:
+    """Import what the first turn needs (the SDK above all) while the user types."""
+    import sandbox_runner.agents.loop
+    import sandbox_runner.model.anthropic_model
+    import sandbox_runner.session.subagents  # noqa: F401
+
+
+def _models(loaded: LoadedSettings, model_id: str) -> Callable[[str], Model]:
+    """Makes the session's models, one per conversation label."""
+    settings = loaded.settings
+
+    def make(label: str) -> Model:
+        from sandbox_runner.model import create_model  # with the first turn, in the worker
+
+        return create_model(
+            model_id,
+            key=label,
+            timeout=settings.api_timeout,
+            max_retries=settings.api_retries,
+        )
+
+    return make
