@@ -289,6 +289,15 @@ def measured(name: str, bench: Callable[[], Figure]) -> Figure:
         return Figure(name, f"failed: {type(error).__name__}: {error}", "-", None, "-", False)
 
 
+def bench_guard_figure() -> Figure:
+    """The work session's look after each tool call, against `find -type d` of the tree."""
+    from benchmarks.guard import TARGET_RATIO, bench_guard
+
+    ours, baseline, ratio, met = bench_guard()
+    target = f"<= {TARGET_RATIO:.1f}x"
+    return Figure("work-session guard, look after a call", ours, baseline, ratio, target, met)
+
+
 def bench_stop(repo: Path, scratch: Path, client: Any) -> Figure:
     """Ctrl-C or SIGTERM during a run of 4 subagents whose model calls all hang."""
     from benchmarks.signals import PERSPECTIVES, TARGET_SECONDS, bench_signal_exit
@@ -403,6 +412,7 @@ def main() -> int:
             measured("plan mode", lambda: bench_plan_mode(repo, Path(scratch), client, image))
         )
         figures.append(measured("first line", lambda: bench_first_line(repo, Path(scratch))))
+        figures.append(measured("work-session guard", bench_guard_figure))
         try:
             figures += bench_terminal_figures()
         except Exception as error:
