@@ -3,9 +3,9 @@ attempts moved aside (never deleted), the ledger line, and the task's report."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from sandbox_runner.batch.job import JobOutcome
 from sandbox_runner.batch.ledger import LedgerRecord
@@ -19,7 +19,6 @@ from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.runs.plan_job import failed_result, required_sections
 from sandbox_runner.runs.workspace import WorkspaceComparison, git_head
-from sandbox_runner.types import Usage
 
 
 def ledger_status(result: PlanResult) -> str:
@@ -93,30 +92,24 @@ def recorded_result(job: BatchJob, record: LedgerRecord | None, out_dir: Path) -
     if plan_text.strip():
         sections = required_sections(payload.job)
         check = validate_plan(plan_text, sections=sections, workspace=payload.workspace)
-    data = record.result
-    found = data.get("tokens")
-    tokens: dict[str, Any] = found if isinstance(found, dict) else {}
+    # The ledger line says how the attempt ended (an adopted plan has no result in it);
+    # the task's directory holds its files.
     status = "complete" if record.status in ("complete", "invalid") else record.status
-    return PlanResult(
-        label=job.label,
-        agent=str(data.get("agent") or payload.job.agent),
-        model=str(data.get("model") or payload.model_id),
-        status=PlanStatus(status if status in PlanStatus._value2member_map_ else "failed"),
-        reason=record.reason,
-        plan_path=plan_file if plan_text.strip() else None,
-        plan_text=plan_text,
-        check=check,
-        suggested_commands=list(data.get("suggested_commands") or []),
-        turns=int(data.get("turns") or 0),
-        tool_calls=int(data.get("tool_calls") or 0),
-        usage=Usage(
-            int(tokens.get("input", 0)),
-            int(tokens.get("output", 0)),
-            int(tokens.get("cache_creation", 0)),
-            int(tokens.get("cache_read", 0)),
-        ),
-        wall_seconds=record.wall_seconds,
-        transcript=transcript if transcript.exists() else None,
+    recorded = {
+        **record.result,
+        "label": job.label,
+        "status": status,
+        "reason": record.reason,
+        "wall_seconds": record.wall_seconds,
+        "plan_path": str(plan_file) if plan_text.strip() else None,
+        "transcript": str(transcript) if transcript.exists() else None,
+        # Not carried over into the task's report (the batch's status.json shows them).
+        "resumable": False,
+        "continued": False,
+    }
+    result = PlanResult.from_dict(recorded, plan_text=plan_text, check=check)
+    return replace(
+        result, agent=result.agent or payload.job.agent, model=result.model or payload.model_id
     )
 
 
