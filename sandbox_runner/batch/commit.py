@@ -109,7 +109,7 @@ def recorded_result(job: BatchJob, record: LedgerRecord | None, out_dir: Path) -
     }
     result = PlanResult.from_dict(recorded, plan_text=plan_text, check=check)
     return replace(
-        result, agent=result.agent or payload.job.agent, model=result.model or payload.model_id
+        result, agent=result.agent or payload.job.agent.name, model=result.model or payload.model_id
     )
 
 
@@ -121,7 +121,7 @@ def write_task_report(
     check: WorkspaceComparison,
 ) -> None:
     """report.json/md/html of one task, as `planrun plan` writes them (rewritten after a retry)."""
-    spec = task.prepared.spec
+    spec = task.spec
     results = [recorded_result(job, records.get(job.key), out_dir) for job in jobs]
     valid = all(result.valid for result in results)
     now = datetime.now(UTC)

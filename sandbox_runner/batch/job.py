@@ -15,7 +15,6 @@ from pathlib import Path
 
 from sandbox_runner import Model
 from sandbox_runner.agents.events import EventSink
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.plans.files import write_new
@@ -88,7 +87,6 @@ def run_job(
     *,
     sandbox_factory: SandboxFactory,
     scratch_root: Path,
-    registry: Registry | None = None,
     model: Callable[[JobPayload], Model] = default_model,
     on_event: EventSink | None = None,
     cancel: threading.Event | None = None,
@@ -113,7 +111,6 @@ def run_job(
             model=model(payload),
             model_id=payload.model_id,
             sandbox_factory=sandbox_factory,
-            registry=registry,
             limits=payload.limits,
             on_event=on_event,
             cancel=cancel,

@@ -65,7 +65,6 @@ class RemoteJob:
     """The tag the prepare step checked on every node that runs jobs."""
     limits: Limits
     session: str
-    trust_project: bool = False
 
     def __call__(self) -> JobOutcome:
         # The copy stays in use (never pruned) until the job's sandboxes are gone.
@@ -75,7 +74,6 @@ class RemoteJob:
         return replace(outcome, node=f"{outcome.node} ray:{_node_id()[:12]}")
 
     def _run(self, workspace: Path) -> JobOutcome:
-        from sandbox_runner.agents.registry import Registry
         from sandbox_runner.sandbox.docker_engine import connect
         from sandbox_runner.sandbox.docker_provider import collect_garbage
         from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
@@ -102,7 +100,6 @@ class RemoteJob:
                 replace(self.payload, workspace=workspace),
                 sandbox_factory=sandboxes,
                 scratch_root=Path(scratch),
-                registry=Registry.load(workspace, trust_project=self.trust_project),
             )
 
 
@@ -235,7 +232,7 @@ class RayEngine:
         from sandbox_runner.sandbox.image import image_tag
 
         # The image is the operator's setting (a batch file or project cannot choose it).
-        self.image = jobs[0].task.prepared.settings.settings.image or image_tag()
+        self.image = jobs[0].task.settings.settings.image or image_tag()
         expected = NodeExpectation(
             __version__,
             self.image,
@@ -278,16 +275,8 @@ class RayEngine:
 
         def work(job: BatchJob) -> Callable[[], JobOutcome]:
             ref, digest = shipped[job.payload.workspace]
-            loaded = job.task.prepared.settings
-            return RemoteJob(
-                job.payload,
-                ref,
-                digest,
-                self.image,
-                loaded.limits(),
-                f"batch-{batch}",
-                loaded.project_trusted,
-            )
+            limits = job.task.settings.limits()
+            return RemoteJob(job.payload, ref, digest, self.image, limits, f"batch-{batch}")
 
         return work
 

@@ -24,7 +24,7 @@ from sandbox_runner.plans.report import Report
 from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
 from sandbox_runner.runs.multi import execute
 from sandbox_runner.runs.plan_job import SandboxFactory
-from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, prepare
+from sandbox_runner.runs.prepare import PlanRequest, claim_out_dir, prepare
 from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
 from sandbox_runner.safe_text import one_line
 
@@ -102,44 +102,47 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     if options["replay"] is None:
         _warm_up_model_client()
     requirements = read_requirements(options["requirements"], options["requirements_file"])
-    prepared = prepare(_request(options, requirements), warn).replaying(options["replay"])
-    labels = prepared.labels
+    spec, settings = prepare(_request(options, requirements), warn)
+    spec = spec.replaying(options["replay"])
+    labels = spec.labels
     check_model_options(options["replay"], options["record"], labels, os.environ)
     # Docker, the image and the workspace's readability are checked before a run
     # directory is claimed.
-    sandboxes_for = services(ctx).sandbox_factory(prepared.spec.workspace, prepared.settings)
-    spec = prepared.claim(options["out_dir"])
+    sandboxes_for = services(ctx).sandbox_factory(spec.workspace, settings)
+    out_dir = claim_out_dir(options["out_dir"], spec.workspace)
     if options["out_dir"] is not None:
-        remember_run(spec.out_dir)
+        remember_run(out_dir)
     if not options["as_json"]:
-        click.echo(f"planrun: planning {len(labels)} perspective(s) into {spec.out_dir}", err=True)
+        click.echo(f"planrun: planning {len(labels)} perspective(s) into {out_dir}", err=True)
         if spec.agent_override:
             click.echo(f"planrun: agent {one_line(spec.agent_override)}", err=True)
     # `planrun plans resume` of this run waits until it is over.
-    with DirectoryLock(spec.out_dir, name=RUN_LOCK, what="planrun plan"):
-        run_and_report(ctx, prepared, spec, sandboxes_for(spec.name), options)
+    with DirectoryLock(out_dir, name=RUN_LOCK, what="planrun plan"):
+        run_and_report(ctx, spec, settings, out_dir, sandboxes_for(out_dir.name), options)
 
 
 def run_and_report(
     ctx: click.Context,
-    prepared: PreparedRun,
     spec: PlanRunSpec,
+    settings: LoadedSettings,
+    out_dir: Path,
     sandboxes: SandboxFactory,
     options: dict[str, Any],
     resumption: Resumption | None = None,
 ) -> None:
-    """Run the plans with a progress display, print the outcome, exit with its code.
+    """Run the plans in out_dir with a progress display, print the outcome, exit with its
+    code.
 
     options: as_json, and the model's replay and record (None to call the API).
     """
     svc = services(ctx)
     live = wants_live_display(sys.stderr, json_output=options["as_json"])
-    with Progress(prepared.labels, live=live) as progress:
+    with Progress(spec.labels, live=live) as progress:
         outcome = execute(
             spec,
-            model_factory=_model_factory(options, spec.model_id, prepared.settings),
+            out_dir,
+            model_factory=_model_factory(options, spec.model_id, settings),
             sandbox_factory=sandboxes,
-            registry=prepared.registry,
             on_event=progress,
             stop_sandboxes=svc.stop_sandboxes,
             on_stop=progress.stopping,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -154,17 +153,16 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
     read_run_record(directory)  # a run planrun cannot resume is refused before any lock
     with DirectoryLock(directory, name=RUN_LOCK, what="planrun plans resume"):
         recorded = read_run_record(directory)
-        prepared = prepare(recorded.request, warn)
-        check_model_options(None, None, prepared.labels, os.environ)
-        spec = replace(prepared.spec, name=directory.name, out_dir=directory)
-        check_unchanged(spec, recorded.tree)
-        resume = plan_resume(spec)
+        spec, settings = prepare(recorded.request, warn)
+        check_model_options(None, None, spec.labels, os.environ)
+        check_unchanged(spec, directory, recorded.tree)
+        resume = plan_resume(spec, directory)
         if resume.nothing_to_do:
             if as_json:
                 click.echo((directory / "report.json").read_text(encoding="utf-8"), nl=False)
             click.echo(one_line(f"every plan of {directory} is complete and valid"), err=True)
             return
-        sandboxes = services(ctx).sandbox_factory(spec.workspace, prepared.settings)
+        sandboxes = services(ctx).sandbox_factory(spec.workspace, settings)(directory.name)
         if not as_json:
             for label, verb in [
                 *((label, "goes on with its conversation") for label in resume.going_on),
@@ -176,7 +174,7 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
                 click.echo(one_line(f"planrun: finishing the run: {resume.unfinished}"), err=True)
         resume.set_aside()
         options = {"as_json": as_json, "replay": None, "record": None}
-        run_and_report(ctx, prepared, spec, sandboxes(spec.name), options, resume.resumption)
+        run_and_report(ctx, spec, settings, directory, sandboxes, options, resume.resumption)
 
 
 def _run_directory(name: str) -> Path:

@@ -13,13 +13,12 @@ from typing import Any
 
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
-from sandbox_runner.agents.definitions import AgentDefinition, check_read_only, resolve_model
+from sandbox_runner.agents.definitions import PLAN, AgentDefinition, resolve_model
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.plan_run import Continuation, PlanAgentRun
 from sandbox_runner.agents.prompt import DEFAULT_SECTIONS, render_plan_prompt
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.run_state import PlanPaths
-from sandbox_runner.errors import ConfigError, PlanrunError
+from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.plans.critical_files import CRITICAL_FILES_TITLE
 from sandbox_runner.plans.document import render_document
@@ -41,7 +40,8 @@ class PlanJob:
 
     requirements: str
     perspective: str | None = None
-    agent: str = "Plan"
+    agent: AgentDefinition = PLAN
+    """The agent that plans, resolved and checked (read-only; see prepare.plan_agent)."""
     context: str = ""
     """Extra context for the prompt (files the user attached, issue text)."""
     sections: tuple[str, ...] | None = None
@@ -73,24 +73,6 @@ class EarlierAttempt:
     """Why it stopped."""
 
 
-def plan_agent(registry: Registry, name: str) -> AgentDefinition:
-    """The definition of an agent that may plan: read-only, and without writing tools.
-
-    Raises:
-        ConfigError: unknown agent, an agent that can write, or a read-only agent whose
-            definition lists writing tools.
-    """
-    definition = registry.get(name)
-    if not definition.read_only:
-        read_only = ", ".join(d.name for d in registry.all() if d.read_only)
-        raise ConfigError(
-            f"agent {definition.name!r} can change files, so it cannot plan; "
-            f"use a read-only agent ({read_only})"
-        )
-    check_read_only(definition)
-    return definition
-
-
 def required_sections(job: PlanJob) -> list[str]:
     """The sections validation requires: the template's or the defaults, plus critical files."""
     sections = list(job.sections or DEFAULT_SECTIONS)
@@ -107,7 +89,6 @@ def run_plan(
     model: Model,
     model_id: str,
     sandbox_factory: SandboxFactory,
-    registry: Registry | None = None,
     limits: RunLimits | None = None,
     on_event: EventSink | None = None,
     cancel: threading.Event | None = None,
@@ -128,12 +109,9 @@ def run_plan(
     tools away, never add them).
 
     Raises:
-        ConfigError: the agent is unknown, or a read-only agent lists writing tools.
         FileExistsError: out_dir already holds a plan with this label.
     """
-    registry = registry or Registry.load(workspace)
-    definition = plan_agent(registry, job.agent)
-    resolved_model = resolve_model(definition, model_id)
+    resolved_model = resolve_model(job.agent, model_id)
     label = job.label
     final_path = out_dir / f"{label}.md"
     if final_path.exists():
@@ -142,7 +120,7 @@ def run_plan(
     sandbox_dir.mkdir(parents=True)
     paths = PlanPaths(sandbox_dir, f"{label}.md", out_dir / f"{label}.transcript.jsonl")
     prompt = render_plan_prompt(
-        definition,
+        job.agent,
         perspective=job.perspective,
         plan_file=paths.container_plan_file,
         plan_exists=False,
@@ -155,7 +133,7 @@ def run_plan(
     started = datetime.now(UTC)
     sandbox = BackgroundStart(sandbox_factory(sandbox_dir))
     run = PlanAgentRun(
-        definition,
+        job.agent,
         model,
         resolved_model,
         sandbox,
@@ -246,7 +224,7 @@ def failed_result(
     """A result for a run that could not even start."""
     return PlanResult(
         label=job.label,
-        agent=job.agent,
+        agent=job.agent.name,
         model=model_id,
         status=PlanStatus.FAILED,
         reason=reason,

@@ -77,16 +77,17 @@ def check_not_batch_task(directory: Path) -> None:
         )
 
 
-def check_unchanged(spec: PlanRunSpec, tree: str | None) -> None:
-    """Refuse to resume when the repository is no longer what the conversations explored.
+def check_unchanged(spec: PlanRunSpec, directory: Path, tree: str | None) -> None:
+    """Refuse to resume the run in `directory` when the repository is no longer what the
+    conversations explored.
 
     Raises:
         ConfigError: its files changed since the run started.
     """
-    exclude = spec.out_dir if spec.out_dir.is_relative_to(spec.workspace) else None
+    exclude = directory if directory.is_relative_to(spec.workspace) else None
     if tree is None or tree_fingerprint(spec.workspace, exclude=exclude) != tree:
         raise ConfigError(
-            f"files in {spec.workspace} changed since run {spec.name} started; its "
+            f"files in {spec.workspace} changed since run {directory.name} started; its "
             "conversations describe a repository that is gone: plan again"
         )
 
@@ -139,12 +140,12 @@ class ResumePlan:
         move_aside(directory, "report", "resumed", stale, also=reports)
 
 
-def plan_resume(spec: PlanRunSpec) -> ResumePlan:
-    """Decide, from the run's report and files, what happens to each of its plans."""
-    directory = spec.out_dir
+def plan_resume(spec: PlanRunSpec, directory: Path) -> ResumePlan:
+    """Decide, from the report and files of the run in `directory`, what happens to each
+    of its plans."""
     report = _report(directory)
     entries = _plan_entries(report)
-    plan = ResumePlan(directory, sandbox_root_of(spec))
+    plan = ResumePlan(directory, sandbox_root_of(spec.workspace, directory))
     for job in spec.jobs():
         label = job.label
         kept = kept_result(job, spec, directory)
@@ -217,7 +218,8 @@ def kept_result(job: PlanJob, spec: PlanRunSpec, directory: Path) -> PlanResult 
     }
     # The front matter carries the summary's figures (someone may have edited them).
     result = PlanResult.from_dict({**metadata, **found}, plan_text=body, check=check)
-    return replace(result, agent=result.agent or job.agent, model=result.model or spec.model_id)
+    agent, model = result.agent or job.agent.name, result.model or spec.model_id
+    return replace(result, agent=agent, model=model)
 
 
 def _report(directory: Path) -> dict[str, Any] | None:
