@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 import threading
@@ -150,7 +149,7 @@ def run_and_report(
         )
     report = outcome.report
     if options["as_json"]:
-        click.echo(json.dumps(report.document, indent=2, ensure_ascii=False))
+        click.echo(report.to_json(), nl=False)
     else:
         _summarise(report)
     if outcome.interrupted:
