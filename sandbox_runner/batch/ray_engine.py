@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from sandbox_runner import Sandbox, __version__
 from sandbox_runner.batch.driver import WorkFor
-from sandbox_runner.batch.job import JobOutcome, JobPayload, run_job
+from sandbox_runner.batch.job import JobOutcome, JobPayload, run_job, sent_back
 from sandbox_runner.batch.ray_nodes import (
     NODE_ID_LABEL,
     RESOURCE,
@@ -96,11 +96,12 @@ class RemoteJob:
             return DockerSandbox(spec, client)
 
         with tempfile.TemporaryDirectory(prefix="planrun-batch-") as scratch:
-            return run_job(
+            outcome = run_job(
                 replace(self.payload, workspace=workspace),
                 sandbox_factory=sandboxes,
                 scratch_root=Path(scratch),
             )
+            return sent_back(outcome)
 
 
 def _node_id() -> str:

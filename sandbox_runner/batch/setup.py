@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox_runner.batch.job import JobPayload
@@ -204,6 +204,7 @@ def decide_all(
             retry_failed=retry_failed,
             redo=job.payload.task_id in redo,
         )
+        job.payload = replace(job.payload, attempt=job.decision.attempt)
         if job.decision.action is Action.REFUSED and job.payload.task_id not in changed:
             changed.append(job.payload.task_id)
     if changed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,6 +95,7 @@ def run_plan(
     sandbox_root: Path | None = None,
     allowed_tools: frozenset[str] | None = None,
     earlier: EarlierAttempt | None = None,
+    front_matter: Mapping[str, object] | None = None,
 ) -> PlanResult:
     """Run one Plan subagent and write `<label>.md` (with front matter) into out_dir.
 
@@ -106,7 +107,8 @@ def run_plan(
     The sandbox's writable plan directory is `<sandbox_root>/<label>` (default
     `<out_dir>/.sandbox/<label>`); it must lie outside the workspace. allowed_tools, when
     given, narrows the read-only tools the definition offers (configuration can only take
-    tools away, never add them).
+    tools away, never add them). front_matter is added to the plan file's own (a batch
+    job's fingerprint and attempt).
 
     Raises:
         FileExistsError: out_dir already holds a plan with this label.
@@ -155,7 +157,7 @@ def run_plan(
     if problem:
         # The plan is finished: a container that would not go away must not lose it.
         result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))
-    return _publish(result, job, workspace, final_path, started)
+    return _publish(result, job, workspace, final_path, started, front_matter or {})
 
 
 def _continuation(
@@ -179,12 +181,17 @@ def _stop(sandbox: Sandbox) -> str:
 
 
 def _publish(
-    result: PlanResult, job: PlanJob, workspace: Path, final_path: Path, started: datetime
+    result: PlanResult,
+    job: PlanJob,
+    workspace: Path,
+    final_path: Path,
+    started: datetime,
+    front_matter: Mapping[str, object],
 ) -> PlanResult:
     """Write the plan with its metadata beside the transcript; the sandbox's copy stays."""
     if not result.plan_text.strip():
         return result
-    metadata = plan_metadata(result, job, workspace, started)
+    metadata = {**plan_metadata(result, job, workspace, started), **front_matter}
     write_new(final_path, render_document(metadata, result.plan_text))
     return replace(result, plan_path=final_path)
 
