@@ -189,7 +189,6 @@ def bench_overhead(perspectives: int, repo: Path, scratch: Path, client: Any, im
     files, workspace check and report. The SDK is imported before timing starts, since
     a batch job or CI pipeline pays that once (a cold CLI start is measured separately).
     """
-    from sandbox_runner.agents.registry import Registry
     from sandbox_runner.model.anthropic_model import AnthropicModel
     from sandbox_runner.runs.multi import PlanRunSpec, execute
     from tests.support.fake_messages_api import FakeMessagesAPI
@@ -211,10 +210,8 @@ def bench_overhead(perspectives: int, repo: Path, scratch: Path, client: Any, im
         script = PerspectiveScript({label: writes_plan(label, VALID_PLAN) for label in labels})
         with FakeMessagesAPI(script) as api:
             spec = PlanRunSpec(
-                name=f"bench-{perspectives}-{attempt}",
                 requirements="Add a flag",
                 workspace=repo,
-                out_dir=scratch / f"out-{perspectives}-{attempt}",
                 perspectives=list(labels),
                 model_id="claude-sonnet-4-6",
                 parallel=perspectives,
@@ -222,15 +219,16 @@ def bench_overhead(perspectives: int, repo: Path, scratch: Path, client: Any, im
                 # existed; a synthesis is one more agent run after them.
                 synthesis=False,
             )
-            spec.out_dir.mkdir()
+            out_dir = scratch / f"bench-{perspectives}-{attempt}"
+            out_dir.mkdir()
             start = time.perf_counter()
             outcome = execute(
                 spec,
+                out_dir,
                 model_factory=lambda _: AnthropicModel(
                     "claude-sonnet-4-6", api_key="b", base_url=api.base_url
                 ),
                 sandbox_factory=factory,
-                registry=Registry.load(repo),
             )
             elapsed = time.perf_counter() - start
         if outcome.record.exit_code != 0:

@@ -3,23 +3,26 @@ attempts moved aside (never deleted), the ledger line, and the task's report."""
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from sandbox_runner.batch.job import JobOutcome
 from sandbox_runner.batch.ledger import LedgerRecord
 from sandbox_runner.batch.resume import ATTEMPT_KEY, FINGERPRINT_KEY
 from sandbox_runner.batch.setup import BatchJob, PreparedTask, task_dir
-from sandbox_runner.plans.document import render_document, split_document
+from sandbox_runner.plans.document import document_body, render_document, split_document
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report import RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, PlanStatus
-from sandbox_runner.plans.validate import validate_plan
+from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.runs.plan_job import failed_result, required_sections
 from sandbox_runner.runs.workspace import WorkspaceComparison, git_head
-from sandbox_runner.types import Usage
 
 
 def ledger_status(result: PlanResult) -> str:
@@ -31,26 +34,30 @@ def ledger_status(result: PlanResult) -> str:
     return result.status.value
 
 
-def commit(job: BatchJob, outcome: JobOutcome, out_dir: Path) -> LedgerRecord:
-    """Write the outcome's transcript and plan (never over a file), and the ledger record
-    to append. The plan's front matter carries the job's fingerprint and attempt, so a
-    plan whose ledger line was lost can be adopted."""
+def commit(job: BatchJob, outcome: JobOutcome, out_dir: Path) -> tuple[LedgerRecord, PlanResult]:
+    """Commit the outcome's transcript and plan into the task's directory (never over a
+    file). The plan's front matter carries the job's fingerprint and attempt, so a plan
+    whose ledger line was lost can be adopted.
+
+    Returns:
+        The ledger record to append, and the result as committed: its plan as the plan
+        file holds it, and its files where the task's directory now holds them.
+    """
     directory = task_dir(out_dir, job.payload.task_id)
     directory.mkdir(parents=True, exist_ok=True)
-    attempt = job.decision.attempt
+    plan_file = directory / f"{job.label}.md"
+    transcript = directory / f"{job.label}.transcript.jsonl"
+    if outcome.scratch is not None:
+        plan_text = _commit_files(outcome, outcome.scratch, plan_file, transcript)
+    else:
+        plan_text = _commit_values(outcome, job, plan_file, transcript)
     result = outcome.result
-    if outcome.transcript:
-        write_new(directory / f"{job.label}.transcript.jsonl", outcome.transcript)
-    if outcome.document:
-        metadata, body = split_document(outcome.document)
-        metadata |= {FINGERPRINT_KEY: job.fingerprint, ATTEMPT_KEY: attempt}
-        write_new(directory / f"{job.label}.md", render_document(metadata, body))
     cost = estimate_cost(result.model, result.usage)
-    return LedgerRecord(
+    record = LedgerRecord(
         key=job.key,
         fingerprint=job.fingerprint,
         status=ledger_status(result),
-        attempt=attempt,
+        attempt=job.decision.attempt,
         reason=result.reason,
         node=outcome.node,
         started_at=outcome.started_at,
@@ -58,8 +65,58 @@ def commit(job: BatchJob, outcome: JobOutcome, out_dir: Path) -> LedgerRecord:
         tokens=result.usage.total,
         cost_usd=None if cost is None else round(cost, 6),
         wall_seconds=result.wall_seconds,
-        result=result.to_dict(),
+        result=replace(result, plan_path=None, transcript=None).to_dict(),
     )
+    committed = replace(
+        result,
+        plan_text=plan_text,
+        check=result.check if plan_text.strip() else None,
+        plan_path=plan_file if plan_text.strip() else None,
+        transcript=transcript if transcript.exists() else None,
+    )
+    return record, committed
+
+
+def _commit_files(outcome: JobOutcome, scratch: Path, plan_file: Path, transcript: Path) -> str:
+    """Link a job's plan and transcript from its scratch into the task's directory, as they
+    are (its run stamped the plan's front matter), then remove the scratch; the plan as
+    its file holds it below the front matter ("" when there is none)."""
+    committed = []
+    for target in (transcript, plan_file):
+        source = scratch / target.name
+        if source.is_file() and not source.is_symlink() and source.stat().st_size:
+            _link_new(source, target)
+            committed.append(target)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return document_body(outcome.result.plan_text) if plan_file in committed else ""
+
+
+def _link_new(source: Path, target: Path) -> None:
+    """Give target the file at source, which must not exist yet; the source goes."""
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError as error:
+        if error.errno != errno.EXDEV:
+            raise
+        # The scratch lies on another file system (under ~/.planrun, for an --out inside
+        # a repository): the file is copied instead.
+        with source.open("rb") as reading, target.open("xb") as writing:
+            shutil.copyfileobj(reading, writing)
+    # A driver that dies now must not find the file in the scratch, as if still running.
+    source.unlink()
+
+
+def _commit_values(outcome: JobOutcome, job: BatchJob, plan_file: Path, transcript: Path) -> str:
+    """Write a job's plan and transcript sent back as values, stamping the plan's front
+    matter; the plan as its file holds it below the front matter ("" when there is none)."""
+    if outcome.transcript:
+        write_new(transcript, outcome.transcript)
+    if not outcome.document:
+        return ""
+    metadata, body = split_document(outcome.document)
+    metadata |= {FINGERPRINT_KEY: job.fingerprint, ATTEMPT_KEY: job.decision.attempt}
+    write_new(plan_file, render_document(metadata, body))
+    return document_body(body)
 
 
 def adopted_record(job: BatchJob, out_dir: Path) -> LedgerRecord:
@@ -77,59 +134,67 @@ def adopted_record(job: BatchJob, out_dir: Path) -> LedgerRecord:
     )
 
 
-def recorded_result(job: BatchJob, record: LedgerRecord | None, out_dir: Path) -> PlanResult:
-    """A job's result for its task's report, rebuilt from its ledger record and plan file."""
+def reported_result(
+    job: BatchJob, record: LedgerRecord | None, out_dir: Path, committed: PlanResult | None
+) -> PlanResult:
+    """A job's result for its task's report: how its ledger record says it ended, with its
+    plan as committed by this run, else as its plan file holds it."""
     payload = job.payload
     if record is None:
         return failed_result(payload.job, payload.model_id, "not run yet")
     directory = task_dir(out_dir, payload.task_id)
     plan_file = directory / f"{job.label}.md"
     transcript = directory / f"{job.label}.transcript.jsonl"
+    if committed is not None:
+        plan_text, check = committed.plan_text, committed.check
+    else:
+        plan_text, check = _plan_on_file(job, plan_file)
+    # The ledger line says how the attempt ended (an adopted plan has no result in it);
+    # the task's directory holds its files.
+    status = "complete" if record.status in ("complete", "invalid") else record.status
+    recorded = {
+        **record.result,
+        "label": job.label,
+        "status": status,
+        "reason": record.reason,
+        "wall_seconds": record.wall_seconds,
+        "plan_path": str(plan_file) if plan_text.strip() else None,
+        "transcript": str(transcript) if transcript.exists() else None,
+        # Not carried over into the task's report (the batch's status.json shows them).
+        "resumable": False,
+        "continued": False,
+    }
+    result = PlanResult.from_dict(recorded, plan_text=plan_text, check=check)
+    agent, model = result.agent or payload.job.agent.name, result.model or payload.model_id
+    return replace(result, agent=agent, model=model)
+
+
+def _plan_on_file(job: BatchJob, plan_file: Path) -> tuple[str, PlanCheck | None]:
+    """The plan a file of an earlier run holds, and its check."""
     try:
         plan_text = split_document(plan_file.read_text(errors="replace"))[1]
     except OSError:
-        plan_text = ""
-    check = None
-    if plan_text.strip():
-        sections = required_sections(payload.job)
-        check = validate_plan(plan_text, sections=sections, workspace=payload.workspace)
-    data = record.result
-    found = data.get("tokens")
-    tokens: dict[str, Any] = found if isinstance(found, dict) else {}
-    status = "complete" if record.status in ("complete", "invalid") else record.status
-    return PlanResult(
-        label=job.label,
-        agent=str(data.get("agent") or payload.job.agent),
-        model=str(data.get("model") or payload.model_id),
-        status=PlanStatus(status if status in PlanStatus._value2member_map_ else "failed"),
-        reason=record.reason,
-        plan_path=plan_file if plan_text.strip() else None,
-        plan_text=plan_text,
-        check=check,
-        suggested_commands=list(data.get("suggested_commands") or []),
-        turns=int(data.get("turns") or 0),
-        tool_calls=int(data.get("tool_calls") or 0),
-        usage=Usage(
-            int(tokens.get("input", 0)),
-            int(tokens.get("output", 0)),
-            int(tokens.get("cache_creation", 0)),
-            int(tokens.get("cache_read", 0)),
-        ),
-        wall_seconds=record.wall_seconds,
-        transcript=transcript if transcript.exists() else None,
-    )
+        return "", None
+    if not plan_text.strip():
+        return plan_text, None
+    sections = required_sections(job.payload.job)
+    return plan_text, validate_plan(plan_text, sections=sections, workspace=job.payload.workspace)
 
 
 def write_task_report(
     task: PreparedTask,
     jobs: list[BatchJob],
-    records: dict[str, LedgerRecord],
+    records: Mapping[str, LedgerRecord],
+    committed: Mapping[str, PlanResult],
     out_dir: Path,
     check: WorkspaceComparison,
 ) -> None:
-    """report.json/md/html of one task, as `planrun plan` writes them (rewritten after a retry)."""
-    spec = task.prepared.spec
-    results = [recorded_result(job, records.get(job.key), out_dir) for job in jobs]
+    """report.json/md/html of one task, as `planrun plan` writes them (rewritten after a
+    retry); `committed` holds the results this run committed, by job key."""
+    spec = task.spec
+    results = [
+        reported_result(job, records.get(job.key), out_dir, committed.get(job.key)) for job in jobs
+    ]
     valid = all(result.valid for result in results)
     now = datetime.now(UTC)
     started = min(

@@ -18,6 +18,7 @@ from sandbox_runner.batch.resume import RUNS, Action
 from sandbox_runner.batch.salvage import salvage_scratch
 from sandbox_runner.batch.setup import BatchJob, task_dir
 from sandbox_runner.batch.summary import JobRow, summary_document, write_summary
+from sandbox_runner.plans.results import PlanResult
 from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
 from sandbox_runner.runs.executor import Announced, Executor
 from sandbox_runner.runs.git_probe import in_background, settled
@@ -85,6 +86,8 @@ class BatchDriver:
     checks: dict[Path, WorkspaceComparison] = field(default_factory=dict)
     ledger: Ledger = field(init=False)
     records: dict[str, LedgerRecord] = field(init=False)
+    committed: dict[str, PlanResult] = field(default_factory=dict)
+    """The results this run committed, by job key: its reports need not read them back."""
     attempts: dict[str, int] = field(init=False)
     running: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
@@ -147,9 +150,11 @@ class BatchDriver:
 
             reason = f"the engine gave up: {type(error).__name__}: {error}"
             outcome = JobOutcome(job.key, failed_result(job.payload.job, "", reason), None, "")
-            record = replace(commit(job, outcome, self.out_dir), status="error")
+            record, committed = commit(job, outcome, self.out_dir)
+            record = replace(record, status="error")
         else:
-            record = commit(job, future.result(), self.out_dir)
+            record, committed = commit(job, future.result(), self.out_dir)
+        self.committed[job.key] = committed
         self._record(record)
         self.events.job_finished(job.key, record.status, record.cost_usd)
         self._task_report(job.payload.task_id)
@@ -224,7 +229,8 @@ class BatchDriver:
         check = self.checks.get(workspace) or WorkspaceComparison(
             "", "none", "compared when the batch ends (a run that was stopped does not compare)"
         )
-        write_task_report(jobs[0].task, jobs, self.records, self.out_dir, check)
+        task = jobs[0].task
+        write_task_report(task, jobs, self.records, self.committed, self.out_dir, check)
 
     def rows(self) -> list[JobRow]:
         """The summary's row of every job, in batch-file order."""

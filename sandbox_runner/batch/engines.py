@@ -83,8 +83,8 @@ def local_engine(
         task_id = job.payload.task_id
         if task_id not in factories:
             # Docker, the image and the workspace's readability are checked before any job.
-            spec = job.task.prepared
-            factories[task_id] = host.sandbox_factory(spec.spec.workspace, spec.settings)(
+            task = job.task
+            factories[task_id] = host.sandbox_factory(task.spec.workspace, task.settings)(
                 f"batch-{batch}"
             )
     probes = {job.payload.workspace: factories[job.payload.task_id] for job in to_run}
@@ -108,7 +108,7 @@ def local_work_for(
     cancel: threading.Event,
     on_agent_event: AgentEvents | None = None,
 ) -> WorkFor:
-    """Each job runs run_job() in this process, with its task's registry and sandboxes."""
+    """Each job runs run_job() in this process, with its task's sandboxes."""
 
     def work_for(job: BatchJob) -> Callable[[], JobOutcome]:
         events = functools.partial(on_agent_event, job.key) if on_agent_event else None
@@ -117,7 +117,6 @@ def local_work_for(
             job.payload,
             sandbox_factory=sandboxes_for(job),
             scratch_root=scratch_root,
-            registry=job.task.prepared.registry,
             on_event=events,
             cancel=cancel,
         )

@@ -1,5 +1,6 @@
-"""One batch job on a worker: run one plan in a scratch directory and return its files as
-values. Workers never write the batch's output directory; the driver commits what they return."""
+"""One batch job on a worker: run one plan in a scratch directory, whose files the driver
+commits (a job on another machine sends them back as values). Workers never write the
+batch's output directory."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from sandbox_runner import Model
 from sandbox_runner.agents.events import EventSink
-from sandbox_runner.agents.registry import Registry
+from sandbox_runner.batch.resume import ATTEMPT_KEY, FINGERPRINT_KEY
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.plans.files import write_new
@@ -50,6 +51,8 @@ class JobPayload:
     api_retries: int | None = None
     fingerprint: str = ""
     """The job's fingerprint (kept beside its scratch, so a later run knows whose it is)."""
+    attempt: int = 1
+    """Which attempt of the job this is; with the fingerprint, in its plan's front matter."""
     earlier: EarlierAttempt | None = None
     """An attempt that stopped, whose conversation this one goes on with when it can."""
 
@@ -60,15 +63,21 @@ class JobPayload:
 
 @dataclass
 class JobOutcome:
-    """What a job produced, as values: the result, the plan document and the transcript."""
+    """What a job produced: the result, and its plan file and transcript, either in its
+    scratch directory on this machine or as values sent back from another."""
 
     key: str
     result: PlanResult
     document: str | None
+    """The plan file's text, sent back (None: none, or it is in `scratch`)."""
     transcript: str
+    """The transcript's text, sent back ("": none, or it is in `scratch`)."""
     node: str = ""
     started_at: str = ""
     finished_at: str = ""
+    scratch: Path | None = None
+    """The job's scratch directory, whose files the driver commits as they are (a job on
+    this machine); None when they come as values."""
 
 
 def default_model(payload: JobPayload) -> Model:
@@ -88,12 +97,12 @@ def run_job(
     *,
     sandbox_factory: SandboxFactory,
     scratch_root: Path,
-    registry: Registry | None = None,
     model: Callable[[JobPayload], Model] = default_model,
     on_event: EventSink | None = None,
     cancel: threading.Event | None = None,
 ) -> JobOutcome:
-    """Run one job in `<scratch_root>/<unique>/`, read back its files, remove the scratch.
+    """Run one job in `<scratch_root>/<unique>/`: its plan (whose front matter names the
+    job's fingerprint and attempt) and transcript stay there for the driver to commit.
 
     An interrupted job leaves its scratch (and `job.json`, naming it) for the next run of
     the batch, which goes on with its conversation. Never raises for a failing plan: the
@@ -113,27 +122,34 @@ def run_job(
             model=model(payload),
             model_id=payload.model_id,
             sandbox_factory=sandbox_factory,
-            registry=registry,
             limits=payload.limits,
             on_event=on_event,
             cancel=cancel,
             allowed_tools=payload.allowed_tools,
             earlier=payload.earlier,
+            front_matter={FINGERPRINT_KEY: payload.fingerprint, ATTEMPT_KEY: payload.attempt},
         )
     except (PlanrunError, OSError) as error:
         result = failed_result(job, payload.model_id, str(error))
     except Exception as error:
         result = failed_result(job, payload.model_id, f"internal error: {type(error).__name__}")
+    node = socket.gethostname()
+    return JobOutcome(payload.key, result, None, "", node, started, _now(), scratch)
+
+
+def sent_back(outcome: JobOutcome) -> JobOutcome:
+    """The outcome of a job on another machine: its files read into values (one larger
+    than MAX_RETURNED_BYTES is not sent back), its scratch removed."""
+    scratch, label = outcome.scratch, outcome.result.label
+    if scratch is None:
+        return outcome
     try:
-        document = _read(scratch / f"{job.label}.md")
-        transcript = _read(scratch / f"{job.label}.transcript.jsonl") or ""
+        document = _read(scratch / f"{label}.md")
+        transcript = _read(scratch / f"{label}.transcript.jsonl") or ""
     finally:
-        if cancel is None or not cancel.is_set():
-            shutil.rmtree(scratch, ignore_errors=True)
-    result = replace(result, plan_path=None, transcript=None)
-    return JobOutcome(
-        payload.key, result, document, transcript, socket.gethostname(), started, _now()
-    )
+        shutil.rmtree(scratch, ignore_errors=True)
+    result = replace(outcome.result, plan_path=None, transcript=None)
+    return replace(outcome, result=result, document=document, transcript=transcript, scratch=None)
 
 
 def _read(path: Path) -> str | None:

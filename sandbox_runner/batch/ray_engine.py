@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from sandbox_runner import Sandbox, __version__
 from sandbox_runner.batch.driver import WorkFor
-from sandbox_runner.batch.job import JobOutcome, JobPayload, run_job
+from sandbox_runner.batch.job import JobOutcome, JobPayload, run_job, sent_back
 from sandbox_runner.batch.ray_nodes import (
     NODE_ID_LABEL,
     RESOURCE,
@@ -65,7 +65,6 @@ class RemoteJob:
     """The tag the prepare step checked on every node that runs jobs."""
     limits: Limits
     session: str
-    trust_project: bool = False
 
     def __call__(self) -> JobOutcome:
         # The copy stays in use (never pruned) until the job's sandboxes are gone.
@@ -75,7 +74,6 @@ class RemoteJob:
         return replace(outcome, node=f"{outcome.node} ray:{_node_id()[:12]}")
 
     def _run(self, workspace: Path) -> JobOutcome:
-        from sandbox_runner.agents.registry import Registry
         from sandbox_runner.sandbox.docker_engine import connect
         from sandbox_runner.sandbox.docker_provider import collect_garbage
         from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
@@ -98,12 +96,12 @@ class RemoteJob:
             return DockerSandbox(spec, client)
 
         with tempfile.TemporaryDirectory(prefix="planrun-batch-") as scratch:
-            return run_job(
+            outcome = run_job(
                 replace(self.payload, workspace=workspace),
                 sandbox_factory=sandboxes,
                 scratch_root=Path(scratch),
-                registry=Registry.load(workspace, trust_project=self.trust_project),
             )
+            return sent_back(outcome)
 
 
 def _node_id() -> str:
@@ -235,7 +233,7 @@ class RayEngine:
         from sandbox_runner.sandbox.image import image_tag
 
         # The image is the operator's setting (a batch file or project cannot choose it).
-        self.image = jobs[0].task.prepared.settings.settings.image or image_tag()
+        self.image = jobs[0].task.settings.settings.image or image_tag()
         expected = NodeExpectation(
             __version__,
             self.image,
@@ -278,16 +276,8 @@ class RayEngine:
 
         def work(job: BatchJob) -> Callable[[], JobOutcome]:
             ref, digest = shipped[job.payload.workspace]
-            loaded = job.task.prepared.settings
-            return RemoteJob(
-                job.payload,
-                ref,
-                digest,
-                self.image,
-                loaded.limits(),
-                f"batch-{batch}",
-                loaded.project_trusted,
-            )
+            limits = job.task.settings.limits()
+            return RemoteJob(job.payload, ref, digest, self.image, limits, f"batch-{batch}")
 
         return work
 

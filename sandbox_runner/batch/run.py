@@ -155,7 +155,7 @@ def dry_run(options: BatchOptions, *, warn: Warn) -> list[PlannedJob]:
     going_on: set[str] = set()
     if out_dir is not None and out_dir.is_dir():
         jobs = decide_all(jobs, out_dir, retry_failed=options.retry_failed, redo=options.redo)
-        going_on = _going_on(jobs, out_dir, [task.prepared.spec.workspace for task in prepared])
+        going_on = _going_on(jobs, out_dir, [task.spec.workspace for task in prepared])
     return [PlannedJob(job.key, job.decision.action, job.key in going_on) for job in jobs]
 
 
@@ -184,7 +184,7 @@ def _prepared(options: BatchOptions, warn: Warn) -> tuple[BatchFile, list[Prepar
 
 
 def _workspaces(prepared: list[PreparedTask]) -> list[Path]:
-    return sorted({task.prepared.spec.workspace for task in prepared})
+    return sorted({task.spec.workspace for task in prepared})
 
 
 def _drive(
@@ -198,7 +198,7 @@ def _drive(
 ) -> BatchOutcome:
     to_run = [job for job in jobs if job.decision.action in RUNS]
     display = watch(BatchStart(out_dir.name, out_dir, len(to_run), len(jobs) - len(to_run)))
-    parallel = options.parallel or prepared[0].prepared.spec.parallel
+    parallel = options.parallel or prepared[0].spec.parallel
     scratch = scratch_root(out_dir, _workspaces(prepared))
     with contextlib.ExitStack() as disconnect:
         if options.engine == "ray":

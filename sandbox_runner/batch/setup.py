@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox_runner.batch.job import JobPayload
@@ -18,8 +18,10 @@ from sandbox_runner.batch.resume import (
     plan_on_disk,
 )
 from sandbox_runner.batch.tasks_file import BatchFile, BatchFileError, BatchTask
+from sandbox_runner.config import LoadedSettings
 from sandbox_runner.errors import ConfigError, PlanrunError
-from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, Warn, prepare
+from sandbox_runner.runs.prepare import PlanRequest, Warn, prepare
+from sandbox_runner.runs.run_spec import PlanRunSpec
 from sandbox_runner.runs.workspace import tree_fingerprint
 
 TASKS_DIR = "tasks"
@@ -42,7 +44,9 @@ class PreparedTask:
     """A task of the batch file, prepared as `planrun plan` would prepare it."""
 
     task: BatchTask
-    prepared: PreparedRun
+    spec: PlanRunSpec
+    settings: LoadedSettings
+    """The settings its sandboxes and model are made with."""
 
 
 @dataclass
@@ -100,10 +104,10 @@ def prepare_tasks(
             overrides=task.overrides,
         )
         try:
-            run = prepare(request, _prefixed(warn, task.id))
+            spec, settings = prepare(request, _prefixed(warn, task.id))
         except PlanrunError as error:
             raise BatchFileError(batch.path, str(error), task.id) from None
-        prepared.append(PreparedTask(task, run))
+        prepared.append(PreparedTask(task, spec, settings))
     return prepared
 
 
@@ -119,13 +123,13 @@ def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob
     trees: dict[Path, str | None] = {}
     jobs = []
     for prepared_task in tasks:
-        spec = prepared_task.prepared.spec
+        spec = prepared_task.spec
         workspace = spec.workspace
         if workspace not in trees:
             exclude = out_dir if out_dir is not None and out_dir.is_relative_to(workspace) else None
             trees[workspace] = tree_fingerprint(workspace, exclude=exclude)
-        agent = prepared_task.prepared.agent
-        settings = prepared_task.prepared.settings.settings
+        agent = spec.agent
+        settings = prepared_task.settings.settings
         for job in spec.jobs():
             parts: dict[str, object] = {
                 "requirements": job.requirements,
@@ -200,6 +204,7 @@ def decide_all(
             retry_failed=retry_failed,
             redo=job.payload.task_id in redo,
         )
+        job.payload = replace(job.payload, attempt=job.decision.attempt)
         if job.decision.action is Action.REFUSED and job.payload.task_id not in changed:
             changed.append(job.payload.task_id)
     if changed:

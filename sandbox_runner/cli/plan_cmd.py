@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -136,7 +135,7 @@ def _announce(as_json: bool) -> Callable[[RunStart], Progress]:
 
     def watch(start: RunStart) -> Progress:
         if not as_json:
-            count, out_dir = len(start.labels), start.spec.out_dir
+            count, out_dir = len(start.labels), start.out_dir
             click.echo(f"planrun: planning {count} perspective(s) into {out_dir}", err=True)
             if start.spec.agent_override:
                 click.echo(f"planrun: agent {one_line(start.spec.agent_override)}", err=True)
@@ -156,7 +155,7 @@ def show_outcome(ctx: click.Context, outcome: PlanRunOutcome, *, as_json: bool) 
     code."""
     report = outcome.report
     if as_json:
-        click.echo(json.dumps(report.document, indent=2, ensure_ascii=False))
+        click.echo(report.to_json(), nl=False)
     else:
         _summarise(report)
     if outcome.interrupted:

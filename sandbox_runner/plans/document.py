@@ -15,8 +15,13 @@ def render_document(metadata: dict[str, Any], plan_text: str) -> str:
     """The plan file: YAML front matter, then the plan's Markdown as the model wrote it;
     what looks like a credential is redacted in both."""
     header = yaml.safe_dump(redact_data(metadata), sort_keys=False, allow_unicode=True, width=100)
-    body = redact(strip_front_matter(plan_text).strip())
-    return f"{FRONT_MATTER_FENCE}\n{header}{FRONT_MATTER_FENCE}\n\n{body}\n"
+    return f"{FRONT_MATTER_FENCE}\n{header}{FRONT_MATTER_FENCE}\n\n{document_body(plan_text)}"
+
+
+def document_body(plan_text: str) -> str:
+    """What the plan file of plan_text holds below its front matter, as split_document gives
+    it back; what looks like a credential is redacted."""
+    return redact(strip_front_matter(plan_text).strip()) + "\n"
 
 
 def split_document(text: str) -> tuple[dict[str, Any], str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tempfile
@@ -28,7 +27,6 @@ __all__ = [
     "Report",
     "RunRecord",
     "build_report",
-    "plan_bodies",
     "render_html",
     "render_markdown",
     "write_report",
@@ -81,8 +79,10 @@ class RunRecord:
             )
 
 
-def build_report(record: RunRecord) -> dict[str, Any]:
-    """The JSON summary of a run (report.json), as described in REPORT_SCHEMA_DOC.
+def build_report(record: RunRecord) -> Report:
+    """The report of a run: the document report.json holds (see REPORT_SCHEMA_DOC) and the
+    plans' Markdown, from which all three pages are rendered; what looks like a credential
+    is redacted.
 
     Raises:
         ValueError: the record's results and perspectives differ in length.
@@ -94,8 +94,31 @@ def build_report(record: RunRecord) -> dict[str, Any]:
             record.results, record.perspectives, labels, strict=True
         )
     ]
-    bodies = _perspective_bodies(record)
-    recommended = _recommended_entry(record, labels)
+    bodies = {
+        label: _plan_body(result.plan_text)
+        for label, result in zip(labels, record.results, strict=True)
+    }
+    disagreements = _disagreements(plans, bodies)
+    recommended = None
+    synthesis = record.synthesis
+    if synthesis is not None and synthesis.result is not None:
+        result = synthesis.result
+        label = _recommended_label(labels, result.label)
+        bodies[label] = _plan_body(result.plan_text)
+        recommended = _recommended_entry(
+            record.out_dir, result, synthesis.sources, label, bodies[label]
+        )
+    document = _document(record, plans, recommended, disagreements)
+    redacted = {label: redact(body) for label, body in bodies.items()}
+    return Report(redact_data(document), redacted, record.out_dir)
+
+
+def _document(
+    record: RunRecord,
+    plans: list[dict[str, Any]],
+    recommended: dict[str, Any] | None,
+    disagreements: dict[str, Any],
+) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "run": record.name,
@@ -117,7 +140,7 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         "recommended": recommended,
         "plans": plans,
         "critical_files": _critical_files(plans),
-        "disagreements": _disagreements(plans, bodies),
+        "disagreements": disagreements,
         "failures": _failures(plans),
         "totals": _totals(plans, recommended),
     }
@@ -125,38 +148,12 @@ def build_report(record: RunRecord) -> dict[str, Any]:
 
 def write_report(record: RunRecord) -> Report:
     """Write report.json, report.md and report.html into record.out_dir, each replaced
-    atomically; what looks like a credential is redacted in all three."""
-    document = redact_data(build_report(record))
-    json_path = record.out_dir / "report.json"
-    markdown_path = record.out_dir / "report.md"
-    html_path = record.out_dir / "report.html"
-    _write_atomically(json_path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-    _write_atomically(markdown_path, render_markdown(document))
-    bodies = {label: redact(body) for label, body in plan_bodies(record).items()}
-    _write_atomically(html_path, render_html(document, bodies))
-    return Report.of(document, (json_path, markdown_path, html_path))
-
-
-def plan_bodies(record: RunRecord) -> dict[str, str]:
-    """Each plan's Markdown without front matter or `# Title`, by its label in the report;
-    the recommended plan's too, when there is one."""
-    bodies = _perspective_bodies(record)
-    result = _synthesis_result(record)
-    if result is not None:
-        bodies[_recommended_label(list(bodies), result.label)] = _plan_body(result.plan_text)
-    return bodies
-
-
-def _perspective_bodies(record: RunRecord) -> dict[str, str]:
-    labels = _unique_labels(record.results)
-    return {
-        label: _plan_body(result.plan_text)
-        for label, result in zip(labels, record.results, strict=True)
-    }
-
-
-def _synthesis_result(record: RunRecord) -> PlanResult | None:
-    return record.synthesis.result if record.synthesis is not None else None
+    atomically, from one report."""
+    report = build_report(record)
+    _write_atomically(report.json_path, report.to_json())
+    _write_atomically(report.markdown_path, report.to_markdown())
+    _write_atomically(report.html_path, report.to_html())
+    return report
 
 
 def _recommended_label(labels: list[str], label: str) -> str:
@@ -177,14 +174,12 @@ def _synthesis_entry(synthesis: Synthesis | None) -> dict[str, Any]:
     }
 
 
-def _recommended_entry(record: RunRecord, labels: list[str]) -> dict[str, Any] | None:
+def _recommended_entry(
+    out_dir: Path, result: PlanResult, sources: tuple[str, ...], label: str, body: str
+) -> dict[str, Any]:
     """The recommended plan as a plan entry, with its sources, decisions and conflicts."""
-    result = _synthesis_result(record)
-    if result is None or record.synthesis is None:
-        return None
-    entry = _plan_entry(record.out_dir, result, None, _recommended_label(labels, result.label))
-    body = _plan_body(result.plan_text)
-    entry["sources"] = list(record.synthesis.sources)
+    entry = _plan_entry(out_dir, result, None, label)
+    entry["sources"] = list(sources)
     for key, title in (("decisions", DECISIONS_SECTION), ("conflicts", CONFLICTS_SECTION)):
         text = extract_section(body, title) if body.strip() else None
         points = section_points(text or "")[:MAX_SYNTHESIS_POINTS]

@@ -1,10 +1,17 @@
-"""The typed view of a written report: what a caller prints, read from report.json's data."""
+"""The report of a run, built once: report.json's document and each plan's Markdown, rendered
+as report.json, report.md and report.html, and read by whoever prints a summary."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from sandbox_runner.plans.report_html import render_html
+from sandbox_runner.plans.report_markdown import render_markdown
+
+JSON_NAME, MARKDOWN_NAME, HTML_NAME = "report.json", "report.md", "report.html"
 
 
 @dataclass(frozen=True)
@@ -21,44 +28,73 @@ class PlanLine:
 
 @dataclass(frozen=True)
 class Report:
-    """A written report: what a caller prints, and the document report.json holds."""
+    """A run's report; what looks like a credential is redacted in all of it."""
 
     document: dict[str, Any]
     """Exactly what report.json holds (see REPORT_SCHEMA_DOC)."""
-    json_path: Path
-    markdown_path: Path
-    html_path: Path
-    status: str
-    exit_code: int
-    plans: tuple[PlanLine, ...]
-    agent_override: str | None
-    workspace_unchanged: bool
-    workspace_problem: str
-    recommended: PlanLine | None = None
-    """The recommended plan, when a synthesis ran."""
-    synthesis_note: str = ""
-    """Why there is no recommended plan ("" when a synthesis ran)."""
+    bodies: dict[str, str]
+    """Each plan's Markdown without front matter or `# Title`, by its label in the document
+    (the recommended plan's too, when there is one)."""
+    out_dir: Path
+    """The directory the report's files are written to, beside the plans."""
 
-    @classmethod
-    def of(cls, document: dict[str, Any], paths: tuple[Path, Path, Path]) -> Report:
-        """The typed view of a report document."""
-        plans = tuple(_plan_line(entry) for entry in document["plans"])
-        recommended = document.get("recommended")
-        synthesis = document.get("synthesis") or {}
-        return cls(
-            document=document,
-            json_path=paths[0],
-            markdown_path=paths[1],
-            html_path=paths[2],
-            status=document["status"],
-            exit_code=document["exit_code"],
-            plans=plans,
-            agent_override=document["agent_override"],
-            workspace_unchanged=document["workspace_unchanged"],
-            workspace_problem=document["workspace_problem"],
-            recommended=_plan_line(recommended) if isinstance(recommended, dict) else None,
-            synthesis_note=str(synthesis.get("note") or ""),
-        )
+    def to_json(self) -> str:
+        return json.dumps(self.document, indent=2, ensure_ascii=False) + "\n"
+
+    def to_markdown(self) -> str:
+        return render_markdown(self.document)
+
+    def to_html(self) -> str:
+        return render_html(self.document, self.bodies)
+
+    @property
+    def json_path(self) -> Path:
+        return self.out_dir / JSON_NAME
+
+    @property
+    def markdown_path(self) -> Path:
+        return self.out_dir / MARKDOWN_NAME
+
+    @property
+    def html_path(self) -> Path:
+        return self.out_dir / HTML_NAME
+
+    @property
+    def status(self) -> str:
+        return str(self.document["status"])
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.document["exit_code"])
+
+    @property
+    def plans(self) -> tuple[PlanLine, ...]:
+        return tuple(_plan_line(entry) for entry in self.document["plans"])
+
+    @property
+    def recommended(self) -> PlanLine | None:
+        """The recommended plan, when a synthesis ran."""
+        entry = self.document.get("recommended")
+        return _plan_line(entry) if isinstance(entry, dict) else None
+
+    @property
+    def synthesis_note(self) -> str:
+        """Why there is no recommended plan ("" when a synthesis ran)."""
+        synthesis = self.document.get("synthesis") or {}
+        return str(synthesis.get("note") or "")
+
+    @property
+    def agent_override(self) -> str | None:
+        override = self.document["agent_override"]
+        return None if override is None else str(override)
+
+    @property
+    def workspace_unchanged(self) -> bool:
+        return bool(self.document["workspace_unchanged"])
+
+    @property
+    def workspace_problem(self) -> str:
+        return str(self.document["workspace_problem"])
 
 
 def _plan_line(entry: dict[str, Any]) -> PlanLine:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -9,6 +10,11 @@ from typing import Any
 
 from sandbox_runner.plans.validate import PlanCheck
 from sandbox_runner.types import Usage
+
+TOKEN_KEYS = ("input", "output", "cache_creation", "cache_read")
+"""The keys of to_dict()'s `tokens`, in the order of Usage's fields."""
+MAX_COUNT = 1e15
+"""A larger number in data someone may have edited is not a count."""
 
 
 class PlanStatus(StrEnum):
@@ -81,6 +87,37 @@ class PlanResult:
             "continued": self.continued,
         }
 
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], *, plan_text: str = "", check: PlanCheck | None = None
+    ) -> PlanResult:
+        """The result a to_dict() summary describes (a plan's front matter has the same
+        keys). The summary leaves out the plan and its check: they are given back here.
+
+        The data may have been edited: a value that is missing or not of its type reads
+        as empty, zero or false, and an unknown status as failed.
+        """
+        tokens = data.get("tokens")
+        counts: Mapping[str, Any] = tokens if isinstance(tokens, Mapping) else {}
+        return cls(
+            label=_text(data.get("label")),
+            agent=_text(data.get("agent")),
+            model=_text(data.get("model")),
+            status=_status(data.get("status")),
+            reason=_text(data.get("reason")),
+            plan_path=_path(data.get("plan_path")),
+            plan_text=plan_text,
+            check=check,
+            suggested_commands=_strings(data.get("suggested_commands")),
+            turns=int(_number(data.get("turns"))),
+            tool_calls=int(_number(data.get("tool_calls"))),
+            usage=Usage(*(int(_number(counts.get(key))) for key in TOKEN_KEYS)),
+            wall_seconds=float(_number(data.get("wall_seconds"), real=True)),
+            transcript=_path(data.get("transcript")),
+            resumable=data.get("resumable") is True,
+            continued=data.get("continued") is True,
+        )
+
 
 class SynthesisState(StrEnum):
     """Whether the synthesis of a recommended plan ran, and if not, why."""
@@ -106,3 +143,28 @@ class Synthesis:
     """The labels of the plans it merged."""
     agent_override: str = ""
     """Which file replaced the built-in Synthesis agent ("" when none did)."""
+
+
+def _status(value: object) -> PlanStatus:
+    known = {status.value: status for status in PlanStatus}
+    return known.get(value, PlanStatus.FAILED) if isinstance(value, str) else PlanStatus.FAILED
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _path(value: object) -> Path | None:
+    return Path(value) if isinstance(value, str) and value else None
+
+
+def _strings(value: object) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def _number(value: object, *, real: bool = False) -> int | float:
+    """A count (or with real, a number); else 0."""
+    kinds = (int, float) if real else (int,)
+    if isinstance(value, kinds) and not isinstance(value, bool) and abs(value) < MAX_COUNT:
+        return value
+    return 0

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sandbox_runner.agents.events import EventSink
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.files import replace_file
 from sandbox_runner.plans.report import Report, RunRecord, write_report
@@ -62,17 +61,17 @@ class PlanRunOutcome:
 
 def execute(
     spec: PlanRunSpec,
+    out_dir: Path,
     *,
     model_factory: ModelFactory,
     sandbox_factory: SandboxFactory,
-    registry: Registry,
     on_event: EventSink | None = None,
     stop_sandboxes: Callable[[], object] = lambda: None,
     on_stop: Callable[[], object] = lambda: None,
     resumption: Resumption | None = None,
 ) -> PlanRunOutcome:
-    """Run every perspective, check the workspace did not change, and write the report
-    (and run.json, which lets `planrun plans resume` repeat the run's request). A resumed
+    """Run every perspective in out_dir, check the workspace did not change, and write the
+    report (and run.json, which lets `planrun plans resume` repeat the run's request). A resumed
     run keeps the plans `resumption` holds and goes on with its conversations.
 
     On KeyboardInterrupt (or SystemExit) on_stop is called, the subagents are told to
@@ -80,17 +79,17 @@ def execute(
     outcome says it was interrupted.
     """
     started = datetime.now(UTC)
-    exclude = spec.out_dir if spec.out_dir.is_relative_to(spec.workspace) else None
-    sandbox_root = _sandbox_root(spec)
+    exclude = out_dir if out_dir.is_relative_to(spec.workspace) else None
+    sandbox_root = _sandbox_root(spec.workspace, out_dir)
     jobs = spec.jobs()
     runner = PerspectiveRunner(
-        spec, model_factory, sandbox_factory, registry, on_event, sandbox_root, resumption
+        spec, out_dir, model_factory, sandbox_factory, on_event, sandbox_root, resumption
     )
     # The fingerprint is taken before anything starts; the first `git status` needs a
     # container of its own, so it runs beside the subagents' start (they cannot write
     # the workspace, and any change would show in the fingerprint anyway).
     fingerprint = tree_fingerprint(spec.workspace, exclude=exclude)
-    record_request(spec, fingerprint)
+    record_request(spec, out_dir, fingerprint)
     git_before = in_background(
         workspace_git_status,
         spec.workspace,
@@ -114,13 +113,15 @@ def execute(
         )
         after = WorkspaceState(tree, None)
     finally:
-        if sandbox_root != spec.out_dir / ".sandbox":
+        if sandbox_root != out_dir / ".sandbox":
             shutil.rmtree(sandbox_root, ignore_errors=True)
     git_status_before = settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
     comparison = WorkspaceState(fingerprint, git_status_before).compare(
         after, why_not_later=INTERRUPTED_GIT_NOTE if interrupted else ""
     )
-    record = _record(spec, jobs, results, synthesis, comparison, started, interrupted=interrupted)
+    record = _record(
+        spec, out_dir, jobs, results, synthesis, comparison, started, interrupted=interrupted
+    )
     try:
         report = write_report(record)
     except KeyboardInterrupt:
@@ -134,6 +135,7 @@ def execute(
 
 def _record(
     spec: PlanRunSpec,
+    out_dir: Path,
     jobs: list[PlanJob],
     results: list[PlanResult],
     synthesis: Synthesis,
@@ -143,8 +145,8 @@ def _record(
     interrupted: bool,
 ) -> RunRecord:
     return RunRecord(
-        name=spec.name,
-        out_dir=spec.out_dir,
+        name=out_dir.name,
+        out_dir=out_dir,
         requirements=spec.requirements,
         repository=str(spec.workspace),
         git_head=git_head(spec.workspace),
@@ -162,10 +164,10 @@ def _record(
     )
 
 
-def record_request(spec: PlanRunSpec, tree: str | None) -> None:
+def record_request(spec: PlanRunSpec, out_dir: Path, tree: str | None) -> None:
     """run.json: the request and the repository's tree fingerprint as the run started."""
     document = {"planrun_run": RUN_RECORD_VERSION, "request": spec.request, "tree": tree}
-    replace_file(spec.out_dir / RUN_RECORD, json.dumps(document, indent=2) + "\n")
+    replace_file(out_dir / RUN_RECORD, json.dumps(document, indent=2) + "\n")
 
 
 def exit_code(results: list[PlanResult], workspace_problem: str) -> int:
@@ -175,18 +177,19 @@ def exit_code(results: list[PlanResult], workspace_problem: str) -> int:
     return EXIT_OK if results and all(result.valid for result in results) else EXIT_PLAN_FAILED
 
 
-def sandbox_root_of(spec: PlanRunSpec) -> Path:
-    """Where the run's sandboxes keep their plan directories: `<out>/.sandbox`, or, for an
-    --out inside the repository, a place of its own under ~/.planrun/tmp (the sandboxes'
-    writable directories must never be visible inside the read-only workspace). The same
-    for every run of that directory, so that a resumed run finds a killed run's drafts."""
-    if not spec.out_dir.is_relative_to(spec.workspace):
-        return spec.out_dir / ".sandbox"
-    digest = hashlib.sha256(str(spec.out_dir).encode()).hexdigest()[:12]
-    return planrun_home() / "tmp" / f"{spec.out_dir.name}-{digest}"
+def sandbox_root_of(workspace: Path, out_dir: Path) -> Path:
+    """Where the sandboxes of a run in out_dir keep their plan directories: `<out>/.sandbox`,
+    or, for an --out inside the repository, a place of its own under ~/.planrun/tmp (the
+    sandboxes' writable directories must never be visible inside the read-only workspace).
+    The same for every run of that directory, so that a resumed run finds a killed run's
+    drafts."""
+    if not out_dir.is_relative_to(workspace):
+        return out_dir / ".sandbox"
+    digest = hashlib.sha256(str(out_dir).encode()).hexdigest()[:12]
+    return planrun_home() / "tmp" / f"{out_dir.name}-{digest}"
 
 
-def _sandbox_root(spec: PlanRunSpec) -> Path:
-    root = sandbox_root_of(spec)
+def _sandbox_root(workspace: Path, out_dir: Path) -> Path:
+    root = sandbox_root_of(workspace, out_dir)
     root.mkdir(parents=True, exist_ok=True)
     return root

@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from sandbox_runner.agents.events import AgentEvent, EventSink
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.plans.results import PlanResult, Synthesis, SynthesisState
 from sandbox_runner.runs.executor import Executor, ThreadExecutor
@@ -39,18 +38,18 @@ class PerspectiveRunner:
     def __init__(
         self,
         spec: PlanRunSpec,
+        out_dir: Path,
         model_factory: ModelFactory,
         sandbox_factory: SandboxFactory,
-        registry: Registry,
         on_event: EventSink | None,
         sandbox_root: Path,
         resumption: Resumption | None = None,
         executor: Executor | None = None,
     ) -> None:
         self.spec = spec
+        self.out_dir = out_dir
         self.model_factory = model_factory
         self.sandbox_factory = sandbox_factory
-        self.registry = registry
         self.on_event = on_event
         self.sandbox_root = sandbox_root
         self.executor = executor or ThreadExecutor(spec.parallel)
@@ -86,6 +85,7 @@ class PerspectiveRunner:
             return synthesis_off(spec.synthesis_note)
         planned = plan_synthesis(
             spec.requirements,
+            agent=spec.synthesiser,
             context=spec.context,
             sections=spec.sections,
             jobs=jobs,
@@ -139,11 +139,10 @@ class PerspectiveRunner:
             return run_plan(
                 job,
                 workspace=spec.workspace,
-                out_dir=spec.out_dir,
+                out_dir=self.out_dir,
                 model=self.model_factory(job.label),
                 model_id=spec.model_id,
                 sandbox_factory=self.sandbox_factory,
-                registry=self.registry,
                 limits=spec.limits,
                 on_event=self.on_event,
                 cancel=self.cancel,

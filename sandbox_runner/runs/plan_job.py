@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,18 +13,12 @@ from typing import Any
 
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
-from sandbox_runner.agents.definitions import (
-    INERT_IN_SUBAGENT,
-    AgentDefinition,
-    check_read_only,
-    resolve_model,
-)
+from sandbox_runner.agents.definitions import PLAN, AgentDefinition, resolve_model
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.plan_run import Continuation, PlanAgentRun
 from sandbox_runner.agents.prompt import DEFAULT_SECTIONS, render_plan_prompt
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.run_state import PlanPaths
-from sandbox_runner.errors import ConfigError, PlanrunError
+from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.plans.critical_files import CRITICAL_FILES_TITLE
 from sandbox_runner.plans.document import render_document
@@ -46,7 +40,8 @@ class PlanJob:
 
     requirements: str
     perspective: str | None = None
-    agent: str = "Plan"
+    agent: AgentDefinition = PLAN
+    """The agent that plans, resolved and checked (read-only; see prepare.plan_agent)."""
     context: str = ""
     """Extra context for the prompt (files the user attached, issue text)."""
     sections: tuple[str, ...] | None = None
@@ -78,35 +73,6 @@ class EarlierAttempt:
     """Why it stopped."""
 
 
-def plan_agent(registry: Registry, name: str) -> AgentDefinition:
-    """The definition of an agent that may plan: one that only reads, without Task.
-
-    A built-in read-only agent, or any agent whose tools all only read: a file's custom
-    reviewer with `tools: Read, Grep, Glob` plans as well as Plan does. Task is taken
-    away: a plan run launches no subagents.
-
-    Raises:
-        ConfigError: unknown agent, an agent that can write or has no tools, or a
-            read-only agent whose definition lists writing tools.
-    """
-    definition = registry.get(name)
-    check_read_only(definition)
-    writing = definition.writing_tools()
-    if writing:
-        readers = ", ".join(d.name for d in registry.all() if d.reads_only and d.effective_tools())
-        raise ConfigError(
-            f"agent {definition.name!r} can change files ({', '.join(writing)}), so it cannot "
-            f"plan; use an agent that only reads ({readers})"
-        )
-    if not [tool for tool in definition.effective_tools() if tool not in INERT_IN_SUBAGENT]:
-        raise ConfigError(
-            f"agent {definition.name!r} has no tools, so it cannot plan (it could not read "
-            f"the repository); give it some in {definition.file_path}, e.g. Read, Grep, Glob"
-        )
-    inert = tuple(tool for tool in INERT_IN_SUBAGENT if tool not in definition.disallowed_tools)
-    return replace(definition, disallowed_tools=(*definition.disallowed_tools, *inert))
-
-
 def required_sections(job: PlanJob) -> list[str]:
     """The sections validation requires: the template's or the defaults, plus critical files."""
     sections = list(job.sections or DEFAULT_SECTIONS)
@@ -123,13 +89,13 @@ def run_plan(
     model: Model,
     model_id: str,
     sandbox_factory: SandboxFactory,
-    registry: Registry | None = None,
     limits: RunLimits | None = None,
     on_event: EventSink | None = None,
     cancel: threading.Event | None = None,
     sandbox_root: Path | None = None,
     allowed_tools: frozenset[str] | None = None,
     earlier: EarlierAttempt | None = None,
+    front_matter: Mapping[str, object] | None = None,
 ) -> PlanResult:
     """Run one Plan subagent and write `<label>.md` (with front matter) into out_dir.
 
@@ -141,15 +107,13 @@ def run_plan(
     The sandbox's writable plan directory is `<sandbox_root>/<label>` (default
     `<out_dir>/.sandbox/<label>`); it must lie outside the workspace. allowed_tools, when
     given, narrows the read-only tools the definition offers (configuration can only take
-    tools away, never add them).
+    tools away, never add them). front_matter is added to the plan file's own (a batch
+    job's fingerprint and attempt).
 
     Raises:
-        ConfigError: the agent is unknown, or a read-only agent lists writing tools.
         FileExistsError: out_dir already holds a plan with this label.
     """
-    registry = registry or Registry.load(workspace)
-    definition = plan_agent(registry, job.agent)
-    resolved_model = resolve_model(definition, model_id)
+    resolved_model = resolve_model(job.agent, model_id)
     label = job.label
     final_path = out_dir / f"{label}.md"
     if final_path.exists():
@@ -158,7 +122,7 @@ def run_plan(
     sandbox_dir.mkdir(parents=True)
     paths = PlanPaths(sandbox_dir, f"{label}.md", out_dir / f"{label}.transcript.jsonl")
     prompt = render_plan_prompt(
-        definition,
+        job.agent,
         perspective=job.perspective,
         plan_file=paths.container_plan_file,
         plan_exists=False,
@@ -171,7 +135,7 @@ def run_plan(
     started = datetime.now(UTC)
     sandbox = BackgroundStart(sandbox_factory(sandbox_dir))
     run = PlanAgentRun(
-        definition,
+        job.agent,
         model,
         resolved_model,
         sandbox,
@@ -193,7 +157,7 @@ def run_plan(
     if problem:
         # The plan is finished: a container that would not go away must not lose it.
         result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))
-    return _publish(result, job, workspace, final_path, started)
+    return _publish(result, job, workspace, final_path, started, front_matter or {})
 
 
 def _continuation(
@@ -217,12 +181,17 @@ def _stop(sandbox: Sandbox) -> str:
 
 
 def _publish(
-    result: PlanResult, job: PlanJob, workspace: Path, final_path: Path, started: datetime
+    result: PlanResult,
+    job: PlanJob,
+    workspace: Path,
+    final_path: Path,
+    started: datetime,
+    front_matter: Mapping[str, object],
 ) -> PlanResult:
     """Write the plan with its metadata beside the transcript; the sandbox's copy stays."""
     if not result.plan_text.strip():
         return result
-    metadata = plan_metadata(result, job, workspace, started)
+    metadata = {**plan_metadata(result, job, workspace, started), **front_matter}
     write_new(final_path, render_document(metadata, result.plan_text))
     return replace(result, plan_path=final_path)
 
@@ -262,7 +231,7 @@ def failed_result(
     """A result for a run that could not even start."""
     return PlanResult(
         label=job.label,
-        agent=job.agent,
+        agent=job.agent.name,
         model=model_id,
         status=PlanStatus.FAILED,
         reason=reason,

@@ -6,14 +6,14 @@ files of the attempts it replaces go to `.attempts/`."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file
-from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.results import PlanResult
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.runs.attempts import (
     AttemptNote,
@@ -29,7 +29,6 @@ from sandbox_runner.runs.prepare import PlanRequest
 from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
 from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
 from sandbox_runner.runs.workspace import tree_fingerprint
-from sandbox_runner.types import Usage
 
 IN_FLIGHT = "in flight when planrun stopped"
 
@@ -78,16 +77,17 @@ def check_not_batch_task(directory: Path) -> None:
         )
 
 
-def check_unchanged(spec: PlanRunSpec, tree: str | None) -> None:
-    """Refuse to resume when the repository is no longer what the conversations explored.
+def check_unchanged(spec: PlanRunSpec, directory: Path, tree: str | None) -> None:
+    """Refuse to resume the run in `directory` when the repository is no longer what the
+    conversations explored.
 
     Raises:
         ConfigError: its files changed since the run started.
     """
-    exclude = spec.out_dir if spec.out_dir.is_relative_to(spec.workspace) else None
+    exclude = directory if directory.is_relative_to(spec.workspace) else None
     if tree is None or tree_fingerprint(spec.workspace, exclude=exclude) != tree:
         raise ConfigError(
-            f"files in {spec.workspace} changed since run {spec.name} started; its "
+            f"files in {spec.workspace} changed since run {directory.name} started; its "
             "conversations describe a repository that is gone: plan again"
         )
 
@@ -140,12 +140,12 @@ class ResumePlan:
         move_aside(directory, "report", "resumed", stale, also=reports)
 
 
-def plan_resume(spec: PlanRunSpec) -> ResumePlan:
-    """Decide, from the run's report and files, what happens to each of its plans."""
-    directory = spec.out_dir
+def plan_resume(spec: PlanRunSpec, directory: Path) -> ResumePlan:
+    """Decide, from the report and files of the run in `directory`, what happens to each
+    of its plans."""
     report = _report(directory)
     entries = _plan_entries(report)
-    plan = ResumePlan(directory, sandbox_root_of(spec))
+    plan = ResumePlan(directory, sandbox_root_of(spec.workspace, directory))
     for job in spec.jobs():
         label = job.label
         kept = kept_result(job, spec, directory)
@@ -210,30 +210,16 @@ def kept_result(job: PlanJob, spec: PlanRunSpec, directory: Path) -> PlanResult 
     check = validate_plan(body, sections=required_sections(job), workspace=spec.workspace)
     if not check.ok:
         return None
-    tokens = metadata.get("tokens")
-    counts: dict[str, Any] = tokens if isinstance(tokens, dict) else {}
     transcript = directory / f"{job.label}.transcript.jsonl"
-    return PlanResult(
-        label=job.label,
-        agent=str(metadata.get("agent") or job.agent),
-        model=str(metadata.get("model") or spec.model_id),
-        status=PlanStatus.COMPLETE,
-        reason="",
-        plan_path=plan_file,
-        plan_text=body,
-        check=check,
-        suggested_commands=_strings(metadata.get("suggested_commands")),
-        turns=int(_number(metadata.get("turns"))),
-        tool_calls=int(_number(metadata.get("tool_calls"))),
-        usage=Usage(
-            *(
-                int(_number(counts.get(k)))
-                for k in ("input", "output", "cache_creation", "cache_read")
-            )
-        ),
-        wall_seconds=float(_number(metadata.get("wall_seconds"), real=True)),
-        transcript=transcript if transcript.is_file() else None,
-    )
+    found = {
+        "label": job.label,
+        "plan_path": str(plan_file),
+        "transcript": str(transcript) if transcript.is_file() else None,
+    }
+    # The front matter carries the summary's figures (someone may have edited them).
+    result = PlanResult.from_dict({**metadata, **found}, plan_text=body, check=check)
+    agent, model = result.agent or job.agent.name, result.model or spec.model_id
+    return replace(result, agent=agent, model=model)
 
 
 def _report(directory: Path) -> dict[str, Any] | None:
@@ -251,15 +237,3 @@ def _plan_entries(report: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     if not isinstance(plans, list):
         return {}
     return {str(p.get("label")): p for p in plans if isinstance(p, dict)}
-
-
-def _number(value: object, *, real: bool = False) -> int | float:
-    """A count (or with real, a number) from front matter someone may have edited; else 0."""
-    kinds = (int, float) if real else (int,)
-    if isinstance(value, kinds) and not isinstance(value, bool) and abs(value) < 1e15:
-        return value
-    return 0
-
-
-def _strings(value: object) -> list[str]:
-    return [str(item) for item in value] if isinstance(value, list) else []

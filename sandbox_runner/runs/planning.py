@@ -7,7 +7,7 @@ import importlib
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -28,7 +28,7 @@ from sandbox_runner.runs.plan_resume import (
     plan_resume,
     read_run_record,
 )
-from sandbox_runner.runs.prepare import PlanRequest, PreparedRun, Warn, prepare
+from sandbox_runner.runs.prepare import PlanRequest, Warn, claim_out_dir, prepare
 from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
 
 
@@ -109,6 +109,8 @@ class RunStart:
     """What a run is about to do, once its directory is claimed."""
 
     spec: PlanRunSpec
+    out_dir: Path
+    """The run's directory."""
     labels: list[str]
     """The file-name-safe names of its plans."""
     resume: ResumePlan | None = None
@@ -130,19 +132,20 @@ def plan_run(options: PlanOptions, host: RunHost, *, warn: Warn, watch: Watch) -
     if options.replay is None:
         _warm_up_model_client()
     requirements = read_requirements(options.requirements, options.requirements_file)
-    prepared = prepare(options.request(requirements), warn).replaying(options.replay)
-    check_model_options(options.replay, options.record, prepared.labels, os.environ)
+    spec, settings = prepare(options.request(requirements), warn)
+    spec = spec.replaying(options.replay)
+    check_model_options(options.replay, options.record, spec.labels, os.environ)
     # Docker, the image and the workspace's readability are checked before a run
     # directory is claimed.
-    sandboxes_for = host.sandbox_factory(prepared.spec.workspace, prepared.settings)
-    spec = prepared.claim(options.out_dir)
+    sandboxes_for = host.sandbox_factory(spec.workspace, settings)
+    out_dir = claim_out_dir(options.out_dir, spec.workspace)
     if options.out_dir is not None:
-        remember_run(spec.out_dir)
-    display = watch(RunStart(spec, prepared.labels))
-    models = _model_factory(spec.model_id, prepared.settings, options.replay, options.record)
+        remember_run(out_dir)
+    display = watch(RunStart(spec, out_dir, spec.labels))
+    models = _model_factory(spec.model_id, settings, options.replay, options.record)
     # `planrun plans resume` of this run waits until it is over.
-    with DirectoryLock(spec.out_dir, name=RUN_LOCK, what="planrun plan"):
-        return _execute(prepared, spec, sandboxes_for(spec.name), models, host, display)
+    with DirectoryLock(out_dir, name=RUN_LOCK, what="planrun plan"):
+        return _execute(spec, out_dir, sandboxes_for(out_dir.name), models, host, display)
 
 
 def resume_run(
@@ -160,24 +163,23 @@ def resume_run(
     read_run_record(directory)  # a run planrun cannot resume is refused before any lock
     with DirectoryLock(directory, name=RUN_LOCK, what="planrun plans resume"):
         recorded = read_run_record(directory)
-        prepared = prepare(recorded.request, warn)
-        check_model_options(None, None, prepared.labels, os.environ)
-        spec = replace(prepared.spec, name=directory.name, out_dir=directory)
-        check_unchanged(spec, recorded.tree)
-        resume = plan_resume(spec)
+        spec, settings = prepare(recorded.request, warn)
+        check_model_options(None, None, spec.labels, os.environ)
+        check_unchanged(spec, directory, recorded.tree)
+        resume = plan_resume(spec, directory)
         if resume.nothing_to_do:
             return None
-        sandboxes_for = host.sandbox_factory(spec.workspace, prepared.settings)
-        display = watch(RunStart(spec, prepared.labels, resume))
+        sandboxes_for = host.sandbox_factory(spec.workspace, settings)
+        display = watch(RunStart(spec, directory, spec.labels, resume))
         resume.set_aside()
-        models = _model_factory(spec.model_id, prepared.settings, None, None)
-        sandboxes = sandboxes_for(spec.name)
-        return _execute(prepared, spec, sandboxes, models, host, display, resume.resumption)
+        models = _model_factory(spec.model_id, settings, None, None)
+        sandboxes = sandboxes_for(directory.name)
+        return _execute(spec, directory, sandboxes, models, host, display, resume.resumption)
 
 
 def _execute(
-    prepared: PreparedRun,
     spec: PlanRunSpec,
+    out_dir: Path,
     sandboxes: SandboxFactory,
     models: ModelFactory,
     host: RunHost,
@@ -187,9 +189,9 @@ def _execute(
     with display:
         return execute(
             spec,
+            out_dir,
             model_factory=models,
             sandbox_factory=sandboxes,
-            registry=prepared.registry,
             on_event=display,
             stop_sandboxes=host.stop_sandboxes,
             on_stop=display.stopping,

@@ -1,5 +1,6 @@
 """Preparing a plan run: everything that can be wrong is found before a container starts
-or a run directory is claimed. `planrun plan`, a session and a batch all start here."""
+or a run directory is claimed. `planrun plan`, `planrun plans resume` and each task of a
+batch start here."""
 
 from __future__ import annotations
 
@@ -8,19 +9,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.definitions import (
+    INERT_IN_SUBAGENT,
+    SYNTHESIS,
+    AgentDefinition,
+    check_read_only,
+)
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.synthesis import SYNTHESIS_AGENT
 from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.model.replay import has_own_cassette
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.inputs import read_context_files, read_template
 from sandbox_runner.plans.names import claim_directory
 from sandbox_runner.runs.attempts import ATTEMPTS_DIR
-from sandbox_runner.runs.plan_job import plan_agent
-from sandbox_runner.runs.run_spec import PlanRunSpec
-from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
+from sandbox_runner.runs.run_spec import PlanRunSpec, agent_override
 from sandbox_runner.runs.workspace import git_metadata_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
 
@@ -106,42 +109,13 @@ class PlanRequest:
         }
 
 
-@dataclass(frozen=True)
-class PreparedRun:
-    """A checked run, ready but for its directory (see claim)."""
-
-    spec: PlanRunSpec
-    settings: LoadedSettings
-    registry: Registry
-    agent: AgentDefinition
-
-    @property
-    def labels(self) -> list[str]:
-        """The file-name-safe names of its plans."""
-        return [job.label for job in self.spec.jobs()]
-
-    def replaying(self, cassettes: Path | None) -> PreparedRun:
-        """The run as it replays `cassettes` (None: it calls the model): without a synthesis
-        unless they hold a recorded one, `recommended.jsonl` (another conversation cannot
-        stand in for it)."""
-        spec = self.spec
-        if cassettes is None or not spec.synthesis or has_own_cassette(cassettes, SYNTHESIS_LABEL):
-            return self
-        note = f"--replay {cassettes} holds no recorded synthesis ({SYNTHESIS_LABEL}.jsonl)"
-        return replace(self, spec=replace(spec, synthesis=False, synthesis_note=note))
-
-    def claim(self, requested_out: Path | None) -> PlanRunSpec:
-        """The spec with its run directory: --out, or a new ~/.planrun/plans/<name>/."""
-        out_dir = claim_out_dir(requested_out, self.spec.workspace)
-        return replace(self.spec, name=out_dir.name, out_dir=out_dir)
-
-
 def _optional(kind: Callable[[Any], T], value: object) -> T | None:
     return None if value is None else kind(value)
 
 
-def prepare(request: PlanRequest, warn: Warn) -> PreparedRun:
-    """Check every input of a run and build its spec; warnings go to `warn`.
+def prepare(request: PlanRequest, warn: Warn) -> tuple[PlanRunSpec, LoadedSettings]:
+    """Check every input of a run and build its spec; warnings go to `warn`. The settings
+    come along: the run's model and sandboxes are made with them.
 
     Raises:
         ConfigError, WorkspaceError, InputError: a usage or configuration error.
@@ -170,40 +144,59 @@ def prepare(request: PlanRequest, warn: Warn) -> PreparedRun:
         for note in template.notes:
             warn(note)
     context = read_context_files(request.context_files, workspace, loaded.resolved_extra_dirs())
-    synthesis_override = ""
+    synthesiser = SYNTHESIS
     if settings.synthesis:
         # Found now, not after the plans ran: a file that makes Synthesis unfit is a usage error.
         synthesiser = plan_agent(registry, SYNTHESIS_AGENT)
-        synthesis_override = agent_override(synthesiser)
-        if synthesis_override:
-            warn(f"agent {synthesis_override}")
+        if override := agent_override(synthesiser):
+            warn(f"agent {override}")
+    model_id = loaded.planning_model_id()
     spec = PlanRunSpec(
-        name="",
         requirements=request.requirements,
         workspace=workspace,
-        out_dir=Path(),
         perspectives=loaded.expand_perspectives(request.perspectives),
-        model_id=loaded.planning_model_id(),
-        agent=request.agent,
+        model_id=model_id,
+        agent=agent,
         context=context,
         sections=sections,
         parallel=settings.parallel,
         limits=loaded.run_limits(),
         allowed_tools=frozenset(settings.allowed_tools),
-        agent_override=agent_override(agent),
         synthesis=settings.synthesis,
         synthesis_note="" if settings.synthesis else f"turned off by {loaded.sources['synthesis']}",
-        synthesis_agent_override=synthesis_override,
+        synthesiser=synthesiser,
+        request=request.to_json(workspace, model_id),
     )
-    spec.request = request.to_json(workspace, spec.model_id)
-    return PreparedRun(spec, loaded, registry, agent)
+    return spec, loaded
 
 
-def agent_override(agent: AgentDefinition) -> str:
-    """How the report names a built-in agent that a file replaced ("" when none did)."""
-    if not agent.overrides_builtin:
-        return ""
-    return f"{agent.name} is overridden by {agent.file_path} ({agent.scope})"
+def plan_agent(registry: Registry, name: str) -> AgentDefinition:
+    """The definition of an agent that may plan: one that only reads, without Task.
+
+    A built-in read-only agent, or any agent whose tools all only read: a file's custom
+    reviewer with `tools: Read, Grep, Glob` plans as well as Plan does. Task is taken
+    away: a plan run launches no subagents.
+
+    Raises:
+        ConfigError: unknown agent, an agent that can write or has no tools, or a
+            read-only agent whose definition lists writing tools.
+    """
+    definition = registry.get(name)
+    check_read_only(definition)
+    writing = definition.writing_tools()
+    if writing:
+        readers = ", ".join(d.name for d in registry.all() if d.reads_only and d.effective_tools())
+        raise ConfigError(
+            f"agent {definition.name!r} can change files ({', '.join(writing)}), so it cannot "
+            f"plan; use an agent that only reads ({readers})"
+        )
+    if not [tool for tool in definition.effective_tools() if tool not in INERT_IN_SUBAGENT]:
+        raise ConfigError(
+            f"agent {definition.name!r} has no tools, so it cannot plan (it could not read "
+            f"the repository); give it some in {definition.file_path}, e.g. Read, Grep, Glob"
+        )
+    inert = tuple(tool for tool in INERT_IN_SUBAGENT if tool not in definition.disallowed_tools)
+    return replace(definition, disallowed_tools=(*definition.disallowed_tools, *inert))
 
 
 def claim_out_dir(requested: Path | None, workspace: Path) -> Path:

@@ -1,5 +1,5 @@
-"""What a `planrun plan` run is, resolved: its spec (every path checked, every default
-applied), and what a resumed run keeps of the run it resumes."""
+"""What a `planrun plan` run is, resolved: its spec (every input checked, every default
+applied, every agent resolved), and what a resumed run keeps of the run it resumes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox_runner import Model
+from sandbox_runner.agents.definitions import PLAN, SYNTHESIS, AgentDefinition
 from sandbox_runner.limits import RunLimits
+from sandbox_runner.model.replay import has_own_cassette
 from sandbox_runner.plans.results import PlanResult
 from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob
 from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
@@ -18,32 +20,48 @@ ModelFactory = Callable[[str], Model]
 RESERVED_LABELS = frozenset({"report", SYNTHESIS_LABEL})
 
 
-@dataclass
+@dataclass(frozen=True)
 class PlanRunSpec:
-    """One `planrun plan` invocation, resolved: every path checked, every default applied."""
+    """One `planrun plan` invocation, resolved: every input checked, every default applied.
 
-    name: str
+    Where it runs is not part of it: `planrun plan` claims a new directory, a resumed run
+    reuses its own, and a batch runs each job in a scratch directory.
+    """
+
     requirements: str
     workspace: Path
-    out_dir: Path
     perspectives: list[str | None]
     model_id: str
-    agent: str = "Plan"
+    agent: AgentDefinition = PLAN
+    """The agent every perspective runs, checked read-only."""
     context: str = ""
     sections: tuple[str, ...] | None = None
     parallel: int = 4
     limits: RunLimits = field(default_factory=RunLimits)
     allowed_tools: frozenset[str] | None = None
-    agent_override: str = ""
-    """Which file replaced the built-in agent, for the report ("" when none did)."""
     synthesis: bool = True
     """Whether a recommended plan is synthesised from two or more valid plans."""
     synthesis_note: str = ""
     """Why the synthesis is off, for the report ("" when it is on)."""
-    synthesis_agent_override: str = ""
-    """Which file replaced the built-in Synthesis agent ("" when none did)."""
+    synthesiser: AgentDefinition = SYNTHESIS
+    """The agent that synthesises the recommended plan, checked read-only."""
     request: dict[str, object] = field(default_factory=dict)
     """The request as given, kept in run.json so that the run can be resumed."""
+
+    @property
+    def agent_override(self) -> str:
+        """Which file replaced the built-in agent, for the report ("" when none did)."""
+        return agent_override(self.agent)
+
+    @property
+    def synthesis_agent_override(self) -> str:
+        """Which file replaced the built-in Synthesis agent ("" when none did)."""
+        return agent_override(self.synthesiser)
+
+    @property
+    def labels(self) -> list[str]:
+        """The file-name-safe names of its plans."""
+        return [job.label for job in self.jobs()]
 
     def jobs(self) -> list[PlanJob]:
         """One job per perspective, with unique labels (file names)."""
@@ -58,6 +76,22 @@ class PlanRunSpec:
             used.add(label)
             jobs.append(replace(job, name=label))
         return jobs
+
+    def replaying(self, cassettes: Path | None) -> PlanRunSpec:
+        """The run as it replays `cassettes` (None: it calls the model): without a synthesis
+        unless they hold a recorded one, `recommended.jsonl` (another conversation cannot
+        stand in for it)."""
+        if cassettes is None or not self.synthesis or has_own_cassette(cassettes, SYNTHESIS_LABEL):
+            return self
+        note = f"--replay {cassettes} holds no recorded synthesis ({SYNTHESIS_LABEL}.jsonl)"
+        return replace(self, synthesis=False, synthesis_note=note)
+
+
+def agent_override(agent: AgentDefinition) -> str:
+    """How the report names a built-in agent that a file replaced ("" when none did)."""
+    if not agent.overrides_builtin:
+        return ""
+    return f"{agent.name} is overridden by {agent.file_path} ({agent.scope})"
 
 
 @dataclass(frozen=True)

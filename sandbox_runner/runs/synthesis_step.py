@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sandbox_runner.agents.synthesis import (
-    SYNTHESIS_AGENT,
-    SourcePlan,
-    synthesis_sections,
-    synthesis_task,
-)
+from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.synthesis import SourcePlan, synthesis_sections, synthesis_task
 from sandbox_runner.plans.results import PlanResult, Synthesis, SynthesisState
 from sandbox_runner.runs.plan_job import PlanJob
 
@@ -29,6 +25,7 @@ INTERRUPTED_NOTE = "the run was interrupted before the synthesis started"
 def plan_synthesis(
     requirements: str,
     *,
+    agent: AgentDefinition,
     context: str,
     sections: Sequence[str] | None,
     jobs: Sequence[PlanJob],
@@ -49,7 +46,7 @@ def plan_synthesis(
     return PlanJob(
         requirements=synthesis_task(requirements, sources),
         perspective=None,
-        agent=SYNTHESIS_AGENT,
+        agent=agent,
         context=context,
         sections=synthesis_sections(sections),
         name=SYNTHESIS_LABEL,

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.model.anthropic_model import AnthropicModel
 from sandbox_runner.plans.results import PlanStatus
 from sandbox_runner.runs.plan_job import PlanJob, run_plan
@@ -72,7 +71,6 @@ def test_plan_run_in_docker_changes_nothing(
             model=model,
             model_id="claude-test",
             sandbox_factory=sandbox_factory,
-            registry=Registry.load(git_repo),
         )
         requests = api.message_requests
 

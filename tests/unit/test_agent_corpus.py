@@ -12,7 +12,7 @@ import yaml
 
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.runs.plan_job import plan_agent
+from sandbox_runner.runs.prepare import plan_agent
 
 CORPUS = Path(__file__).parent.parent / "corpus" / "agents"
 VERDICTS: dict[str, dict[str, Any]] = yaml.safe_load((CORPUS / "verdicts.yaml").read_text())

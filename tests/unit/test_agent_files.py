@@ -13,7 +13,7 @@ from sandbox_runner.agents.definitions import GENERAL_PURPOSE, PLAN
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.cli.app import cli
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.runs.plan_job import plan_agent
+from sandbox_runner.runs.prepare import plan_agent
 
 WORKSPACE = Path("/repo")
 HOME = Path("/home/dev/.planrun")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import threading
@@ -17,7 +18,7 @@ from rich.progress import Progress as RichProgress
 
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.batch.driver import BatchDriver
-from sandbox_runner.batch.job import JobOutcome
+from sandbox_runner.batch.job import JobOutcome, run_job
 from sandbox_runner.batch.ledger import Ledger, LedgerRecord, batch_lock
 from sandbox_runner.batch.resume import Action, OnDisk, decide
 from sandbox_runner.batch.setup import (
@@ -32,13 +33,15 @@ from sandbox_runner.batch.tasks_file import load_batch_file
 from sandbox_runner.cli import cli
 from sandbox_runner.cli.batch_progress import BatchProgress, JobsRemaining
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.plans.document import render_document
+from sandbox_runner.plans.document import render_document, split_document
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.runs.executor import ThreadExecutor
 from sandbox_runner.runs.plan_job import EarlierAttempt
 from sandbox_runner.runs.workspace import GitStatusRunner
 from sandbox_runner.types import Usage
+from tests.support.local_sandbox import LocalSandbox
+from tests.support.scripted_model import ScriptedModel, reply, say
 from tests.unit.test_plan_loop import VALID_PLAN
 
 FP = "sha256:aaa"
@@ -303,6 +306,38 @@ def test_files_are_never_overwritten(tmp_path: Path, sample_repo: Path) -> None:
     before = plan.read_bytes()
     run_batch(tmp_path, FakeWork(), retry_failed=True)
     assert plan.read_bytes() == before
+
+
+def test_a_local_job_commits_the_files_its_run_wrote(tmp_path: Path, sample_repo: Path) -> None:
+    text = "defaults: {repo: repo, perspectives: [a]}\ntasks:\n  - {id: t1, requirements: r}\n"
+    batch = load_batch_file(write(tmp_path / "batch.yaml", text))
+    out, scratch = tmp_path / "out", tmp_path / "scratch"
+    out.mkdir()
+    [job] = decide_all(
+        batch_jobs(prepare_tasks(batch, batch.tasks, None, lambda _: None), out), out
+    )
+    executor = ThreadExecutor(1)
+
+    def work_for(job: BatchJob) -> Callable[[], JobOutcome]:
+        # What local_work_for makes, with a scripted model.
+        return functools.partial(
+            run_job,
+            job.payload,
+            sandbox_factory=lambda plan_dir: LocalSandbox(sample_repo, plan_dir),
+            scratch_root=scratch,
+            model=lambda _: ScriptedModel([reply(say(VALID_PLAN))]),
+            cancel=executor.cancelled,
+        )
+
+    assert BatchDriver("b", out, [job], executor, work_for, scratch=scratch).run().exit_code == 0
+    metadata, body = split_document((out / "tasks/t1/a.md").read_text())
+    assert (metadata["batch_fingerprint"], metadata["batch_attempt"]) == (job.fingerprint, 1)
+    assert body == VALID_PLAN.strip() + "\n"
+    assert (out / "tasks/t1/a.transcript.jsonl").is_file() and not any(scratch.iterdir())
+    report = json.loads((out / "tasks/t1/report.json").read_text())
+    assert [(plan["plan_file"], plan["valid"]) for plan in report["plans"]] == [("a.md", True)]
+    [record] = Ledger(out).read()
+    assert record.result["plan_path"] is None and record.result["transcript"] is None
 
 
 def test_a_retried_job_goes_on_with_a_resumable_attempt_only(

@@ -75,7 +75,7 @@ def _finish_task(batch_path: Path, out: Path, task_id: str) -> None:
     batch = load_batch_file(batch_path)
     tasks = [task for task in batch.tasks if task.id == task_id]
     prepared = prepare_tasks(batch, tasks, None, lambda _: None)
-    out = open_batch_dir(out, [task.prepared.spec.workspace for task in prepared])
+    out = open_batch_dir(out, [task.spec.workspace for task in prepared])
     record_run(out, batch.path, batch.digest, "local")
     jobs = decide_all(batch_jobs(prepared, out), out)
     driver = BatchDriver("b", out, jobs, ThreadExecutor(1), FakeWork(), scratch=out / "s")

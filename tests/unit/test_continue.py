@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from sandbox_runner.agents.conversation import NOT_RUN, saved_conversation, transcript_lines
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.errors import SandboxDiedError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.model.errors import (
@@ -142,7 +141,6 @@ class Planner:
             model=model,
             model_id="claude-test",
             sandbox_factory=lambda plan_dir: LocalSandbox(self.workspace, plan_dir),
-            registry=Registry.load(self.workspace),
             limits=limits,
             cancel=cancel,
             earlier=earlier,

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from sandbox_runner.agents.events import AgentEvent, EventSink
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.model.errors import ModelError
 from sandbox_runner.plans.document import split_document
@@ -102,7 +101,6 @@ class Runner:
             model=model,
             model_id="claude-test",
             sandbox_factory=self.factory,
-            registry=Registry.load(self.workspace),
             limits=limits,
             on_event=on_event,
             cancel=cancel,
@@ -423,7 +421,6 @@ def test_a_sandbox_that_will_not_stop_does_not_lose_the_plan(
         model=ScriptedModel([reply(say(VALID_PLAN))]),
         model_id="claude-test",
         sandbox_factory=lambda plan_dir: StubbornSandbox(workspace, plan_dir),
-        registry=Registry.load(workspace),
     )
     assert result.valid
     assert result.plan_path == tmp_path / "out" / "plan.md" and result.plan_path.exists()

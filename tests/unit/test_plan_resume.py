@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.cli import cli
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.runs.locks import RUN_LOCK, DirectoryLock
@@ -32,12 +31,10 @@ from tests.unit.test_continue import OVERLOADED
 from tests.unit.test_plan_loop import VALID_PLAN
 
 
-def spec_for(workspace: Path, out: Path, parallel: int = 2) -> PlanRunSpec:
+def spec_for(workspace: Path, parallel: int = 2) -> PlanRunSpec:
     return PlanRunSpec(
-        name=out.name,
         requirements="Add a --verbose flag",
         workspace=workspace,
-        out_dir=out,
         perspectives=["simplicity", "security"],
         model_id="claude-test",
         parallel=parallel,
@@ -46,7 +43,10 @@ def spec_for(workspace: Path, out: Path, parallel: int = 2) -> PlanRunSpec:
 
 
 def go(
-    spec: PlanRunSpec, scripts: dict[str, list[Step]], resumption: Resumption | None = None
+    spec: PlanRunSpec,
+    out: Path,
+    scripts: dict[str, list[Step]],
+    resumption: Resumption | None = None,
 ) -> PlanRunOutcome:
     models = {label: ScriptedModel(list(steps)) for label, steps in scripts.items()}
     sandboxes: list[LocalSandbox] = []
@@ -62,9 +62,9 @@ def go(
     try:
         return execute(
             spec,
+            out,
             model_factory=lambda label: models.setdefault(label, ScriptedModel([])),
             sandbox_factory=factory,
-            registry=Registry.load(spec.workspace),
             stop_sandboxes=stop_all,
             resumption=resumption,
         )
@@ -77,28 +77,31 @@ def explores_then_fails() -> list[Step]:
 
 
 @pytest.fixture
-def failed_run(sample_repo: Path, tmp_path: Path) -> PlanRunSpec:
+def failed_run(sample_repo: Path, tmp_path: Path) -> tuple[PlanRunSpec, Path]:
     """A run whose two plans both stopped on an overloaded API, after one look around."""
     out = tmp_path / "out"
     out.mkdir()
-    spec = spec_for(sample_repo, out, parallel=1)
-    go(spec, {"simplicity": explores_then_fails(), "security": explores_then_fails()})
-    return spec
+    spec = spec_for(sample_repo, parallel=1)
+    go(spec, out, {"simplicity": explores_then_fails(), "security": explores_then_fails()})
+    return spec, out
 
 
-def test_a_resume_killed_after_setting_files_aside_still_goes_on(failed_run: PlanRunSpec) -> None:
-    resume = plan_resume(failed_run)
+def test_a_resume_killed_after_setting_files_aside_still_goes_on(
+    failed_run: tuple[PlanRunSpec, Path],
+) -> None:
+    resume = plan_resume(*failed_run)
     assert resume.going_on == ["simplicity", "security"]
     resume.set_aside()
     # Killed here: the new runs never copied the conversations into the run directory.
-    again = plan_resume(failed_run)
+    again = plan_resume(*failed_run)
     assert again.going_on == ["simplicity", "security"] and again.starting_over == []
 
 
 def test_a_conversation_an_interrupt_kept_from_going_on_is_gone_on_with_later(
-    failed_run: PlanRunSpec,
+    failed_run: tuple[PlanRunSpec, Path],
 ) -> None:
-    resume = plan_resume(failed_run)
+    spec, out = failed_run
+    resume = plan_resume(spec, out)
     resume.set_aside()
     released = threading.Event()
 
@@ -108,13 +111,13 @@ def test_a_conversation_an_interrupt_kept_from_going_on_is_gone_on_with_later(
         return reply(say("late"))
 
     try:
-        outcome = go(failed_run, {"simplicity": [interrupt]}, resume.resumption)
+        outcome = go(spec, out, {"simplicity": [interrupt]}, resume.resumption)
     finally:
         released.set()
     assert outcome.interrupted
     security = outcome.report.document["plans"][1]
     assert security["reason"].startswith("interrupted before it") and security["resumable"]
-    assert plan_resume(failed_run).going_on == ["simplicity", "security"]
+    assert plan_resume(spec, out).going_on == ["simplicity", "security"]
 
 
 def test_a_run_whose_plans_are_all_kept_is_finished_when_its_report_is_not(
@@ -122,15 +125,15 @@ def test_a_run_whose_plans_are_all_kept_is_finished_when_its_report_is_not(
 ) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    spec = spec_for(sample_repo, out)
+    spec = spec_for(sample_repo)
     done = [reply(say(VALID_PLAN)), reply(say(VALID_PLAN))]
-    go(spec, {"simplicity": list(done), "security": list(done)})
-    assert plan_resume(spec).nothing_to_do
+    go(spec, out, {"simplicity": list(done), "security": list(done)})
+    assert plan_resume(spec, out).nothing_to_do
     report = json.loads((out / "report.json").read_text())
     (out / "report.json").write_text(json.dumps({**report, "exit_code": 130}))
-    assert plan_resume(spec).unfinished == "it was interrupted"
+    assert plan_resume(spec, out).unfinished == "it was interrupted"
     (out / "report.json").unlink()
-    resume = plan_resume(spec)
+    resume = plan_resume(spec, out)
     assert resume.kept == ["simplicity", "security"] and resume.unfinished == "it has no report"
 
 
@@ -140,30 +143,31 @@ def test_a_run_whose_plans_are_all_kept_is_finished_when_its_report_is_not(
 def test_a_hand_edited_plan_is_still_kept(sample_repo: Path, tmp_path: Path, edit: str) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    spec = spec_for(sample_repo, out)
+    spec = spec_for(sample_repo)
     done = [reply(say(VALID_PLAN)), reply(say(VALID_PLAN))]
-    go(spec, {"simplicity": list(done), "security": list(done)})
+    go(spec, out, {"simplicity": list(done), "security": list(done)})
     plan = out / "simplicity.md"
     key = edit.split(":")[0]
     lines = [edit if line.startswith(f"{key}:") else line for line in plan.read_text().split("\n")]
     plan.write_text("\n".join(lines))
-    assert plan_resume(spec).kept == ["simplicity", "security"]
+    assert plan_resume(spec, out).kept == ["simplicity", "security"]
 
 
 def test_attempts_through_a_planted_link_are_refused(
-    failed_run: PlanRunSpec, tmp_path: Path
+    failed_run: tuple[PlanRunSpec, Path], tmp_path: Path
 ) -> None:
+    spec, out = failed_run
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (failed_run.out_dir / ".attempts").symlink_to(elsewhere)
+    (out / ".attempts").symlink_to(elsewhere)
     with pytest.raises(ConfigError, match="never writes through links"):
-        plan_resume(failed_run).set_aside()
+        plan_resume(spec, out).set_aside()
     assert list(elsewhere.iterdir()) == []
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     (fresh / ".attempts").symlink_to(elsewhere)
     with pytest.raises(ConfigError, match="already holds plans"):
-        claim_out_dir(fresh, failed_run.workspace)
+        claim_out_dir(fresh, spec.workspace)
 
 
 @pytest.mark.parametrize(
@@ -219,15 +223,15 @@ def test_a_killed_run_inside_the_repository_keeps_its_draft_for_the_resume(
 ) -> None:
     out = sample_repo / "plans-out"
     out.mkdir()
-    spec = spec_for(sample_repo, out)
-    root = sandbox_root_of(spec)
-    assert not root.is_relative_to(sample_repo) and root == sandbox_root_of(spec)
+    spec = spec_for(sample_repo)
+    root = sandbox_root_of(sample_repo, out)
+    assert not root.is_relative_to(sample_repo) and root == sandbox_root_of(sample_repo, out)
     # What a SIGKILL leaves: transcripts in the run directory, drafts in the sandbox root.
     for label in ("simplicity", "security"):
         (out / f"{label}.transcript.jsonl").write_text(conversation(label))
     (root / "security").mkdir(parents=True)
     (root / "security" / "security.md").write_text("# draft\n")
-    resume = plan_resume(spec)
+    resume = plan_resume(spec, out)
     assert resume.going_on == ["simplicity", "security"]
     assert resume.resumption.earlier["security"].plan == "# draft\n"
     resume.set_aside()

