@@ -152,15 +152,16 @@ class Raw:
 
     body: bytes
     status: int = 200
+    content_type: str = "application/json"
 
 
-def raw(body: bytes | str | Any, status: int = 200) -> Raw:
+def raw(body: bytes | str | Any, status: int = 200, content_type: str = "application/json") -> Raw:
     """A raw answer; anything but bytes or str is sent as JSON (e.g. `{"foo": 1}`)."""
     if isinstance(body, str):
         body = body.encode()
     elif not isinstance(body, bytes):
         body = json.dumps(body).encode()
-    return Raw(body, status)
+    return Raw(body, status, content_type)
 
 
 def nested_tool_use(name: str, depth: int) -> Raw:
@@ -375,7 +376,7 @@ class _Handler(BaseHTTPRequestHandler):
             # Writing nothing and closing is what the client sees as a dropped connection.
             self.close_connection = True
         elif isinstance(answer, Raw):
-            self._send_bytes(answer.status, answer.body)
+            self._send_bytes(answer.status, answer.body, content_type=answer.content_type)
         elif isinstance(answer, ScriptedError) and not (streaming and answer.mid_stream):
             self._send_error(answer)
         elif streaming:
@@ -390,9 +391,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, payload: dict[str, Any], headers: Sequence[Any] = ()) -> None:
         self._send_bytes(status, json.dumps(payload).encode(), headers)
 
-    def _send_bytes(self, status: int, data: bytes, headers: Sequence[Any] = ()) -> None:
+    def _send_bytes(
+        self,
+        status: int,
+        data: bytes,
+        headers: Sequence[Any] = (),
+        content_type: str = "application/json",
+    ) -> None:
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(data)))
         self.send_header("request-id", f"req_fake_{uuid.uuid4().hex[:12]}")
         for name, value in headers:
