@@ -123,7 +123,7 @@ class AgentLoop:
             response = self.turn(self.request())
             calls = response.tool_calls
             if calls:
-                self._calls.answer(calls)
+                self._calls.answer(calls, cut=self._cut_call(response))
                 continue
             state.final_text = response.text
             if response.stop_reason == "max_tokens":
@@ -133,6 +133,22 @@ class AgentLoop:
             if follow_up is None:
                 return
             self.add_user(follow_up)
+
+    def _cut_call(self, response: ModelResponse) -> ToolCall | None:
+        """The tool call the output limit cut off while its input was being written: its
+        input is incomplete (at best), so it is never run."""
+        last = response.content[-1] if response.content else {}
+        if response.stop_reason != "max_tokens" or last.get("type") != "tool_use":
+            return None
+        call = response.tool_calls[-1]
+        limit = self.config.limits.max_output_tokens
+        self.emit(
+            "notice",
+            tool=call.name,
+            detail=f"the output limit of {limit} tokens cut the model's {call.name} call "
+            "short: it was not run, and the model was asked to send it again, smaller",
+        )
+        return call
 
     def turn(self, request: ModelRequest) -> ModelResponse:
         """One model call, recorded in the conversation and the transcript."""

@@ -10,6 +10,7 @@ import pytest
 
 from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.conversation import saved_conversation
+from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop import AgentLoop, Headless
 from sandbox_runner.agents.loop_config import HostTool, LoopConfig
@@ -46,6 +47,7 @@ def make_loop(
     mode: list[PermissionMode],
     approver: Approver,
     host_tools: dict[str, HostTool] | None = None,
+    events: list[AgentEvent] | None = None,
 ) -> tuple[AgentLoop, LocalSandbox]:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
@@ -64,7 +66,10 @@ def make_loop(
         transcript=tmp_path / "transcript.jsonl",
         host_tools=host_tools or {},
     )
-    loop = AgentLoop(config, sandbox=sandbox, approver=approver, hooks=LoopHooks())
+    on_event = events.append if events is not None else None
+    loop = AgentLoop(
+        config, sandbox=sandbox, approver=approver, hooks=LoopHooks(), on_event=on_event
+    )
     return loop, sandbox
 
 
@@ -187,3 +192,33 @@ def test_a_tool_input_within_the_depth_limit_is_run(tmp_path: Path) -> None:
         loop.run("read the notes")
     [result] = loop.state.messages[2]["content"]
     assert "nested more than" not in result["content"]
+
+
+# --- the API's stop reasons -----------------------------------------------------------------
+
+
+def test_a_tool_call_cut_by_the_output_limit_is_never_run(tmp_path: Path) -> None:
+    # The limit struck while the model wrote the Write call's content: what arrived of
+    # its input must not be written, though the complete Read before it runs.
+    cut = use("Write", {"file_path": "/plan/plan.md", "content": "# Plan\n\n## Step"})
+    model = ScriptedModel(
+        [
+            reply(use("Read", {"file_path": "notes.txt"}), cut, stop_reason="max_tokens"),
+            reply(say("Written in parts.")),
+        ]
+    )
+    events: list[AgentEvent] = []
+    loop, sandbox = make_loop(
+        tmp_path, model, [PermissionMode.ACCEPT_EDITS], Headless(), events=events
+    )
+    with sandbox:
+        loop.run("write the plan")
+    assert not (tmp_path / "plan" / "plan.md").exists()
+    read, write = loop.state.messages[2]["content"]
+    assert not read.get("is_error") and "hello" in read["content"]
+    assert write["is_error"] and "output limit of 16000 tokens" in write["content"]
+    assert "Not run" in write["content"]
+    [notice] = [event for event in events if event.kind == "notice"]
+    assert notice.tool == "Write" and "\n" not in notice.detail
+    assert "output limit of 16000 tokens cut the model's Write call short" in notice.detail
+    assert loop.state.final_text == "Written in parts."
