@@ -27,6 +27,7 @@ from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
 from sandbox_runner.agents.tool_calls import TurnCalls
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.input_depth import without_deep_inputs
+from sandbox_runner.model.errors import ModelRefusal
 from sandbox_runner.plans.files import append_line, append_lines
 from sandbox_runner.redact import redact_data
 from sandbox_runner.tools.permissions import Approval, Ask
@@ -121,6 +122,8 @@ class AgentLoop:
             for note in self.hooks.notes_before_call(self):
                 self.add_note(note)
             response = self.turn(self.request())
+            if response.stop_reason == "refusal":
+                self._refused(response)
             calls = response.tool_calls
             if calls:
                 self._calls.answer(calls, cut=self._cut_call(response))
@@ -133,6 +136,18 @@ class AgentLoop:
             if follow_up is None:
                 return
             self.add_user(follow_up)
+
+    def _refused(self, response: ModelResponse) -> None:
+        """End the turn on a refusal, saying what the API said about it. The refused answer
+        leaves the conversation (the transcript keeps it): the API asks for that turn to be
+        removed or changed before the conversation goes on."""
+        details = response.stop_details or {}
+        refusal = ModelRefusal(details.get("category"), details.get("explanation"))
+        self.state.messages[-1] = {
+            "role": "assistant",
+            "content": [{"type": "text", "text": f"(planrun: {refusal})"}],
+        }
+        raise refusal
 
     def _cut_call(self, response: ModelResponse) -> ToolCall | None:
         """The tool call the output limit cut off while its input was being written: its

@@ -286,6 +286,7 @@ def _json_message(body: bytes) -> Message:
 def to_response(message: Message) -> ModelResponse:
     """Our ModelResponse for an SDK Message, with no SDK object left in it."""
     usage = message.usage
+    details = getattr(message, "stop_details", None)
     return ModelResponse(
         content=[_block_to_dict(block) for block in message.content],
         stop_reason=str(message.stop_reason or ""),
@@ -296,7 +297,16 @@ def to_response(message: Message) -> ModelResponse:
             cache_read_input_tokens=usage.cache_read_input_tokens or 0,
         ),
         model=message.model,
+        stop_details=_plain(details) if details is not None else None,
     )
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    """An SDK object (or a dict, from an answer the SDK left unvalidated) as plain JSON."""
+    if isinstance(value, dict):
+        return dict(value)
+    dumped: dict[str, Any] = value.model_dump(mode="json", exclude_none=True, warnings=False)
+    return dumped
 
 
 def _block_to_dict(block: Any) -> dict[str, Any]:

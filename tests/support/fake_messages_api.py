@@ -80,10 +80,13 @@ class Reply:
     stop_reason: str
     usage: dict[str, int]
     model: str | None = None
+    stop_details: dict[str, Any] | None = None
+    """What the API says about the stop (a refusal's category and explanation)."""
 
     def to_json(self, message_id: str, model: str) -> dict[str, Any]:
         """The Message object as the API returns it (the request's model unless scripted)."""
-        return {
+        details = {} if self.stop_details is None else {"stop_details": self.stop_details}
+        return details | {
             "id": message_id,
             "type": "message",
             "role": "assistant",
@@ -100,12 +103,13 @@ def message(
     stop_reason: str | None = None,
     usage: dict[str, int] | None = None,
     model: str | None = None,
+    stop_details: dict[str, Any] | None = None,
 ) -> Reply:
     """A scripted Message; the stop reason defaults to tool_use when a block calls a tool."""
     if stop_reason is None:
         calls_tool = any(block.get("type") == "tool_use" for block in blocks)
         stop_reason = "tool_use" if calls_tool else "end_turn"
-    return Reply(list(blocks), stop_reason, dict(usage or DEFAULT_USAGE), model)
+    return Reply(list(blocks), stop_reason, dict(usage or DEFAULT_USAGE), model, stop_details)
 
 
 @dataclass(frozen=True)
@@ -447,7 +451,9 @@ def stream_events(
     yield "ping", {"type": "ping"}
     for index, block in enumerate(reply.content):
         yield from _block_events(index, block)
-    delta = {"stop_reason": reply.stop_reason, "stop_sequence": None}
+    delta: dict[str, Any] = {"stop_reason": reply.stop_reason, "stop_sequence": None}
+    if reply.stop_details is not None:
+        delta["stop_details"] = reply.stop_details
     yield (
         "message_delta",
         {
@@ -462,6 +468,7 @@ def stream_events(
 def _message_start(reply: Reply, message_id: str, model: str) -> tuple[str, dict[str, Any]]:
     start = reply.to_json(message_id, model) | {"content": [], "stop_reason": None}
     start["usage"] = reply.usage | {"output_tokens": 1}
+    start.pop("stop_details", None)  # it comes with the stop, in message_delta
     return "message_start", {"type": "message_start", "message": start}
 
 

@@ -15,6 +15,7 @@ from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop import AgentLoop, Headless
 from sandbox_runner.agents.loop_config import HostTool, LoopConfig
 from sandbox_runner.agents.run_state import TurnEnded
+from sandbox_runner.model.errors import ModelRefusal
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
@@ -222,3 +223,19 @@ def test_a_tool_call_cut_by_the_output_limit_is_never_run(tmp_path: Path) -> Non
     assert notice.tool == "Write" and "\n" not in notice.detail
     assert "output limit of 16000 tokens cut the model's Write call short" in notice.detail
     assert loop.state.final_text == "Written in parts."
+
+
+def test_a_refusal_ends_the_turn_with_its_category_and_explanation(tmp_path: Path) -> None:
+    details = {"type": "refusal", "category": "cyber", "explanation": "Exploit\ndevelopment."}
+    model = ScriptedModel([reply(stop_reason="refusal", stop_details=details)])
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.DEFAULT], Headless())
+    with sandbox, pytest.raises(ModelRefusal) as refused:
+        loop.run("write an exploit")
+    assert str(refused.value) == (
+        "the API stopped the model's answer as a refusal (category cyber): Exploit development."
+    )
+    # The refused (empty) answer is replaced, so the conversation can go on.
+    assert loop.state.messages[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": f"(planrun: {refused.value})"}],
+    }

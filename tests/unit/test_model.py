@@ -384,6 +384,17 @@ def test_a_stream_with_no_message_is_retried_then_reported(
     assert "gave up after 2 attempts" in str(caught.value) and len(waits) == 1
 
 
+@pytest.mark.parametrize("max_tokens", [1024, 32000], ids=["non-streaming", "streaming"])
+def test_a_refusal_keeps_its_category_and_explanation(
+    api: FakeMessagesAPI, model: AnthropicModel, max_tokens: int
+) -> None:
+    details = {"type": "refusal", "category": "cyber", "explanation": "Malware."}
+    api.add(message(text("I can"), stop_reason="refusal", stop_details=details))
+    response = model.complete(make_request(max_tokens=max_tokens))
+    assert (response.stop_reason, response.text) == ("refusal", "I can")
+    assert response.stop_details == details
+
+
 def test_count_tokens_asks_the_endpoint() -> None:
     with FakeMessagesAPI(count_tokens=1234) as api:
         model = AnthropicModel("claude-test", api_key="k", base_url=api.base_url)
@@ -567,6 +578,19 @@ def test_a_recording_plays_back_identically(api: FakeMessagesAPI, tmp_path: Path
     assert summary["tools"] == ["Read", "Grep"]
     assert summary["messages_count"] == 3
     assert summary["last_message"] == second.messages[-1]
+
+
+def test_a_refusal_is_recorded_and_replayed_with_its_details(
+    api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    details = {"type": "refusal", "category": "bio", "explanation": "Lab methods."}
+    api.add(message(stop_reason="refusal", stop_details=details))
+    recorder = create_model(
+        "claude-test", record=tmp_path / "run.jsonl", api_key="k", base_url=api.base_url
+    )
+    recorder.complete(make_request())
+    replayed = ReplayModel(tmp_path / "run.jsonl").complete(make_request())
+    assert (replayed.stop_reason, replayed.stop_details) == ("refusal", details)
 
 
 def test_a_deep_tool_input_is_recorded_and_replayed_as_removed(tmp_path: Path) -> None:
