@@ -14,7 +14,7 @@ from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop import AgentLoop, Headless
 from sandbox_runner.agents.loop_config import HostTool, LoopConfig
-from sandbox_runner.agents.run_state import TurnEnded
+from sandbox_runner.agents.run_state import LimitReached, TurnEnded
 from sandbox_runner.model.errors import ModelRefusal
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
@@ -239,3 +239,33 @@ def test_a_refusal_ends_the_turn_with_its_category_and_explanation(tmp_path: Pat
         "role": "assistant",
         "content": [{"type": "text", "text": f"(planrun: {refused.value})"}],
     }
+
+
+def test_a_paused_turn_is_sent_back_as_it_is_and_goes_on(tmp_path: Path) -> None:
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    model = ScriptedModel(
+        [
+            reply(say("Searching."), search, stop_reason="pause_turn"),
+            reply(say("Found it.")),
+        ]
+    )
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.DEFAULT], Headless())
+    with sandbox:
+        loop.run("look it up")
+    assert loop.state.final_text == "Found it."
+    # The second request ends with the paused answer as it came, with no user turn after it.
+    assert model.requests[1].messages[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Searching."}, search],
+    }
+    assert loop.state.messages[-1]["content"][-1] == {"type": "text", "text": "Found it."}
+    lines = (tmp_path / "transcript.jsonl").read_text().splitlines()
+    assert saved_conversation(lines).messages == loop.state.messages
+
+
+def test_a_turn_paused_again_and_again_is_stopped_and_said_so(tmp_path: Path) -> None:
+    model = ScriptedModel([reply(say("..."), stop_reason="pause_turn") for _ in range(6)])
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.DEFAULT], Headless())
+    with sandbox, pytest.raises(LimitReached, match=r"paused the model's answer 5 times"):
+        loop.run("look it up")
+    assert len(model.requests) == 5
