@@ -161,8 +161,7 @@ class AgentLoop:
         """End the turn on a refusal, saying what the API said about it. The refused answer
         leaves the conversation (the transcript keeps it): the API asks for that turn to be
         removed or changed before the conversation goes on."""
-        details = response.stop_details or {}
-        refusal = ModelRefusal(details.get("category"), details.get("explanation"))
+        refusal = ModelRefusal.of(response.stop_details)
         self.state.messages[-1] = {
             "role": "assistant",
             "content": [{"type": "text", "text": f"(planrun: {refusal})"}],
