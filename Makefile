@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install engine image browser test test-unit test-docker bench lint demo clean
+.PHONY: all install engine image browser test test-unit test-docker test-live bench lint demo clean
 
 all: test
 
@@ -36,6 +36,13 @@ test-unit: install
 
 test-docker: image browser
 	$(BIN)/python -m pytest -m "docker"
+
+## Real plan runs and a line-mode session against the Anthropic API: about $0.35 a run with
+## claude-sonnet-4-6 (docs/development.md). Never part of `make test`; without
+## ANTHROPIC_API_KEY the tests are skipped and no image is built.
+test-live: install
+	@if [ -n "$$ANTHROPIC_API_KEY$$ANTHROPIC_AUTH_TOKEN" ]; then $(MAKE) image; fi
+	$(BIN)/python -m pytest --live -m live -rs tests/live
 
 ## Two perspectives on examples/demo-repo, played from a recorded conversation: no API key needed.
 demo: image

@@ -130,6 +130,9 @@ class ModelResponse:
     stop_reason: str
     usage: Usage
     model: str = ""
+    stop_details: dict[str, Any] | None = None
+    """What the API says about the stop, when it says anything: for a refusal, its
+    `category` and `explanation`."""
 
     @property
     def text(self) -> str:

@@ -13,6 +13,25 @@ import pytest
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--live",
+        action="store_true",
+        help="also run the tests marked live, against the real Anthropic API (costs money)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The live tests call the real API, so they run only when asked for with --live
+    (`make test-live`); `make test` and CI never start them, key or no key."""
+    if config.getoption("--live"):
+        return
+    live = [item for item in items if item.get_closest_marker("live")]
+    if live:
+        config.hook.pytest_deselected(items=live)
+        items[:] = [item for item in items if not item.get_closest_marker("live")]
+
+
 @pytest.fixture(autouse=True)
 def planrun_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own ~/.planrun, so no test reads or writes the user's."""

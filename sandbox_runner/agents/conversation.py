@@ -39,6 +39,8 @@ class SavedConversation:
     usage: Usage = field(default_factory=Usage)
     damaged: int = 0
     """Lines before the last that could not be read, or that do not fit the conversation."""
+    paused: bool = False
+    """Whether the API paused the model's last answer (pause_turn): the next goes on with it."""
 
     @property
     def intact(self) -> bool:
@@ -106,7 +108,8 @@ def _apply(
         return {}
     if kind == "assistant":
         # Everything that can fail comes first: a bad entry changes nothing.
-        if not pending and messages and messages[-1]["role"] == "assistant":
+        going_on = not pending and bool(messages) and messages[-1]["role"] == "assistant"
+        if going_on and not saved.paused:
             raise ValueError("two answers of the model in a row")
         content = entry["content"]
         if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
@@ -117,7 +120,11 @@ def _apply(
         calls = _tool_uses(message)
         if pending:
             saved.answer(pending, last=False)  # answers that were never logged
-        messages.append(message)
+        if going_on:
+            messages[-1]["content"] = [*messages[-1]["content"], *content]
+        else:
+            messages.append(message)
+        saved.paused = entry.get("stop_reason") == "pause_turn"
         saved.turns += 1
         saved.usage.add(usage)
         return calls

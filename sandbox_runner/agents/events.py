@@ -12,7 +12,7 @@ class AgentEvent:
 
     Kinds: turn_started, waiting (for the model; detail says how long and which
     attempt), model_retry (detail says why and when), tool_call, tool_result,
-    plan_written, finished, failed.
+    plan_written, notice (detail is one line for the user), finished, failed.
     """
 
     kind: str

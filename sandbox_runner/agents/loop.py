@@ -27,10 +27,14 @@ from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
 from sandbox_runner.agents.tool_calls import TurnCalls
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.input_depth import without_deep_inputs
+from sandbox_runner.model.errors import ModelRefusal
 from sandbox_runner.plans.files import append_line, append_lines
 from sandbox_runner.redact import redact_data
 from sandbox_runner.tools.permissions import Approval, Ask
 from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, ToolCall, ToolResult
+
+MAX_PAUSES = 4
+"""How many times in a row the loop goes on with an answer the API paused (pause_turn)."""
 
 
 class Headless:
@@ -120,10 +124,12 @@ class AgentLoop:
                 raise LimitReached(f"{reason}; the plan was written in a final turn without tools")
             for note in self.hooks.notes_before_call(self):
                 self.add_note(note)
-            response = self.turn(self.request())
+            response = self._answer()
+            if response.stop_reason == "refusal":
+                self._refused(response)
             calls = response.tool_calls
             if calls:
-                self._calls.answer(calls)
+                self._calls.answer(calls, cut=self._cut_call(response))
                 continue
             state.final_text = response.text
             if response.stop_reason == "max_tokens":
@@ -134,8 +140,53 @@ class AgentLoop:
                 return
             self.add_user(follow_up)
 
+    def _answer(self) -> ModelResponse:
+        """The model's answer to the conversation so far. An answer the API paused
+        (pause_turn: a long turn of server tools) is sent back as it is, which lets the
+        model go on with it, up to MAX_PAUSES times."""
+        response = self.turn(self.request())
+        for _ in range(MAX_PAUSES):
+            if response.stop_reason != "pause_turn":
+                return response
+            self._check_limits()
+            response = self.turn(self.request())
+        if response.stop_reason == "pause_turn":
+            raise LimitReached(
+                f"the API paused the model's answer {MAX_PAUSES + 1} times in a row "
+                "(stop_reason pause_turn); planrun stopped going on with it"
+            )
+        return response
+
+    def _refused(self, response: ModelResponse) -> None:
+        """End the turn on a refusal, saying what the API said about it. The refused answer
+        leaves the conversation (the transcript keeps it): the API asks for that turn to be
+        removed or changed before the conversation goes on."""
+        refusal = ModelRefusal.of(response.stop_details)
+        self.state.messages[-1] = {
+            "role": "assistant",
+            "content": [{"type": "text", "text": f"(planrun: {refusal})"}],
+        }
+        raise refusal
+
+    def _cut_call(self, response: ModelResponse) -> ToolCall | None:
+        """The tool call the output limit cut off while its input was being written: its
+        input is incomplete (at best), so it is never run."""
+        last = response.content[-1] if response.content else {}
+        if response.stop_reason != "max_tokens" or last.get("type") != "tool_use":
+            return None
+        call = response.tool_calls[-1]
+        limit = self.config.limits.max_output_tokens
+        self.emit(
+            "notice",
+            tool=call.name,
+            detail=f"the output limit of {limit} tokens cut the model's {call.name} call "
+            "short: it was not run, and the model was asked to send it again, smaller",
+        )
+        return call
+
     def turn(self, request: ModelRequest) -> ModelResponse:
-        """One model call, recorded in the conversation and the transcript."""
+        """One model call, recorded in the conversation and the transcript (the answer to
+        a paused one goes on with it, in the same assistant message)."""
         state = self.state
         state.turns += 1
         self.emit("turn_started")
@@ -157,7 +208,12 @@ class AgentLoop:
         response = dataclasses.replace(response, content=without_deep_inputs(response.content))
         state.usage.add(response.usage)
         state.last_call_tokens = response.usage.total
-        state.messages.append({"role": "assistant", "content": response.content})
+        last = state.messages[-1] if state.messages else None
+        if last is not None and last["role"] == "assistant":
+            # Going on with a paused answer: the API reads the two as one turn.
+            last["content"] = [*last["content"], *response.content]
+        else:
+            state.messages.append({"role": "assistant", "content": response.content})
         self.log(
             "assistant",
             content=response.content,

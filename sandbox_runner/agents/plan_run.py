@@ -24,6 +24,7 @@ from sandbox_runner.model.errors import (
     MalformedAnswerError,
     ModelAPIError,
     ModelError,
+    ModelRefusal,
 )
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, replace_file, write_new
 from sandbox_runner.plans.results import PlanResult, PlanStatus
@@ -247,7 +248,7 @@ def outside_conversation(error: PlanrunError) -> bool:
     stands (400, too large) would only fail again."""
     if isinstance(error, SandboxError):
         return True
-    if isinstance(error, ContextBudgetError | CassetteError | MalformedAnswerError):
+    if isinstance(error, ContextBudgetError | CassetteError | MalformedAnswerError | ModelRefusal):
         return False
     if isinstance(error, ModelAPIError):
         return error.status != 400

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from sandbox_runner.agents.loop import AgentLoop
 
 MAX_CALLS_PER_TURN = 32
+OUTPUT_CUT = (
+    "Not run: your answer reached its output limit of {limit} tokens while this call's "
+    "input was being written, so the input is incomplete. Send the call again with less in "
+    "it; write a long file in parts (Write the start, then Edit to add the rest)."
+)
 
 
 class TurnCalls:
@@ -30,8 +35,9 @@ class TurnCalls:
         self.loop = loop
         self._counter_lock = threading.Lock()
 
-    def answer(self, calls: list[ToolCall]) -> None:
-        """Run the calls of one turn and add their answers to the conversation.
+    def answer(self, calls: list[ToolCall], cut: ToolCall | None = None) -> None:
+        """Run the calls of one turn and add their answers to the conversation; CUT, the
+        call the output limit cut short, is answered with an error instead of run.
 
         Raises:
             Interrupted: the cancel token was set between two calls.
@@ -42,14 +48,19 @@ class TurnCalls:
         running = calls[:MAX_CALLS_PER_TURN]
         stop = TurnStop(loop.cancel)
         # Subagents (Task calls) of one turn run side by side; everything else in order.
-        parallel = {call.id: call for call in running if call.name == "Task"}
+        parallel = {call.id: call for call in running if call.name == "Task" and call != cut}
         started = self._start_parallel(list(parallel.values()), stop) if len(parallel) > 1 else {}
         try:
             for call in running:
                 if loop.cancel.is_set():
                     raise Interrupted("interrupted")
                 future = started.get(call.id)
-                results.append(future.result() if future is not None else self._execute(call, stop))
+                if call == cut:
+                    results.append(self._not_run_cut(call))
+                elif future is not None:
+                    results.append(future.result())
+                else:
+                    results.append(self._execute(call, stop))
         except TurnEnded as ended:
             # The subagents this turn started end with it, and every call gets its answer.
             stop.end()
@@ -74,6 +85,12 @@ class TurnCalls:
         self.loop.state.messages.append(
             {"role": "user", "content": [result.to_block() for result in results]}
         )
+
+    def _not_run_cut(self, call: ToolCall) -> ToolResult:
+        limit = self.loop.config.limits.max_output_tokens
+        result = ToolResult(call.id, OUTPUT_CUT.format(limit=limit), is_error=True)
+        self._record(call, result)
+        return result
 
     def _cut_short(self, call: ToolCall, future: Future[ToolResult] | None) -> ToolResult:
         """The answer to a call after the one that ended the turn: a subagent already

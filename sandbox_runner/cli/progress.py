@@ -94,7 +94,7 @@ class Progress(LiveDisplay):
                 line.tool = one_line(event.detail)
             elif event.kind in TERMINAL_STATES:
                 line.state, line.tool = event.kind, one_line(event.detail)
-            log = event.kind in {"tool_call", "model_retry", *TERMINAL_STATES}
+            log = event.kind in {"tool_call", "model_retry", "notice", *TERMINAL_STATES}
             if (
                 event.kind == "waiting"
                 and time.monotonic() - line.waiting_logged >= WAITING_LOG_SECONDS
@@ -102,6 +102,8 @@ class Progress(LiveDisplay):
                 line.waiting_logged, log = time.monotonic(), True
         if self._live is None and log:
             self._log(event)
+        elif self._live is not None and event.kind == "notice":
+            self._live.console.print(f"[{event.label}] {one_line(event.detail)}", markup=False)
 
     def stopping(self) -> None:
         """Show that a signal arrived and everything is being stopped."""
@@ -117,7 +119,7 @@ class Progress(LiveDisplay):
         prefix = f"[{event.label}] turn {event.turn}"
         if event.kind == "tool_call":
             message = f"{prefix} {event.tool} {event.detail}".rstrip()
-        elif event.kind in {"waiting", "model_retry"}:
+        elif event.kind in {"waiting", "model_retry", "notice"}:
             message = f"{prefix} {event.detail}"
         else:
             outcome = "finished" if event.kind == "finished" else "FAILED"

@@ -7,12 +7,14 @@ our own value types, with content blocks as plain JSON dicts.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import anthropic
+from anthropic.lib.streaming import MessageStream
 from anthropic.types import Message
 
 from sandbox_runner.limits import API_RETRIES, API_TIMEOUT_SECONDS
@@ -65,6 +67,7 @@ class _UnreadableAnswer(Exception):
 
 
 _Failure = anthropic.APIError | _UnreadableAnswer
+_TOO_DEEP = "the model kept answering with JSON nested too deeply to read"
 
 
 class AnthropicModel:
@@ -174,17 +177,22 @@ class AnthropicModel:
     def _send(self, params: dict[str, Any], streaming: bool, seconds: float) -> Message:
         timeout = anthropic.Timeout(seconds, connect=min(seconds, 10.0))
         try:
-            if streaming:
-                with self.client.messages.stream(**params, timeout=timeout) as stream:
-                    return stream.get_final_message()
-            # The params are a dict, so mypy cannot pick create()'s non-streaming overload.
-            message: Message = self.client.messages.create(**params, stream=False, timeout=timeout)
-            return message
+            if not streaming:
+                # The params are a dict, so mypy cannot pick create()'s non-streaming overload.
+                message: Message = self.client.messages.create(
+                    **params, stream=False, timeout=timeout
+                )
+                return message
+            with self.client.messages.stream(**params, timeout=timeout) as stream:
+                if "text/event-stream" in stream.response.headers.get("content-type", ""):
+                    return _final_message(stream)
+                # A proxy or compatible endpoint answered with a plain JSON Message: the
+                # SDK would read it as events, find none, and fail a bare assert.
+                body = stream.response.read()
         except RecursionError as error:
             # The SDK parses the body with json.loads, which recurses per level: an answer
             # nested thousands deep. Asked again, the model usually answers otherwise.
-            summary = "the model kept answering with JSON nested too deeply to read"
-            raise _UnreadableAnswer(summary, error) from None
+            raise _UnreadableAnswer(_TOO_DEEP, error) from None
         except ValueError as error:
             if not streaming:
                 raise
@@ -192,6 +200,7 @@ class AnthropicModel:
             # JSON; asked again, the model usually answers with valid input.
             summary = "the model kept streaming tool input that is not valid JSON"
             raise _UnreadableAnswer(summary, error) from error
+        return _json_message(body)
 
     def _with_retries(self, send: Callable[[float], Message], call: ModelCall) -> Message:
         attempts = self.max_retries + 1
@@ -250,9 +259,34 @@ class AnthropicModel:
         return api_status_error(error.status_code, error_type, api_message, attempts)
 
 
+def _final_message(stream: MessageStream[Any]) -> Message:
+    """The Message the stream's events put together."""
+    try:
+        return stream.get_final_message()
+    except AssertionError as error:
+        # The SDK asserts that a message_start arrived: the stream ended before any did.
+        missing = ValueError("the stream ended before its message_start event")
+        raise _UnreadableAnswer("the API's streams kept ending before any message", missing) from (
+            error
+        )
+
+
+def _json_message(body: bytes) -> Message:
+    """A Message from a plain JSON body, built as leniently as the SDK builds the answer
+    to a non-streaming request (what it cannot read fails in to_response)."""
+    try:
+        data = json.loads(body)
+    except RecursionError as error:
+        raise _UnreadableAnswer(_TOO_DEEP, error) from None
+    if not isinstance(data, dict):
+        raise TypeError(f"a JSON {type(data).__name__} instead of a Message object")
+    return Message.construct(**data)
+
+
 def to_response(message: Message) -> ModelResponse:
     """Our ModelResponse for an SDK Message, with no SDK object left in it."""
     usage = message.usage
+    details = getattr(message, "stop_details", None)
     return ModelResponse(
         content=[_block_to_dict(block) for block in message.content],
         stop_reason=str(message.stop_reason or ""),
@@ -263,7 +297,16 @@ def to_response(message: Message) -> ModelResponse:
             cache_read_input_tokens=usage.cache_read_input_tokens or 0,
         ),
         model=message.model,
+        stop_details=_plain(details) if details is not None else None,
     )
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    """An SDK object (or a dict, from an answer the SDK left unvalidated) as plain JSON."""
+    if isinstance(value, dict):
+        return dict(value)
+    dumped: dict[str, Any] = value.model_dump(mode="json", exclude_none=True, warnings=False)
+    return dumped
 
 
 def _block_to_dict(block: Any) -> dict[str, Any]:

@@ -61,6 +61,28 @@ class MalformedAnswerError(ModelAPIError):
     that is not JSON): the conversation, not the API, is at fault."""
 
 
+class ModelRefusal(ModelError):
+    """The API stopped the model's answer as a refusal (stop_reason `refusal`), with the
+    policy category and the explanation it gave, when it gave them."""
+
+    def __init__(self, category: str | None, explanation: str | None) -> None:
+        self.category = category
+        self.explanation = explanation
+        about = f" (category {category})" if category else ""
+        why = f": {' '.join(explanation.split())}" if explanation else ""
+        super().__init__(f"the API stopped the model's answer as a refusal{about}{why}")
+
+    @classmethod
+    def of(cls, stop_details: dict[str, object] | None) -> ModelRefusal:
+        """The refusal an answer's stop_details describe (None or partial: what there is)."""
+        details = stop_details or {}
+        category, explanation = details.get("category"), details.get("explanation")
+        return cls(
+            category if isinstance(category, str) else None,
+            explanation if isinstance(explanation, str) else None,
+        )
+
+
 def unreadable_response(error: Exception) -> ModelAPIError:
     """The error for an answer that is not JSON, or not shaped like a Messages API response."""
     if isinstance(error, json.JSONDecodeError):

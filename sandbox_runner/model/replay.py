@@ -129,7 +129,7 @@ def response_to_json(response: ModelResponse) -> dict[str, Any]:
             "cache_read_input_tokens": usage.cache_read_input_tokens,
         },
         "model": response.model,
-    }
+    } | ({} if response.stop_details is None else {"stop_details": response.stop_details})
 
 
 def response_from_json(data: Any) -> ModelResponse:
@@ -147,6 +147,9 @@ def response_from_json(data: Any) -> ModelResponse:
         raise ValueError("response stop_reason is not a string")
     if not isinstance(usage, dict) or not all(isinstance(v, int) for v in usage.values()):
         raise ValueError("response usage is not an object of token counts")
+    details = data.get("stop_details")
+    if details is not None and not isinstance(details, dict):
+        raise ValueError("response stop_details is not an object")
     fields = Usage.__dataclass_fields__
     return ModelResponse(
         # Deep copies, so a caller editing a response cannot change what is played next.
@@ -154,6 +157,7 @@ def response_from_json(data: Any) -> ModelResponse:
         stop_reason=data["stop_reason"],
         usage=Usage(**{name: count for name, count in usage.items() if name in fields}),
         model=str(data.get("model") or ""),
+        stop_details=copy.deepcopy(details),
     )
 
 

@@ -40,6 +40,8 @@ class LineUI:
     def event(self, event: AgentEvent) -> None:
         if event.kind == "tool_call":
             self._print(f"· {event.tool} {one_line(event.detail)}".rstrip())
+        elif event.kind == "notice":
+            self._print(f"note: {event.detail}")
 
     def approve(self, ask: Ask) -> Approval:
         if ask.once_only:

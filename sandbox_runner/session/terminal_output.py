@@ -79,6 +79,8 @@ class TerminalUI:
                 finished = activity.calls.pop(key, None)
         if finished is not None:
             self.say(tool_line(event, finished))
+        if event.kind == "notice":
+            self.say(f"note: {one_line(event.detail)}")
         self.redraw()
 
     def approve(self, ask: Ask) -> Approval:

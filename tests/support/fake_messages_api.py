@@ -80,10 +80,13 @@ class Reply:
     stop_reason: str
     usage: dict[str, int]
     model: str | None = None
+    stop_details: dict[str, Any] | None = None
+    """What the API says about the stop (a refusal's category and explanation)."""
 
     def to_json(self, message_id: str, model: str) -> dict[str, Any]:
         """The Message object as the API returns it (the request's model unless scripted)."""
-        return {
+        details = {} if self.stop_details is None else {"stop_details": self.stop_details}
+        return details | {
             "id": message_id,
             "type": "message",
             "role": "assistant",
@@ -100,12 +103,13 @@ def message(
     stop_reason: str | None = None,
     usage: dict[str, int] | None = None,
     model: str | None = None,
+    stop_details: dict[str, Any] | None = None,
 ) -> Reply:
     """A scripted Message; the stop reason defaults to tool_use when a block calls a tool."""
     if stop_reason is None:
         calls_tool = any(block.get("type") == "tool_use" for block in blocks)
         stop_reason = "tool_use" if calls_tool else "end_turn"
-    return Reply(list(blocks), stop_reason, dict(usage or DEFAULT_USAGE), model)
+    return Reply(list(blocks), stop_reason, dict(usage or DEFAULT_USAGE), model, stop_details)
 
 
 @dataclass(frozen=True)
@@ -152,15 +156,16 @@ class Raw:
 
     body: bytes
     status: int = 200
+    content_type: str = "application/json"
 
 
-def raw(body: bytes | str | Any, status: int = 200) -> Raw:
+def raw(body: bytes | str | Any, status: int = 200, content_type: str = "application/json") -> Raw:
     """A raw answer; anything but bytes or str is sent as JSON (e.g. `{"foo": 1}`)."""
     if isinstance(body, str):
         body = body.encode()
     elif not isinstance(body, bytes):
         body = json.dumps(body).encode()
-    return Raw(body, status)
+    return Raw(body, status, content_type)
 
 
 def nested_tool_use(name: str, depth: int) -> Raw:
@@ -375,7 +380,7 @@ class _Handler(BaseHTTPRequestHandler):
             # Writing nothing and closing is what the client sees as a dropped connection.
             self.close_connection = True
         elif isinstance(answer, Raw):
-            self._send_bytes(answer.status, answer.body)
+            self._send_bytes(answer.status, answer.body, content_type=answer.content_type)
         elif isinstance(answer, ScriptedError) and not (streaming and answer.mid_stream):
             self._send_error(answer)
         elif streaming:
@@ -390,9 +395,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, payload: dict[str, Any], headers: Sequence[Any] = ()) -> None:
         self._send_bytes(status, json.dumps(payload).encode(), headers)
 
-    def _send_bytes(self, status: int, data: bytes, headers: Sequence[Any] = ()) -> None:
+    def _send_bytes(
+        self,
+        status: int,
+        data: bytes,
+        headers: Sequence[Any] = (),
+        content_type: str = "application/json",
+    ) -> None:
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(data)))
         self.send_header("request-id", f"req_fake_{uuid.uuid4().hex[:12]}")
         for name, value in headers:
@@ -440,7 +451,9 @@ def stream_events(
     yield "ping", {"type": "ping"}
     for index, block in enumerate(reply.content):
         yield from _block_events(index, block)
-    delta = {"stop_reason": reply.stop_reason, "stop_sequence": None}
+    delta: dict[str, Any] = {"stop_reason": reply.stop_reason, "stop_sequence": None}
+    if reply.stop_details is not None:
+        delta["stop_details"] = reply.stop_details
     yield (
         "message_delta",
         {
@@ -455,6 +468,7 @@ def stream_events(
 def _message_start(reply: Reply, message_id: str, model: str) -> tuple[str, dict[str, Any]]:
     start = reply.to_json(message_id, model) | {"content": [], "stop_reason": None}
     start["usage"] = reply.usage | {"output_tokens": 1}
+    start.pop("stop_details", None)  # it comes with the stop, in message_delta
     return "message_start", {"type": "message_start", "message": start}
 
 

@@ -14,7 +14,10 @@ Step = ModelResponse | Exception | Callable[[ModelRequest], ModelResponse]
 
 
 def reply(
-    *blocks: dict[str, Any], stop_reason: str | None = None, tokens: int = 100
+    *blocks: dict[str, Any],
+    stop_reason: str | None = None,
+    tokens: int = 100,
+    stop_details: dict[str, Any] | None = None,
 ) -> ModelResponse:
     """A response; stop_reason defaults to tool_use when there are tool calls."""
     has_tools = any(block.get("type") == "tool_use" for block in blocks)
@@ -23,6 +26,7 @@ def reply(
         stop_reason=stop_reason or ("tool_use" if has_tools else "end_turn"),
         usage=Usage(input_tokens=tokens, output_tokens=tokens // 4),
         model="scripted",
+        stop_details=stop_details,
     )
 
 

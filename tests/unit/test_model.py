@@ -340,6 +340,61 @@ def test_an_answer_nested_too_deeply_to_parse_is_retried_then_reported(
     assert len(waits) == 2
 
 
+def test_a_plain_json_answer_to_a_streaming_request_is_read(
+    api: FakeMessagesAPI, model: AnthropicModel
+) -> None:
+    # A proxy or compatible endpoint may ignore "stream": true and answer with the Message.
+    read = tool_use("Read", {"file_path": "a.py"}, id="toolu_1")
+    answer = message(text("Reading."), read, usage=usage(7, 3)).to_json("msg_1", "claude-x")
+    api.add(raw(answer))
+    response = model.complete(make_request(max_tokens=32000))
+    assert api.message_requests[0].body["stream"] is True
+    assert response.content == [{"type": "text", "text": "Reading."}, read]
+    assert (response.stop_reason, response.model) == ("tool_use", "claude-x")
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (7, 3)
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("<html>502 Bad Gateway</html>", "the API's answer is not valid JSON"),
+        ([1, 2], "the API's answer is not a Messages API response (TypeError"),
+    ],
+)
+def test_a_streaming_request_answered_with_something_else_says_what(
+    api: FakeMessagesAPI, model: AnthropicModel, body: Any, said: str
+) -> None:
+    api.add(raw(body, content_type="text/html"))
+    with pytest.raises(ModelAPIError) as caught:
+        model.complete(make_request(max_tokens=32000))
+    assert str(caught.value).startswith(said) and "\n" not in str(caught.value)
+
+
+def test_a_stream_with_no_message_is_retried_then_reported(
+    api: FakeMessagesAPI, waits: list[float]
+) -> None:
+    empty = raw(b'event: ping\ndata: {"type": "ping"}\n\n', content_type="text/event-stream")
+    api.add(empty, empty)
+    model = AnthropicModel(
+        "m", api_key="k", base_url=api.base_url, max_retries=1, sleep=waits.append
+    )
+    with pytest.raises(ModelAPIError) as caught:
+        model.complete(make_request(max_tokens=32000))
+    assert str(caught.value).startswith("the API's streams kept ending before any message")
+    assert "gave up after 2 attempts" in str(caught.value) and len(waits) == 1
+
+
+@pytest.mark.parametrize("max_tokens", [1024, 32000], ids=["non-streaming", "streaming"])
+def test_a_refusal_keeps_its_category_and_explanation(
+    api: FakeMessagesAPI, model: AnthropicModel, max_tokens: int
+) -> None:
+    details = {"type": "refusal", "category": "cyber", "explanation": "Malware."}
+    api.add(message(text("I can"), stop_reason="refusal", stop_details=details))
+    response = model.complete(make_request(max_tokens=max_tokens))
+    assert (response.stop_reason, response.text) == ("refusal", "I can")
+    assert response.stop_details == details
+
+
 def test_count_tokens_asks_the_endpoint() -> None:
     with FakeMessagesAPI(count_tokens=1234) as api:
         model = AnthropicModel("claude-test", api_key="k", base_url=api.base_url)
@@ -523,6 +578,19 @@ def test_a_recording_plays_back_identically(api: FakeMessagesAPI, tmp_path: Path
     assert summary["tools"] == ["Read", "Grep"]
     assert summary["messages_count"] == 3
     assert summary["last_message"] == second.messages[-1]
+
+
+def test_a_refusal_is_recorded_and_replayed_with_its_details(
+    api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    details = {"type": "refusal", "category": "bio", "explanation": "Lab methods."}
+    api.add(message(stop_reason="refusal", stop_details=details))
+    recorder = create_model(
+        "claude-test", record=tmp_path / "run.jsonl", api_key="k", base_url=api.base_url
+    )
+    recorder.complete(make_request())
+    replayed = ReplayModel(tmp_path / "run.jsonl").complete(make_request())
+    assert (replayed.stop_reason, replayed.stop_details) == ("refusal", details)
 
 
 def test_a_deep_tool_input_is_recorded_and_replayed_as_removed(tmp_path: Path) -> None:

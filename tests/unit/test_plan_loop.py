@@ -504,3 +504,15 @@ def test_a_cancel_stops_a_model_call_in_flight(plan: Runner) -> None:
     released.set()
     assert time.monotonic() - started < 3
     assert result.status is PlanStatus.INCOMPLETE and result.reason == "interrupted"
+
+
+def test_a_refusal_fails_the_plan_with_what_the_api_said(plan: Runner) -> None:
+    refusal = {"type": "refusal", "category": "bio", "explanation": "Dangerous lab methods."}
+    model = ScriptedModel(
+        [reply(use("LS", {})), reply(say("I"), stop_reason="refusal", stop_details=refusal)]
+    )
+    result = plan(model)
+    assert result.status is PlanStatus.FAILED and not result.resumable
+    assert result.reason == (
+        "the API stopped the model's answer as a refusal (category bio): Dangerous lab methods."
+    )
