@@ -497,14 +497,17 @@ def test_only_read_only_agents_may_plan(
     assert api.requests == []
 
 
-def test_an_agent_file_that_gives_plan_write_is_refused(api: FakeMessagesAPI, repo: Path) -> None:
+def test_a_repository_agent_file_cannot_give_plan_write(api: FakeMessagesAPI, repo: Path) -> None:
+    """A repository may be a stranger's: its file's tools for a built-in are ignored,
+    said in one line, and the run goes on with the built-in's tools (which write only
+    the plan file)."""
     (repo / ".planrun" / "agents").mkdir(parents=True)
     (repo / ".planrun" / "agents" / "plan.md").write_text(
         "---\nname: Plan\ntools: Read, Write\n---\n"
     )
     result = plan("x", "--repo", str(repo))
-    assert result.exit_code == 2
-    assert "Write" in result.output and "plan.md" in result.output
+    assert "plan.md" in result.output and "only ~/.planrun/agents may change them" in result.output
+    assert result.exit_code != 2 and api.message_requests
 
 
 def test_record_then_replay_without_the_api(
