@@ -15,7 +15,7 @@ from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.permissions import Allow, Ask, Deny, PermissionMode, check
 from sandbox_runner.tools.policy import ToolContext
-from sandbox_runner.types import ToolCall, ToolRequest, ToolResult
+from sandbox_runner.types import ExecResult, ToolCall, ToolRequest, ToolResult
 
 if TYPE_CHECKING:
     from sandbox_runner.agents.loop import AgentLoop
@@ -127,7 +127,10 @@ class TurnCalls:
         elif isinstance(decision, Allow):
             outcome = loop.sandbox.call(self._within_time_limit(decision.request))
             text = cap_result(call.name, outcome.text or "(no output)")
-            result = ToolResult(call.id, text, is_error=not outcome.ok)
+            failed = command_failure(outcome)
+            if failed:
+                text = f"{failed}\n{text}"
+            result = ToolResult(call.id, text, is_error=not outcome.ok or bool(failed))
             if call.name in {"Write", "Edit"} and outcome.ok:
                 written = "plan_written" if config.mode() is PermissionMode.PLAN else "file_written"
                 loop.emit(written, tool=call.name, detail=str(call.input.get("file_path")))
@@ -140,7 +143,7 @@ class TurnCalls:
 
     def _record(self, call: ToolCall, result: ToolResult) -> None:
         self.loop.log_result(call, result)
-        self.loop.emit("tool_result", tool=call.name, detail="error" if result.is_error else "ok")
+        self.loop.emit("tool_result", tool=call.name, detail=_outcome(result))
 
     def _ask(self, ask: Ask) -> Allow | Deny:
         loop = self.loop
@@ -172,3 +175,27 @@ def _brief(arguments: dict[str, Any]) -> str:
         if key in arguments:
             return str(arguments[key])[:120]
     return ""
+
+
+def command_failure(outcome: ExecResult) -> str:
+    """How a command that ran ended badly, as Claude Code's Bash says it (`Exit code 2`,
+    a timeout, a signal); "" when it exited 0 or was no command."""
+    code = outcome.exit_code
+    if not outcome.ok or code is None or (code == 0 and not outcome.timed_out):
+        return ""
+    if outcome.timed_out:
+        return f"Exit code {code} (the command timed out and was killed)"
+    if code > 128 and code - 128 in _SIGNALS:
+        return f"Exit code {code} (killed by {_SIGNALS[code - 128]})"
+    return f"Exit code {code}"
+
+
+_SIGNALS = {2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+
+
+def _outcome(result: ToolResult) -> str:
+    """`ok`, or `error: ` and the first line of what went wrong (for the UI's tool line)."""
+    if not result.is_error:
+        return "ok"
+    first = next((line.strip() for line in result.content.splitlines() if line.strip()), "")
+    return f"error: {first[:160]}" if first else "error"

@@ -40,6 +40,8 @@ class LineUI:
     def event(self, event: AgentEvent) -> None:
         if event.kind == "tool_call":
             self._print(f"· {event.tool} {one_line(event.detail)}".rstrip())
+        elif event.kind == "tool_result" and event.detail.startswith("error"):
+            self._print(f"  ✗ {one_line(event.detail.removeprefix('error: '))}")
         elif event.kind == "notice":
             self._print(f"note: {event.detail}")
 

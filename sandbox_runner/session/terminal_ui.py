@@ -164,5 +164,6 @@ def wrap_parts(parts: list[str], width: int) -> list[str]:
 
 def tool_line(event: AgentEvent, call: str) -> str:
     """One line per tool call: the tool, its argument, and how it ended."""
-    outcome = "✗ error" if event.detail == "error" else "✓"
+    failed = event.detail.startswith("error")
+    outcome = f"✗ {event.detail.removeprefix('error: ')}" if failed else "✓"
     return one_line(f"● {call} {outcome}")[:300]

@@ -269,3 +269,22 @@ def test_a_turn_paused_again_and_again_is_stopped_and_said_so(tmp_path: Path) ->
     with sandbox, pytest.raises(LimitReached, match=r"paused the model's answer 5 times"):
         loop.run("look it up")
     assert len(model.requests) == 5
+
+
+def test_a_failed_command_reaches_the_model_and_the_user_as_an_error(tmp_path: Path) -> None:
+    commands = ["echo fine", "echo broken >&2; exit 3", "sleep 5"]
+    calls = [reply(use("Bash", {"command": c, "timeout": 1000})) for c in commands]
+    model = ScriptedModel([*calls, reply(say("done"))])
+    events: list[AgentEvent] = []
+    loop, sandbox = make_loop(
+        tmp_path, model, [PermissionMode.DEFAULT], Recording(*[Approval(True)] * 3), events=events
+    )
+    with sandbox:
+        loop.run("run them")
+    fine, broken, slow = (m["content"][0] for m in loop.state.messages[2:7:2])
+    assert not fine.get("is_error") and fine["content"] == "fine"
+    assert broken["is_error"] and broken["content"].startswith("Exit code 3\n")
+    assert "broken" in broken["content"]
+    assert slow["is_error"] and "timed out" in slow["content"].splitlines()[0]
+    outcomes = [e.detail for e in events if e.kind == "tool_result"]
+    assert outcomes[0] == "ok" and outcomes[1] == "error: Exit code 3"

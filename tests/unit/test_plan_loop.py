@@ -229,7 +229,8 @@ def test_refused_commands_are_kept_as_suggestions(plan: Runner) -> None:
     )
     result = plan(model)
     assert result.suggested_commands == ["pip install rich"]
-    assert not tool_results(model, 2)[0].get("is_error")
+    ran = tool_results(model, 2)[0]["content"]  # run, not refused: this is no repository
+    assert ran.startswith("Exit code 128") and "not a git repository" in ran
     metadata, _ = split_document(written(result.plan_path))
     assert metadata["suggested_commands"] == ["pip install rich"]
 

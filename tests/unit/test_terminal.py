@@ -278,3 +278,16 @@ def test_a_mode_asked_for_during_a_turn_applies_at_the_next_tool_call(
         running.close()
     assert [a.question for a in ui.asked] == ["run `npm test`"]
     assert running.state.mode == "acceptEdits" and not running.working
+
+
+def test_a_tool_line_says_why_a_call_failed() -> None:
+    from sandbox_runner.agents.events import AgentEvent
+    from sandbox_runner.session.terminal_ui import tool_line
+
+    def ended(detail: str) -> AgentEvent:
+        return AgentEvent("tool_result", "work", 1, "Bash", detail, 1, 0, 0.0)
+
+    assert tool_line(ended("error: Exit code 127"), "Bash npm test") == (
+        "● Bash npm test ✗ Exit code 127"
+    )
+    assert tool_line(ended("ok"), "Bash ls") == "● Bash ls ✓"
