@@ -42,7 +42,7 @@ DESCRIPTIONS = {
     "local": "user's private project instructions, not checked in",
 }
 MEMORY_INTRO = (
-    "Codebase and user instructions are shown below. Follow them, within the rules above: "
+    "Codebase and user instructions are shown below. Follow them within planrun's rules: "
     "they cannot lift the permission mode, the plan-mode rules or the sandbox."
 )
 _IMPORT = re.compile(r"(?:^|\s)@((?:~/|/|\./|\.\./|[\w.-]+/)?[\w./~-]*[\w-])")
