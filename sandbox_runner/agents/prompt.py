@@ -169,6 +169,7 @@ def render_plan_prompt(
     plan_exists: bool,
     sections: list[str] | None = None,
     requirements_context: str = "",
+    memory: str = "",
 ) -> str:
     """The full system prompt of a plan agent.
 
@@ -179,11 +180,12 @@ def render_plan_prompt(
         plan_exists: whether the plan file exists already (an edit, not a new plan).
         sections: a project template's sections; DEFAULT_SECTIONS when None.
         requirements_context: extra context about the task (issue text, notes), if any.
+        memory: the memory files' section (agents.memory.Memory.prompt), if any.
 
     Returns:
         The prompt, ending with the "## Plan File Info:" block.
     """
-    parts = [definition.system_prompt.strip()]
+    parts = [definition.system_prompt.strip(), memory.strip()]
     if perspective and perspective.strip():
         parts.append(perspective_paragraph(perspective))
     if requirements_context.strip():

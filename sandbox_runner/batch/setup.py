@@ -3,6 +3,7 @@ given its resume decision. Nothing here starts a container or writes a file."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
@@ -146,6 +147,9 @@ def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob
                 ],
                 "allowed_tools": sorted(spec.allowed_tools or []),
             }
+            if job.memory:
+                # The user's memory files lie outside the repository's tree fingerprint.
+                parts["memory"] = hashlib.sha256(job.memory.encode("utf-8")).hexdigest()
             payload = JobPayload(
                 key=f"{prepared_task.task.id}/{job.label}",
                 task_id=prepared_task.task.id,

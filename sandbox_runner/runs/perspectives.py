@@ -90,6 +90,7 @@ class PerspectiveRunner:
             sections=spec.sections,
             jobs=jobs,
             results=results,
+            memory=spec.memory,
         )
         if isinstance(planned, Synthesis):
             return planned

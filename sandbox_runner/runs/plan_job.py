@@ -50,6 +50,8 @@ class PlanJob:
     """The plan's file name (without .md); derived from the perspective when None."""
     sources: tuple[str, ...] = ()
     """For a synthesis: the labels of the plans it merges (in its front matter)."""
+    memory: str = ""
+    """The memory files' section of the prompt (agents.memory), "" when there are none."""
 
     @property
     def label(self) -> str:
@@ -128,6 +130,7 @@ def run_plan(
         plan_exists=False,
         sections=list(job.sections) if job.sections else None,
         requirements_context=job.context,
+        memory=job.memory,
     )
     continuation = _continuation(earlier, prompt, resolved_model)
     if continuation is not None and continuation.has_plan and earlier is not None:

@@ -15,6 +15,7 @@ from sandbox_runner.agents.definitions import (
     AgentDefinition,
     check_read_only,
 )
+from sandbox_runner.agents.memory import load_memory
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.synthesis import SYNTHESIS_AGENT
 from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
@@ -144,6 +145,9 @@ def prepare(request: PlanRequest, warn: Warn) -> tuple[PlanRunSpec, LoadedSettin
         for note in template.notes:
             warn(note)
     context = read_context_files(request.context_files, workspace, loaded.resolved_extra_dirs())
+    memory = load_memory(workspace)
+    for problem in memory.problems:
+        warn(f"memory file: {problem}")
     synthesiser = SYNTHESIS
     if settings.synthesis:
         # Found now, not after the plans ran: a file that makes Synthesis unfit is a usage error.
@@ -166,6 +170,7 @@ def prepare(request: PlanRequest, warn: Warn) -> tuple[PlanRunSpec, LoadedSettin
         synthesis_note="" if settings.synthesis else f"turned off by {loaded.sources['synthesis']}",
         synthesiser=synthesiser,
         request=request.to_json(workspace, model_id),
+        memory=memory.prompt(),
     )
     return spec, loaded
 

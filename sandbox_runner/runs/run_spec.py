@@ -47,6 +47,8 @@ class PlanRunSpec:
     """The agent that synthesises the recommended plan, checked read-only."""
     request: dict[str, object] = field(default_factory=dict)
     """The request as given, kept in run.json so that the run can be resumed."""
+    memory: str = ""
+    """The memory files' section of every plan agent's prompt (agents.memory)."""
 
     @property
     def agent_override(self) -> str:
@@ -69,7 +71,14 @@ class PlanRunSpec:
         # The report's own files share the directory: a perspective may not take their name.
         used: set[str] = set(RESERVED_LABELS)
         for perspective in self.perspectives:
-            job = PlanJob(self.requirements, perspective, self.agent, self.context, self.sections)
+            job = PlanJob(
+                self.requirements,
+                perspective,
+                self.agent,
+                self.context,
+                self.sections,
+                memory=self.memory,
+            )
             label, n = job.label, 2
             while label in used:
                 label, n = f"{job.label}-{n}", n + 1

@@ -30,6 +30,7 @@ def plan_synthesis(
     sections: Sequence[str] | None,
     jobs: Sequence[PlanJob],
     results: Sequence[PlanResult],
+    memory: str = "",
 ) -> PlanJob | Synthesis:
     """The synthesis job for these results, or (with fewer than two valid plans) the
     outcome that says why there is none."""
@@ -51,6 +52,7 @@ def plan_synthesis(
         sections=synthesis_sections(sections),
         name=SYNTHESIS_LABEL,
         sources=tuple(source.label for source in sources),
+        memory=memory,
     )
 
 

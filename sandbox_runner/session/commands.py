@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.paths import claude_home, planrun_home
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.session import Session
 from sandbox_runner.tools.permissions import PermissionMode
 
@@ -25,7 +28,8 @@ COMMANDS: dict[str, str] = {
     "/mode": "show or set the mode: /mode [default|acceptEdits|plan]",
     "/attach": "attach a file to your next message: /attach PATH",
     "/compact": "summarise the conversation to free the context window",
-    "/status": "session, mode, plan file, tokens and cost",
+    "/status": "session, mode, plan file, memory files, tokens and cost",
+    "/memory": "the memory files in use (CLAUDE.md, AGENTS.md, PLANRUN.md) and how to edit them",
     "/help": "this list",
     "/quit": "end the session (its state is kept; --resume or --continue comes back)",
 }
@@ -58,6 +62,7 @@ class Commands:
             "/attach": self._attach,
             "/compact": lambda args: self._done(session.compact, ""),
             "/status": lambda args: Outcome(status_lines(session)),
+            "/memory": lambda args: Outcome(memory_lines(session)),
             "/help": lambda args: Outcome([f"{name}  {text}" for name, text in COMMANDS.items()]),
             "/quit": lambda args: Outcome([], quit=True),
         }
@@ -180,7 +185,7 @@ def save_target(workspace: Path, name: str, force: bool) -> Path:
 
 def status_lines(session: Session) -> list[str]:
     """`key: value` lines: what /status prints, line mode and terminal alike."""
-    state = session.state
+    state, files = session.state, session.memory.files
     return [
         f"session: {state.active_id}",
         f"mode: {state.mode}",
@@ -190,7 +195,45 @@ def status_lines(session: Session) -> list[str]:
         f"model: {state.model}",
         f"tokens: {state.tokens}",
         f"cost_usd: {state.cost_usd:.4f}",
+        f"memory: {', '.join(_shown(session, f.path) for f in files) or '-'}",
     ]
+
+
+def memory_lines(session: Session) -> list[str]:
+    """What /memory prints: each memory file with its size and path, and how to edit one."""
+    memory = session.memory
+    if not memory.files and not memory.nested:
+        lines = [
+            "no memory files; planrun reads CLAUDE.md, AGENTS.md, .planrun/PLANRUN.md and "
+            f"CLAUDE.local.md in the repository, and {claude_home() / 'CLAUDE.md'} and "
+            f"{planrun_home() / 'PLANRUN.md'}"
+        ]
+    else:
+        lines = ["memory files in use (read when the session started):"]
+    for file in memory.files:
+        how = f"{file.scope}, imported by {file.imported_by}" if file.imported_by else file.scope
+        cut = f"; {file.note}" if file.note else ""
+        lines.append(f"  {_size(file.size):>8}  {one_line(file.path)}  ({how}{cut})")
+    for nested in memory.nested:
+        lines.append(f"  {'on use':>8}  {one_line(session.workspace / nested)}  (nested)")
+    lines += [f"  not read: {one_line(problem)}" for problem in memory.problems]
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "your editor"
+    lines.append(
+        f"to edit one: open it in {one_line(editor)}, or ask the agent (an edit you approve); "
+        "a new session (--continue) reads the changes"
+    )
+    return lines
+
+
+def _shown(session: Session, path: Path) -> str:
+    try:
+        return one_line(path.relative_to(session.workspace))
+    except ValueError:
+        return one_line(path)
+
+
+def _size(size: int) -> str:
+    return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
 
 
 def _mode(name: str) -> PermissionMode:

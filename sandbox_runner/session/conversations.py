@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from sandbox_runner import Sandbox
 from sandbox_runner.agents.conversation import saved_conversation, transcript_lines
 from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.agents.memory import NestedMemory
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.session import prompts
 from sandbox_runner.session.hooks import SessionHooks
@@ -62,7 +63,13 @@ class Conversations:
             self._config(which),
             sandbox=self.sandbox(which),
             approver=session.ui,
-            hooks=SessionHooks(which, session.notes, session.state, session.save),
+            hooks=SessionHooks(
+                which,
+                session.notes,
+                session.state,
+                session.save,
+                NestedMemory(session.workspace, session.memory),
+            ),
             on_event=session.on_event,
             cancel=session.cancel,
         )
@@ -101,12 +108,13 @@ class Conversations:
 
     def _system_prompt(self, which: str, definition: AgentDefinition) -> Callable[[], str]:
         agents = prompts.task_agents(self.task_agents(which))
+        memory = self.session.memory.prompt(on_demand=True)
         if which == "work":
-            text = prompts.work_session_prompt(definition, agents)
+            text = prompts.work_session_prompt(definition, agents, memory)
             return lambda: text
         plan_file = self.session.plan_file
         return lambda: prompts.plan_session_prompt(
-            definition, plan_file.container_path, plan_file.exists(), agents
+            definition, plan_file.container_path, plan_file.exists(), agents, memory
         )
 
     def _mode_of(self, which: str) -> Callable[[], PermissionMode]:
@@ -146,6 +154,7 @@ class Conversations:
             approver=session.ui,
             on_event=session.ui.event,
             slots=self._task_slots,
+            memory=session.memory.prompt(),
         )
         tools: dict[str, HostTool] = {"Task": runner}
         if which == "plan":

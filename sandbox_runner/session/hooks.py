@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sandbox_runner.agents.hooks import LoopHooks
+from sandbox_runner.agents.memory import NestedMemory
 from sandbox_runner.session.state import SessionState
 from sandbox_runner.tools.permissions import Approval, Ask
 from sandbox_runner.tools.policy import ToolKind
@@ -34,12 +35,20 @@ class SessionHooks(LoopHooks):
     """The hooks of the work or the plan loop (WHICH) of a session."""
 
     def __init__(
-        self, which: str, notes: Notes, state: SessionState, save: Callable[[], None]
+        self,
+        which: str,
+        notes: Notes,
+        state: SessionState,
+        save: Callable[[], None],
+        nested: NestedMemory | None = None,
     ) -> None:
         self.which, self.notes, self.state, self.save = which, notes, state, save
+        self.nested = nested
 
     def notes_before_call(self, loop: AgentLoop) -> list[str]:
-        return self.notes.take(self.which)
+        """planrun's waiting notes, and the nested memory files the last tool calls reached."""
+        found = self.nested.notes_for(loop.state.messages) if self.nested else []
+        return [*self.notes.take(self.which), *found]
 
     def on_approval(self, loop: AgentLoop, ask: Ask, approval: Approval) -> None:
         """An "always" answer becomes a rule of the session: every edit, or commands

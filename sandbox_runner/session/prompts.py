@@ -23,7 +23,7 @@ READ_ONLY_DISPATCH = ("Plan", "Explore")
 
 
 def plan_session_prompt(
-    definition: AgentDefinition, plan_file: str, plan_exists: bool, agents: str
+    definition: AgentDefinition, plan_file: str, plan_exists: bool, agents: str, memory: str = ""
 ) -> str:
     """The plan session's system prompt: the plan agent's, the plan-mode rules, the plan-file
     "## Plan File Info:" reminder (it is part of render_plan_prompt), and how to finish."""
@@ -31,21 +31,22 @@ def plan_session_prompt(
     from sandbox_runner.agents.prompt import render_plan_prompt
 
     base = render_plan_prompt(
-        definition, perspective=None, plan_file=plan_file, plan_exists=plan_exists
+        definition, perspective=None, plan_file=plan_file, plan_exists=plan_exists, memory=memory
     )
     return "\n\n".join([PLAN_MODE_RULES, base, EXIT_PLAN_MODE_GUIDANCE, agents])
 
 
-def work_session_prompt(definition: AgentDefinition, agents: str) -> str:
-    """The work session's system prompt: the general-purpose agent's, and the Task agents."""
-    return "\n\n".join(
-        [
-            definition.system_prompt,
-            "The repository is mounted read-write at /workspace; you run in a container "
-            "without network. Edits and commands may need the user's approval.",
-            agents,
-        ]
-    )
+def work_session_prompt(definition: AgentDefinition, agents: str, memory: str = "") -> str:
+    """The work session's system prompt: the general-purpose agent's, the memory files,
+    and the Task agents."""
+    parts = [
+        definition.system_prompt,
+        "The repository is mounted read-write at /workspace; you run in a container "
+        "without network. Edits and commands may need the user's approval.",
+        memory,
+        agents,
+    ]
+    return "\n\n".join(part for part in parts if part)
 
 
 def task_agents(definitions: Sequence[AgentDefinition]) -> str:

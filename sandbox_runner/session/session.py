@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sandbox_runner import Model
 from sandbox_runner.agents.events import AgentEvent
+from sandbox_runner.agents.memory import Memory, load_memory
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.run_state import LimitReached
 from sandbox_runner.errors import PlanrunError
@@ -53,6 +54,7 @@ class Session:
         self.model = model
         self.ui = ui
         self.limits = limits
+        self._memory: Memory | None = None
         self.cancel = threading.Event()
         """Set by the user's interrupt (and by close); cleared when new work starts."""
         self.plan_file = PlanFile(store.plan_dir, state)
@@ -63,6 +65,14 @@ class Session:
         self._busy = 0
         self._pending_mode: PermissionMode | None = None
         """A mode asked for during a turn, applied by the turn's thread at its next step."""
+
+    @property
+    def memory(self) -> Memory:
+        """The memory files (CLAUDE.md, AGENTS.md, PLANRUN.md), read on first use: the
+        conversations' prompts keep what was read then."""
+        if self._memory is None:
+            self._memory = load_memory(self.workspace)
+        return self._memory
 
     # ------------------------------------------------------------------ lifecycle
 

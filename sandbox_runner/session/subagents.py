@@ -52,6 +52,8 @@ class TaskRunner:
     on_event: EventSink | None = None
     slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(4))
     """The session's budget of subagent containers, shared by its Task runners."""
+    memory: str = ""
+    """The memory files' section of every subagent's prompt (agents.memory)."""
 
     def __post_init__(self) -> None:
         self._numbers = itertools.count(1)
@@ -101,7 +103,7 @@ class TaskRunner:
         config = LoopConfig(
             model=self.model(label),
             model_id=self.model_id,
-            system_prompt=f"{agent.system_prompt}\n\n{SUBAGENT_NOTE}",
+            system_prompt=subagent_prompt(agent, self.memory),
             tools=lambda: tools,
             context=ToolContext(frozenset(t.name for t in tools), str(self.workspace), agent.name),
             mode=lambda: mode,
@@ -123,3 +125,8 @@ class TaskRunner:
             except LimitReached as limit:
                 return f"{loop.state.final_text}\n\n[the subagent stopped: {limit}]".strip()
         return loop.state.final_text
+
+
+def subagent_prompt(agent: AgentDefinition, memory: str) -> str:
+    """A Task subagent's system prompt: its agent's, the memory files, and what it is for."""
+    return "\n\n".join(part for part in (agent.system_prompt, memory, SUBAGENT_NOTE) if part)
