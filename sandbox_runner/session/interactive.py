@@ -84,7 +84,7 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         workspace=workspace,
         registry=registry,
         sandboxes=sandboxes,
-        model=_models(loaded, state.model),
+        model=_models(loaded, state),
         ui=ui,
         limits=loaded.run_limits(),
         task_budget=loaded.settings.parallel,
@@ -201,15 +201,16 @@ def _load_first_turn() -> None:
     import sandbox_runner.session.subagents  # noqa: F401
 
 
-def _models(loaded: LoadedSettings, model_id: str) -> Callable[[str], Model]:
-    """Makes the session's models, one per conversation label."""
+def _models(loaded: LoadedSettings, state: SessionState) -> Callable[[str], Model]:
+    """Makes the session's models, one per conversation label, of the session's model at
+    the time (/model changes it)."""
     settings = loaded.settings
 
     def make(label: str) -> Model:
         from sandbox_runner.model import create_model  # with the first turn, in the worker
 
         return create_model(
-            model_id,
+            state.model,
             key=label,
             timeout=settings.api_timeout,
             max_retries=settings.api_retries,
