@@ -6,13 +6,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from sandbox_runner.cli import Services, cli
+from sandbox_runner.errors import ConfigError, DockerUnavailableError
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.session.commands import COMMANDS, INIT_REQUEST, Commands
+from sandbox_runner.session.picker import pick_session
 from sandbox_runner.session.session import Session
-from sandbox_runner.session.state import SessionStore
+from sandbox_runner.session.state import SessionState, SessionStore
 from sandbox_runner.types import Usage
 from tests.support.scripted_model import reply, say
 from tests.unit.test_session import FakeUI, Models, open_session
@@ -210,3 +215,45 @@ def test_a_cleared_transcript_entry_is_read_back(tmp_path: Path) -> None:
     assert saved_conversation(lines).messages == [
         {"role": "user", "content": [{"type": "text", "text": "new"}]}
     ]
+
+
+def test_resume_without_an_id_lists_the_repository_sessions_and_exits_2(
+    workspace: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    mine = open_session(workspace, tmp_path, Models({}), FakeUI())
+    theirs = open_session(other, tmp_path, Models({}), FakeUI())
+    mine.close()
+    theirs.close()
+
+    def no_docker() -> Any:
+        raise DockerUnavailableError("not here")
+
+    services = Services(docker=no_docker)
+    listed = CliRunner().invoke(cli, ["--repo", str(workspace), "--resume"], obj=services)
+    assert listed.exit_code == 2
+    assert mine.state.id in listed.output and theirs.state.id not in listed.output
+    assert "choose a session: planrun --resume ID" in listed.output
+    args = ["--repo", str(workspace), "--resume", mine.state.id]
+    resumed = CliRunner().invoke(cli, args, obj=services, input="")
+    assert resumed.output.startswith(f"resumed session {mine.state.id} in default mode")
+
+
+def test_the_picker_resumes_the_session_chosen(workspace: Path, tmp_path: Path) -> None:
+    first = open_session(workspace, tmp_path, Models({}), FakeUI())
+    second = open_session(workspace, tmp_path, Models({}), FakeUI())
+    first.close()
+    second.close()
+    offered: list[list[str]] = []
+
+    def choose(found: list[SessionState]) -> str | None:
+        offered.append([state.id for state in found])
+        return first.state.id
+
+    assert pick_session(workspace, choose) == first.state.id
+    assert offered == [[second.state.id, first.state.id]]  # the most recent first
+    with pytest.raises(ConfigError, match="no session chosen"):
+        pick_session(workspace, lambda found: None)
+    with pytest.raises(ConfigError, match="no session of"):
+        pick_session(tmp_path, choose)
