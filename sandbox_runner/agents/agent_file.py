@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox_runner.agents.definitions import KNOWN_TOOLS, TOOL_ALIASES, Scope
-from sandbox_runner.catalog import INHERIT, MODEL_ALIASES
+from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, MODEL_ID
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ _TOOL_KEYS = {tool.casefold(): tool for tool in KNOWN_TOOLS} | {
 }
 # "Tool" or "Tool(specifier)", as in Claude Code's tools field and permission rules.
 _TOOL_ENTRY = re.compile(r"(?P<name>[^()\s]+)\s*(?:\((?P<spec>.*)\))?", re.DOTALL)
-_MODEL_ID = re.compile(r"claude-[a-z0-9][a-z0-9.\-]*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -152,7 +151,7 @@ def _model(model: str, notes: list[str]) -> str:
     if (
         model.casefold() in MODEL_ALIASES
         or model.casefold() == INHERIT
-        or _MODEL_ID.fullmatch(model)
+        or MODEL_ID.fullmatch(model)
     ):
         return model
     # Sent to the API as it is, an unknown name would fail every request of the agent.

@@ -106,6 +106,11 @@ def _apply(
     if kind == "compacted":
         saved.messages[:] = [summary_message(str(entry["summary"]))]
         return {}
+    if kind == "cleared":
+        # The user started over (/clear): the next message starts a new conversation.
+        saved.messages.clear()
+        saved.paused = False
+        return {}
     if kind == "assistant":
         # Everything that can fail comes first: a bad entry changes nothing.
         going_on = not pending and bool(messages) and messages[-1]["role"] == "assistant"

@@ -306,6 +306,14 @@ class AgentLoop:
         self.log("compacted", summary=summary)
         self.state.messages = [summary_message(summary)]
 
+    def clear(self) -> None:
+        """Start a new conversation (the transcript keeps the old one, a resume takes up
+        the new one); what it cost so far is still counted."""
+        self.log("cleared")
+        self.state.messages = []
+        self.state.final_text = ""
+        self.state.last_call_tokens = 0
+
     def add_note(self, text: str) -> None:
         """A note from planrun, added to the user turn the next call sends."""
         self.add_user(text)

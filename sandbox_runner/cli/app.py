@@ -53,7 +53,14 @@ class LazyGroup(click.Group):
     type=click.Choice(["default", "acceptEdits", "plan"]),
     help="Start in this permission mode.",
 )
-@click.option("--resume", "resume_id", metavar="ID", help="Resume the session ID.")
+@click.option(
+    "--resume",
+    "resume_id",
+    metavar="[ID]",
+    is_flag=False,
+    flag_value="",
+    help="Resume the session ID; without one, choose from this repository's sessions.",
+)
 @click.option(
     "--continue",
     "continue_latest",

@@ -3,7 +3,7 @@ large for the model's context window."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -22,16 +22,49 @@ SUMMARY_REQUEST = (
 )
 
 
-def account(state: SessionState, loops: Iterable[AgentLoop]) -> None:
+class Ledger:
+    """What each conversation has cost, every stretch priced at the model it ran on (the
+    session's model can change: /model)."""
+
+    def __init__(self) -> None:
+        self._settled: dict[str, tuple[Usage, float]] = {}
+        """Per conversation: the usage already priced, and its cost."""
+
+    def cost(self, which: str, usage: Usage, model: str) -> float:
+        """What WHICH has cost: the settled part, and the rest at MODEL's price."""
+        settled, cost = self._settled.get(which, (Usage(), 0.0))
+        return cost + _estimate(model, _minus(usage, settled))
+
+    def settle(self, which: str, usage: Usage, model: str) -> None:
+        """Price WHICH's usage so far at MODEL, before the model changes."""
+        self._settled[which] = (replace(usage), self.cost(which, usage, model))
+
+
+def account(state: SessionState, ledger: Ledger, loops: Mapping[str, AgentLoop]) -> None:
     """Keep the tokens and the estimated cost of the conversations in the state."""
+    usage = Usage()
+    cost = 0.0
+    for which, loop in loops.items():
+        usage.add(loop.state.usage)
+        cost += ledger.cost(which, loop.state.usage, state.model)
+    state.tokens = usage.total
+    state.cost_usd = round(cost, 6)
+
+
+def _estimate(model: str, usage: Usage) -> float:
     # The price list loads with the first turn, not before the session's prompt is drawn.
     from sandbox_runner.plans.pricing import estimate_cost
 
-    usage = Usage()
-    for loop in loops:
-        usage.add(loop.state.usage)
-    state.tokens = usage.total
-    state.cost_usd = round(estimate_cost(state.model, usage) or 0.0, 6)
+    return estimate_cost(model, usage) or 0.0
+
+
+def _minus(usage: Usage, settled: Usage) -> Usage:
+    return Usage(
+        usage.input_tokens - settled.input_tokens,
+        usage.output_tokens - settled.output_tokens,
+        usage.cache_creation_input_tokens - settled.cache_creation_input_tokens,
+        usage.cache_read_input_tokens - settled.cache_read_input_tokens,
+    )
 
 
 def too_large(loop: AgentLoop, limits: RunLimits) -> bool:

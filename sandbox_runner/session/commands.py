@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox_runner.errors import ConfigError
+from sandbox_runner.catalog import MODEL_ALIASES, model_id_for
+from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.paths import claude_home, planrun_home
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
@@ -17,6 +18,13 @@ from sandbox_runner.session.session import Session
 from sandbox_runner.tools.permissions import PermissionMode
 
 MAX_ATTACH_BYTES = 256 * 1024
+INIT_REQUEST = (
+    "Please explore this repository and write a CLAUDE.md file at its root for future "
+    "agents working in it: what the project is, how it is laid out, how to build, test "
+    "and lint it (the exact commands), and the conventions the code follows. Keep it "
+    "short and specific to this repository. If a CLAUDE.md exists already, improve it "
+    "rather than starting over."
+)
 
 COMMANDS: dict[str, str] = {
     "/plan": "enter plan mode (and give it a task): /plan [task]",
@@ -26,12 +34,18 @@ COMMANDS: dict[str, str] = {
     "/reject": "restore the plan file as it was and leave plan mode",
     "/save-plan": "copy the plan into the repository: /save-plan [path] [--force]",
     "/mode": "show or set the mode: /mode [default|acceptEdits|plan]",
+    "/model": "show the model, or switch from the next turn: /model [sonnet|opus|haiku|claude-…]",
     "/attach": "attach a file to your next message: /attach PATH",
+    "/clear": "start a new conversation (same mode and plan file; the old one stays on disk)",
     "/compact": "summarise the conversation to free the context window",
+    "/init": "ask the agent to explore the repository and draft a CLAUDE.md",
+    "/cost": "tokens and cost so far, per conversation and in all",
     "/status": "session, mode, plan file, memory files, tokens and cost",
     "/memory": "the memory files in use (CLAUDE.md, AGENTS.md, PLANRUN.md) and how to edit them",
     "/help": "this list",
-    "/quit": "end the session (its state is kept; --resume or --continue comes back)",
+    "/exit": "end the session (its state is kept; planrun --continue comes back)",
+    "/quit": "the same as /exit",
+    "!": "run a command in the work container, its output added for the agent: !CMD",
 }
 MODE_NAMES = {mode.value.casefold(): mode for mode in PermissionMode}
 
@@ -61,10 +75,15 @@ class Commands:
             "/mode": self._mode,
             "/attach": self._attach,
             "/compact": lambda args: self._done(session.compact, ""),
+            "/model": self._model,
+            "/clear": self._clear,
+            "/init": self._init,
+            "/cost": lambda args: Outcome(cost_lines(session)),
             "/status": lambda args: Outcome(status_lines(session)),
             "/memory": lambda args: Outcome(memory_lines(session)),
             "/help": lambda args: Outcome([f"{name}  {text}" for name, text in COMMANDS.items()]),
-            "/quit": lambda args: Outcome([], quit=True),
+            "/exit": lambda args: Outcome([come_back(session)], quit=True),
+            "/quit": lambda args: Outcome([come_back(session)], quit=True),
         }
 
     def run(self, line: str) -> Outcome:
@@ -85,6 +104,16 @@ class Commands:
             return Outcome(
                 [f"error: {error.strerror or error}: {error.filename or ''}".rstrip(": ")]
             )
+
+    def shell(self, line: str) -> Outcome:
+        """`!cmd`: run it in the work container; its output, then how it ended."""
+        from sandbox_runner.session.shell import run_shell
+
+        try:
+            run = run_shell(self.session, line.removeprefix("!"))
+        except PlanrunError as error:
+            return Outcome([f"error: {error}"])
+        return Outcome([*run.output.rstrip("\n").splitlines(), f"({run.status})"])
 
     def message(self, text: str) -> str:
         """A user message with the files attached since the last one."""
@@ -116,6 +145,33 @@ class Commands:
         if args:
             self.session.set_mode(_mode(args[0]))
         return Outcome([f"mode: {self.session.state.mode}"])
+
+    def _model(self, args: list[str]) -> Outcome:
+        if not args:
+            aliases = ", ".join(f"{alias} ({model})" for alias, model in MODEL_ALIASES.items())
+            return Outcome([f"model: {self.session.state.model}", f"aliases: {aliases}"])
+        model = model_id_for(args[0])
+        if model is None or len(args) > 1:
+            raise ConfigError(
+                f"unknown model {' '.join(args)!r}; one of {', '.join(MODEL_ALIASES)} or a "
+                "model id (claude-…)"
+            )
+        self.session.set_model(model)
+        return Outcome([f"model: {model} (from the next turn)"])
+
+    def _clear(self, args: list[str]) -> Outcome:
+        session = self.session
+        session.clear()
+        self.attached = []
+        return Outcome(
+            [f"new conversation in {session.state.active_id}; the old one stays in its transcript"]
+        )
+
+    def _init(self, args: list[str]) -> Outcome:
+        if self.session.state.permission_mode is PermissionMode.PLAN:
+            raise ConfigError("/init writes CLAUDE.md: leave plan mode (/exit-plan) first")
+        self.session.send(self.message(INIT_REQUEST))
+        return Outcome([])
 
     def _save(self, args: list[str]) -> Outcome:
         session = self.session
@@ -234,6 +290,32 @@ def _shown(session: Session, path: Path) -> str:
 
 def _size(size: int) -> str:
     return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
+
+
+def cost_lines(session: Session) -> list[str]:
+    """What /cost prints: each conversation's tokens and cost so far, then the total (the
+    toolbar's numbers)."""
+    state, lines = session.state, []
+    for which, loop in session.conversations.started().items():
+        usage = loop.state.usage
+        name = state.id + ("-plan" if which == "plan" else "")
+        cost = session.ledger.cost(which, usage, state.model)
+        lines.append(
+            f"{name}: {usage.input_tokens:,} input, {usage.output_tokens:,} output, "
+            f"{usage.cache_read_input_tokens:,} cache read, "
+            f"{usage.cache_creation_input_tokens:,} cache write tokens; ${cost:.4f}"
+        )
+    lines.append(f"total: {state.tokens:,} tokens; ${state.cost_usd:.4f} (estimated at list price)")
+    return lines
+
+
+def come_back(session: Session) -> str:
+    """The last line of a session: how to come back to it."""
+    session_id = session.state.id
+    return (
+        f"session {session_id} kept: planrun --continue (or planrun --resume {session_id}) "
+        "comes back"
+    )
 
 
 def _mode(name: str) -> PermissionMode:

@@ -79,9 +79,14 @@ class Conversations:
         self._loops[which] = loop
         return loop
 
-    def started(self) -> list[AgentLoop]:
-        """The loops built so far."""
-        return list(self._loops.values())
+    def started(self) -> dict[str, AgentLoop]:
+        """The loops built so far, by conversation ("work", "plan")."""
+        return dict(self._loops)
+
+    def use_model(self) -> None:
+        """The session's model changed: each loop calls it from its next request on."""
+        for which, loop in self._loops.items():
+            loop.config = self._config(which)
 
     def _config(self, which: str) -> LoopConfig:
         from sandbox_runner.agents.loop_config import LoopConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,6 +17,7 @@ from sandbox_runner.sandbox.spec import resolve_workspace
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.line import LineUI, run_lines
 from sandbox_runner.session.line_input import LineInput
+from sandbox_runner.session.picker import choose_on_terminal, pick_session
 from sandbox_runner.session.sandboxes import DockerSessionSandboxes
 from sandbox_runner.session.session import Session
 from sandbox_runner.session.state import SessionState, SessionStore, latest_for
@@ -39,7 +40,7 @@ class SessionOptions:
     mode: PermissionMode | None = None
     """The permission mode a new session starts in (None: its default)."""
     resume_id: str | None = None
-    """The session to resume."""
+    """The session to resume; "" (`--resume` without an id): the user picks one."""
     continue_latest: bool = False
     """Resume the latest session of the repository."""
     model: str | None = None
@@ -62,6 +63,8 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     workspace = resolve_workspace(options.repo or ".")
     loaded = load_settings(workspace, flags={"planning_model": None})
     registry = _registry(workspace, loaded, warn)
+    if options.resume_id == "":
+        options = replace(options, resume_id=pick_session(workspace, _chooser()))
     store, state, resumed = _open_store(options, workspace, loaded)
     workspace = Path(state.repo)
     switch_to = None if resumed else options.mode
@@ -84,7 +87,7 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         workspace=workspace,
         registry=registry,
         sandboxes=sandboxes,
-        model=_models(loaded, state.model),
+        model=_models(loaded, state),
         ui=ui,
         limits=loaded.run_limits(),
         task_budget=loaded.settings.parallel,
@@ -150,6 +153,14 @@ def _greeting(
     return f"session {state.id} on {workspace} ({mode} mode); /help lists commands"
 
 
+def _chooser() -> Callable[[list[SessionState]], str | None] | None:
+    """How a session to resume is chosen: from a list on a terminal; elsewhere not at all
+    (the list is printed)."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return choose_on_terminal
+    return None
+
+
 def _ui() -> LineUI | TerminalUI:
     """The terminal UI on a terminal; line mode otherwise."""
     if sys.stdin.isatty() and sys.stdout.isatty():
@@ -201,15 +212,16 @@ def _load_first_turn() -> None:
     import sandbox_runner.session.subagents  # noqa: F401
 
 
-def _models(loaded: LoadedSettings, model_id: str) -> Callable[[str], Model]:
-    """Makes the session's models, one per conversation label."""
+def _models(loaded: LoadedSettings, state: SessionState) -> Callable[[str], Model]:
+    """Makes the session's models, one per conversation label, of the session's model at
+    the time (/model changes it)."""
     settings = loaded.settings
 
     def make(label: str) -> Model:
         from sandbox_runner.model import create_model  # with the first turn, in the worker
 
         return create_model(
-            model_id,
+            state.model,
             key=label,
             timeout=settings.api_timeout,
             max_retries=settings.api_retries,

@@ -1,6 +1,7 @@
 """Line mode: a session driven one line at a time (scripts, CI, tests). A fixed interface.
 
-A line starting with `/` is a command, any other line a message; the agent's turn ends
+A line starting with `/` is a command, one starting with `!` a shell command the user
+runs in the work container, any other line a message; the agent's turn ends
 before the next line is read. An approval prints one line starting with `approve?` and
 reads the answer from the first line that arrives after it: `y`, `a` (always, this
 session), `n` or `n <why>`; a plan review takes `y [default|acceptEdits]` or
@@ -107,7 +108,8 @@ class LineUI:
 
 
 def run_lines(session: Session, commands: Commands, ui: LineUI) -> None:
-    """Read lines until the input ends (or /quit); each is a command or a message."""
+    """Read lines until the input ends (or /exit); each is a command (`/…`, `!…`) or a
+    message."""
     while True:
         line = ui.input.next_line()
         if line is None:
@@ -115,8 +117,8 @@ def run_lines(session: Session, commands: Commands, ui: LineUI) -> None:
         line = line.rstrip("\r\n")
         if not line.strip():
             continue
-        if line.startswith("/"):
-            outcome = commands.run(line)
+        if line.startswith(("/", "!")):
+            outcome = commands.run(line) if line.startswith("/") else commands.shell(line)
             for text in outcome.lines:
                 ui.show(text)
             if outcome.quit:

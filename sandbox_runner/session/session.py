@@ -21,7 +21,7 @@ from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.run_state import LimitReached
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
-from sandbox_runner.session import accounting
+from sandbox_runner.session import accounting, prompts
 from sandbox_runner.session.conversations import Conversations
 from sandbox_runner.session.hooks import Notes
 from sandbox_runner.session.plan_file import PlanFile
@@ -60,6 +60,7 @@ class Session:
         self.plan_file = PlanFile(store.plan_dir, state)
         self.notes = Notes()
         self.conversations = Conversations(self, task_budget)
+        self.ledger = accounting.Ledger()
         self.plan_mode = PlanMode(self)
         self._mode_lock = threading.Lock()
         self._busy = 0
@@ -155,7 +156,7 @@ class Session:
             self.plan_file.problem = ""
         if accepted is not None:
             self.accept(accepted.feedback, accepted.mode)
-        accounting.account(self.state, self.conversations.started())
+        accounting.account(self.state, self.ledger, self.conversations.started())
         if accounting.too_large(self.conversations.loop(which), self.limits):
             self.compact(which)
         self.save()
@@ -195,6 +196,28 @@ class Session:
         if which == "plan":
             self.plan_mode.remind()
         self.ui.show("conversation compacted")
+
+    def clear(self) -> None:
+        """/clear: a new conversation for the active session, in the same mode and with
+        the same plan file; the old one stays in the transcript, its cost in the total."""
+        which = self.state.active
+        self.conversations.loop(which).clear()
+        if which == "plan":
+            self.plan_mode.remind()
+        elif self.state.permission_mode is not PermissionMode.DEFAULT:
+            self.notes.add("work", prompts.mode_changed(self.state.mode))
+        self.store.event("conversation_cleared", conversation=which)
+        self.save()
+
+    def set_model(self, model_id: str) -> None:
+        """/model: the session's model from the next request on (what was used so far
+        stays priced at the model it ran on)."""
+        for which, loop in self.conversations.started().items():
+            self.ledger.settle(which, loop.state.usage, self.state.model)
+        previous, self.state.model = self.state.model, model_id
+        self.conversations.use_model()
+        self.store.event("model_changed", model=model_id, previous=previous)
+        self.save()
 
     # ------------------------------------------------------------------ modes
 

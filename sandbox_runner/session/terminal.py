@@ -21,7 +21,7 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from sandbox_runner.errors import PlanrunError
-from sandbox_runner.session.commands import Commands
+from sandbox_runner.session.commands import Commands, come_back
 from sandbox_runner.session.session import Session
 from sandbox_runner.session.terminal_output import TerminalUI
 from sandbox_runner.session.terminal_ui import STYLE, SlashCompleter, toolbar
@@ -173,7 +173,7 @@ class Terminal:
         return bindings
 
     async def run(self, first: Callable[[], None] | None = None) -> None:
-        """Read lines until Ctrl-D, a second Ctrl-C or /quit; the agent works meanwhile.
+        """Read lines until Ctrl-D, a second Ctrl-C or /exit; the agent works meanwhile.
         FIRST (starting containers, say) runs in the worker once the prompt is drawn,
         before anything typed there."""
         self.ui.loop, self.ui.app = asyncio.get_running_loop(), self.prompt.app
@@ -200,11 +200,14 @@ class Terminal:
         text = line.strip()
         if not text:
             return True
+        if text.startswith("!"):
+            self._queue(lambda: self._print(self.commands.shell(text).lines))
+            return True
         if text.startswith("/"):
             name = text.split()[0]
-            if name == "/quit":
-                return False
-            if name in ("/status", "/help"):  # read-only: answer now, even mid-turn
+            if name in ("/exit", "/quit"):
+                return False  # run_terminal says how to come back
+            if name in ("/status", "/help", "/cost"):  # read-only: answer now, even mid-turn
                 self._print(self.commands.run(text).lines)
                 return True
             self._queue(lambda: self._print(self.commands.run(text).lines))
@@ -275,6 +278,7 @@ def run_terminal(
     with patch_stdout(raw=True):
         terminal = Terminal(session, commands, ui, history=FileHistory(str(history)))
         asyncio.run(terminal.run(first))
+    ui.say(come_back(session))
 
 
 # TerminalUI is imported from here too (by the CLI).

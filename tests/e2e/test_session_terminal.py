@@ -222,3 +222,26 @@ def test_ctrl_c_interrupts_a_turn_then_quits_and_continue_comes_back_in_plan_mod
         term.wait_for(re.escape(f"resumed session {saved['id']}-plan in plan mode"))
         term.keys("C-d")
         term.wait_exit()
+
+
+def test_bang_runs_in_the_work_container_and_exit_says_how_to_come_back(
+    api: FakeMessagesAPI, repo: Path, planrun_home: Path
+) -> None:
+    with planrun(api, repo, planrun_home) as term:
+        term.wait_for(PROMPT)
+        term.type("!ls src; whoami; test -f /.dockerenv")
+        term.keys("Enter")
+        screen = term.wait_for(r"\(exit status \d+\)")
+        assert "app.py" in screen and "(exit status 0)" in screen  # in the container
+        assert "Allow the agent" not in screen  # the user typed it: nothing to approve
+        term.type("hello")
+        term.keys("Enter")
+        term.wait_for("Hello! This is")
+        term.type("/exit")
+        term.keys("Enter")
+        term.wait_exit()
+        assert re.search(r"session [a-z-]+ kept: planrun --continue", term.screen())
+    [request] = api.message_requests
+    notes = [block["text"] for block in request.body["messages"][0]["content"]]
+    assert notes[0] == "hello"
+    assert "<bash-input>ls src; whoami; test -f /.dockerenv</bash-input>" in notes[1]
