@@ -14,7 +14,7 @@ from sandbox_runner.errors import PlanrunError, SandboxDiedError, SandboxError, 
 from sandbox_runner.paths import PLAN_MOUNT
 from sandbox_runner.sandbox.client import ToolServerClient
 from sandbox_runner.sandbox.container_options import container_options
-from sandbox_runner.sandbox.host_paths import SANDBOX_UID, sandbox_user, submounts
+from sandbox_runner.sandbox.host_paths import sandbox_user, submounts, work_owner_problem
 from sandbox_runner.sandbox.image import require_image
 from sandbox_runner.sandbox.plan_copy import (
     CopyProblem,
@@ -79,14 +79,9 @@ class DockerSandbox(SandboxBase):
         if not recursive:
             _refuse_submounts(self.spec)
         self._started_at = time.time()
-        if self.spec.profile is Profile.WORK and self._user[0] == SANDBOX_UID:
-            # Root owns the workspace and planrun runs as root: the container never runs
-            # as root, and its own user could not write there.
-            raise WorkspaceError(
-                f"{self.spec.workspace} belongs to root; a work session never runs as root "
-                "in its container: run planrun as the repository's owner, or chown the "
-                "repository to a regular user"
-            )
+        problem = work_owner_problem(self.spec.workspace)
+        if self.spec.profile is Profile.WORK and problem:
+            raise WorkspaceError(problem)
         options = container_options(self.spec, self._user, recursive_read_only=recursive)
         if self._live is not None:
             self._live.add(self)

@@ -89,3 +89,15 @@ def submounts(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> lis
         if Path(point) != path and Path(point).is_relative_to(path):
             below.append(point)
     return below
+
+
+def work_owner_problem(workspace: Path) -> str | None:
+    """Why no work sandbox can write WORKSPACE, or None: root owns it and planrun runs as
+    root (a work container never runs as root, and its own user could not write there)."""
+    if sandbox_user(workspace)[0] != SANDBOX_UID:
+        return None
+    return (
+        f"{workspace} belongs to root; a work session never runs as root in its container: "
+        "run planrun as the repository's owner, or chown the repository to a regular user "
+        "(`planrun plan` works on it as it is)"
+    )

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Protocol
 from sandbox_runner import Model
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.config import LoadedSettings, load_settings
-from sandbox_runner.errors import ConfigError
+from sandbox_runner.errors import ConfigError, WorkspaceError
+from sandbox_runner.sandbox.host_paths import work_owner_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.line import LineUI, run_lines
@@ -61,6 +62,10 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
             (or one of another repository); DockerUnavailableError, ImageMissingError.
     """
     workspace = resolve_workspace(options.repo or ".")
+    # Found now, not after the first approved edit: the work session could not write.
+    problem = work_owner_problem(workspace)
+    if problem:
+        raise WorkspaceError(problem)
     loaded = load_settings(workspace, flags={"planning_model": None})
     registry = _registry(workspace, loaded, warn)
     if options.resume_id == "":

@@ -155,11 +155,19 @@ def test_the_plan_review_shows_the_plan_as_the_agent_receives_it(
     )
 
 
+def owned_by_a_user(workspace: Path) -> Path:
+    """A work session needs a repository a regular user owns (when the tests run as root)."""
+    if os.geteuid() == 0:
+        for path in [workspace, *workspace.rglob("*")]:
+            os.chown(path, 4321, 4321)
+    return workspace
+
+
 def test_the_greeting_names_the_mode_asked_for(workspace: Path) -> None:
     def no_docker() -> Any:
         raise DockerUnavailableError("not here")
 
-    args = ["--repo", str(workspace), "--mode", "acceptEdits"]
+    args = ["--repo", str(owned_by_a_user(workspace)), "--mode", "acceptEdits"]
     result = CliRunner().invoke(cli, args, obj=Services(docker=no_docker), input="")
     greeting = result.output.splitlines()[0]
     assert greeting.endswith("(acceptEdits mode); /help lists commands"), greeting
@@ -225,3 +233,16 @@ def test_a_cut_tool_call_and_a_refusal_are_each_told_in_one_line(
     # The session goes on, with no empty answer left in the conversation.
     last_request = models.made["work"].requests[3]
     assert all(message["content"] for message in last_request.messages)
+
+
+def test_a_root_owned_repository_is_refused_before_the_session_starts(
+    workspace: Path, planrun_home: Path
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root can own a repository as root and run planrun as root")
+    result = CliRunner().invoke(cli, ["--repo", str(workspace)], obj=Services(), input="")
+    assert result.exit_code == 2
+    assert "belongs to root" in result.output and "planrun plan" in result.output
+    assert not (planrun_home / "sessions").exists() or not any(
+        (planrun_home / "sessions").iterdir()
+    )

@@ -4,6 +4,7 @@ and `!cmd`, against a session with a scripted model and local sandboxes."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,9 @@ def test_resume_without_an_id_lists_the_repository_sessions_and_exits_2(
     def no_docker() -> Any:
         raise DockerUnavailableError("not here")
 
+    if os.geteuid() == 0:  # a work session needs a repository a regular user owns
+        for path in [workspace, *workspace.rglob("*")]:
+            os.chown(path, 4321, 4321)
     services = Services(docker=no_docker)
     listed = CliRunner().invoke(cli, ["--repo", str(workspace), "--resume"], obj=services)
     assert listed.exit_code == 2
