@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from sandbox_runner.cli.options import (
 )
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
+from sandbox_runner.plans.history import runs_dir
 from sandbox_runner.plans.report import Report
 from sandbox_runner.runs.multi import PlanRunOutcome
 from sandbox_runner.runs.planning import PlanOptions, RunStart, plan_run
@@ -158,10 +160,31 @@ def show_outcome(ctx: click.Context, outcome: PlanRunOutcome, *, as_json: bool) 
         click.echo(report.to_json(), nl=False)
     else:
         _summarise(report)
+    name = run_name(report.out_dir)
     if outcome.interrupted:
-        click.echo("planrun: interrupted; finished plans and the report are kept", err=True)
+        click.echo(
+            "planrun: interrupted; finished plans and the report are kept; go on with "
+            f"`planrun plans resume {name}`",
+            err=True,
+        )
         ctx.exit(130)
+    if not as_json:
+        click.echo(one_line(next_step(report, name)))
     ctx.exit(report.exit_code)
+
+
+def run_name(out_dir: Path) -> str:
+    """What to type to name a run again: its name under ~/.planrun/plans, else its path."""
+    return out_dir.name if out_dir.parent == runs_dir() else shlex.quote(str(out_dir))
+
+
+def next_step(report: Report, name: str) -> str:
+    """The command to run next, said out loud."""
+    if report.exit_code == 0:
+        return f"Next: `planrun plans open {name}` opens the report"
+    if any(not entry.valid for entry in report.plans):
+        return f"Next: `planrun plans resume {name}` redoes the plans that failed"
+    return f"Next: `planrun plans show {name}` shows the report"
 
 
 def _summarise(report: Report) -> None:

@@ -166,3 +166,20 @@ def test_a_synthesis_agent_that_can_write_is_refused_unless_the_synthesis_is_off
     args = ["plan", "x", "--repo", str(repo), "--no-synthesis", "--perspective", "a"]
     result = CliRunner().invoke(cli, args, obj=Services(docker=docker))
     assert isinstance(result.exception, Reached), result.output
+
+
+def test_a_finished_run_says_the_command_to_run_next(tmp_path: Path) -> None:
+    from sandbox_runner.cli.plan_cmd import next_step, run_name
+    from sandbox_runner.plans.history import runs_dir
+    from sandbox_runner.plans.report_view import Report
+
+    assert run_name(runs_dir() / "brave-comet") == "brave-comet"
+    assert run_name(tmp_path / "my plans") == f"'{tmp_path / 'my plans'}'"
+
+    def report(exit_code: int, valid: bool) -> Report:
+        plan = {"label": "a", "perspective": "a", "status": "complete", "valid": valid,
+                "reason": "", "plan_file": "a.md"}  # fmt: skip
+        return Report({"exit_code": exit_code, "plans": [plan]}, {}, tmp_path)
+
+    assert "planrun plans open brave-comet" in next_step(report(0, True), "brave-comet")
+    assert "planrun plans resume brave-comet" in next_step(report(1, False), "brave-comet")
