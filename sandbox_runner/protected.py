@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import posixpath
 
+from sandbox_runner.paths import WORKSPACE_MOUNT
+
 ROOT_NAMES = frozenset(
     {
         # git: hooks, config (fsmonitor, aliases, filters), info, modules, worktrees.
@@ -130,10 +132,13 @@ def _why(name: str) -> str:
     return "agents (planrun's included) read it as instructions"
 
 
-def container_relative(container_path: str, workspace_mount: str) -> str | None:
-    """The part of a container path below the workspace mount, or None outside it."""
+def workspace_protection(container_path: str) -> tuple[str, str] | None:
+    """For a container path under the workspace that is protected: its path relative to
+    the workspace, and why it is protected. None for any other path."""
     path = posixpath.normpath(container_path)
-    if path == workspace_mount:
-        return ""
-    prefix = workspace_mount.rstrip("/") + "/"
-    return path[len(prefix) :] if path.startswith(prefix) else None
+    prefix = WORKSPACE_MOUNT.rstrip("/") + "/"
+    if not path.startswith(prefix):
+        return None
+    relative = path[len(prefix) :]
+    reason = protected_reason(relative)
+    return (relative, reason) if reason else None

@@ -67,6 +67,12 @@ class AgentDefinition:
         """Whether a user or project file replaced (part of) a built-in agent."""
         return self.scope != "builtin" and self.name in BUILTIN_NAMES
 
+    def override_note(self) -> str:
+        """How planrun names a built-in agent that a file replaced ("" when none did)."""
+        if not self.overrides_builtin:
+            return ""
+        return f"{self.name} is overridden by {self.file_path} ({self.scope})"
+
     def effective_tools(self) -> tuple[str, ...]:
         """The tools the agent is offered: tools minus disallowed_tools, in order."""
         return tuple(tool for tool in self.tools if tool not in self.disallowed_tools)

@@ -98,9 +98,7 @@ class PlanRunSpec:
 
 def agent_override(agent: AgentDefinition) -> str:
     """How the report names a built-in agent that a file replaced ("" when none did)."""
-    if not agent.overrides_builtin:
-        return ""
-    return f"{agent.name} is overridden by {agent.file_path} ({agent.scope})"
+    return agent.override_note()
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from sandbox_runner import Sandbox, SandboxBase
 from sandbox_runner.errors import PlanrunError
-from sandbox_runner.paths import WORKSPACE_MOUNT
-from sandbox_runner.protected import container_relative, protected_reason
+from sandbox_runner.protected import workspace_protection
 from sandbox_runner.sandbox.host_edit import host_edit
 from sandbox_runner.sandbox.workspace_guard import Finding, WorkspaceGuard
 from sandbox_runner.types import ExecResult, ToolRequest
@@ -203,7 +202,5 @@ class GuardedWorkSandbox(SandboxBase):
 def _protected_target(request: ToolRequest) -> str | None:
     if request.op not in ("write", "edit"):
         return None
-    relative = container_relative(str(request.args.get("file_path", "")), WORKSPACE_MOUNT)
-    if relative is None or protected_reason(relative) is None:
-        return None
-    return relative
+    protected = workspace_protection(str(request.args.get("file_path", "")))
+    return protected[0] if protected else None

@@ -118,11 +118,9 @@ def _registry(workspace: Path, loaded: LoadedSettings, warn: Warn) -> Registry:
         warn(warning)
     for agent in registry.all():
         # A file that replaces a built-in this session runs (or its Task tool launches)
-        # is said out loud: a repository's file writes the agent's system prompt.
-        if agent.overrides_builtin:
-            warn(
-                f"agent {agent.name} comes from {agent.file_path} ({agent.scope}), not the built-in"
-            )
+        # is said out loud, as plan runs say it: it writes the agent's system prompt.
+        if note := agent.override_note():
+            warn(f"agent {note}")
     return registry
 
 

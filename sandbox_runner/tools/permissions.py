@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from sandbox_runner.paths import WORKSPACE_MOUNT
-from sandbox_runner.protected import container_relative, protected_reason
+from sandbox_runner.protected import workspace_protection
 from sandbox_runner.tools.policy import Refusal, ToolContext, ToolKind, ToolUse, translate
 from sandbox_runner.types import ToolCall, ToolRequest
 
@@ -158,19 +157,14 @@ def _edit(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
                 f"{path} is read-only. Describe the change in the plan instead."
             )
         return Allow(use.request)
-    protected = _protected(path)
+    protected = workspace_protection(path)
     if protected:
         # In every mode, each time: host tools would run it, or agents obey it.
-        question = f"{use.name.lower()} {path}, a protected file ({protected})"
+        question = f"{use.name.lower()} {path}, a protected file ({protected[1]})"
         return Ask(use.request, question, ToolKind.EDIT, once_only=True)
     if mode is PermissionMode.ACCEPT_EDITS or rules.approve_edits:
         return Allow(use.request)
     return Ask(use.request, f"{use.name.lower()} {path}", ToolKind.EDIT)
-
-
-def _protected(path: str) -> str | None:
-    relative = container_relative(path, WORKSPACE_MOUNT)
-    return protected_reason(relative) if relative is not None else None
 
 
 WRAPPERS = frozenset(
