@@ -93,6 +93,8 @@ class Settings:
     goes past it is stopped. A project file may only lower it."""
     trusted_projects: list[str] = field(default_factory=list)
     """Repositories (paths) whose config and agent files may choose the model; user only."""
+    web: list[str] = field(default_factory=list)
+    """Hosts WebFetch and WebSearch may reach (`web: {allow: [...]}`); none: no web tools."""
 
 
 _DEFAULTS = Settings()

@@ -13,6 +13,7 @@ from typing import Any
 from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_text import MAX_NAME_CHARS, name_problem
+from sandbox_runner.web_grant import GrantError, WebGrant, parse_entries
 
 __all__ = [
     "CHECKS",
@@ -106,6 +107,19 @@ def _presets(value: object) -> dict[str, list[str]]:
     return presets
 
 
+def _web(value: object) -> list[str]:
+    """`web: {allow: [hosts]}` in a file, or the hosts alone (PLANRUN_WEB=a.org,b.org)."""
+    if isinstance(value, dict):
+        unknown = [str(key) for key in value if key != "allow"]
+        if unknown:
+            raise _Invalid("a mapping with one key, allow (a list of hosts)", unknown[0])
+        value = value.get("allow") or []
+    try:
+        return list(parse_entries(_texts(value)))
+    except GrantError as error:
+        raise _Invalid(f"hosts, wildcards (*.example.com) or addresses: {error}") from None
+
+
 _POSITIVE = "a positive integer"
 CHECKS: dict[str, Callable[[object], Any]] = {
     "model": _model,
@@ -129,6 +143,7 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "max_plans": _at_least(1, _POSITIVE, integer=True),
     "work_disk_mb": _at_least(1, "a positive integer (MiB)", integer=True),
     "trusted_projects": _texts,
+    "web": _web,
 }
 """Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
 _BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(
@@ -200,8 +215,8 @@ def check_project_value(
     """Refuse a project file's value that loosens what the defaults and the user file allow.
 
     Whoever wrote a repository writes its `.planrun/config.yaml`, so that file may only
-    tighten: lower a limit, remove tools, disable planning, point extra_dirs at its own
-    sub-trees. It cannot choose the sandbox image, nor trust itself (trusted_projects).
+    tighten: lower a limit, remove tools or web hosts, disable planning, point extra_dirs
+    at its own sub-trees. It cannot choose the sandbox image, nor trust itself (trusted_projects).
     Its model and planning_model are dropped later, with a warning, unless the user
     trusts the project (config.load_settings).
 
@@ -240,6 +255,14 @@ def check_project_value(
             raise ConfigError(
                 f"{where}: key {key!r} adds {', '.join(added)}, but a project config may only "
                 f"remove tools (allowed by {limit_source}: {', '.join(limit) or 'none'})"
+            )
+    if name == "web":
+        added = [entry for entry in value if not WebGrant(tuple(limit)).covers(entry)]
+        if added:
+            raise ConfigError(
+                f"{where}: key {key!r} grants {', '.join(added)}, but a project config may "
+                f"only narrow the web grant (granted by {limit_source}: "
+                f"{', '.join(limit) or 'none'})"
             )
     if name == "extra_dirs":
         for entry in value:

@@ -8,7 +8,7 @@ import importlib
 import click
 
 from sandbox_runner import __version__
-from sandbox_runner.cli.options import examples, model_option, repo_option
+from sandbox_runner.cli.options import allow_web_option, examples, model_option, repo_option
 
 COMMAND_MODULES = {
     "agents": "agents",
@@ -68,6 +68,7 @@ class LazyGroup(click.Group):
     help="Resume the latest session of this repository.",
 )
 @model_option("The session's model (default: the configured model).")
+@allow_web_option()
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -78,6 +79,7 @@ def cli(
     resume_id: str | None,
     continue_latest: bool,
     model: str | None,
+    allow_web: tuple[str, ...],
 ) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
@@ -98,5 +100,6 @@ def cli(
         resume_id=resume_id,
         continue_latest=continue_latest,
         model=model,
+        allow_web=allow_web,
     )
     start_session(ctx, options)

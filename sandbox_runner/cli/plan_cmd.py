@@ -11,6 +11,7 @@ import click
 
 from sandbox_runner.cli.options import (
     REPORT_JSON_HELP,
+    allow_web_option,
     examples,
     json_option,
     model_option,
@@ -72,6 +73,7 @@ from sandbox_runner.safe_text import one_line
     is_flag=True,
     help="Do not merge the valid plans into a recommended plan (recommended.md).",
 )
+@allow_web_option()
 @click.option(
     "--replay",
     type=click.Path(path_type=Path),
@@ -101,6 +103,7 @@ def plan(
     max_turns: int | None,
     timeout: float | None,
     no_synthesis: bool,
+    allow_web: tuple[str, ...],
     replay: Path | None,
     record: Path | None,
 ) -> None:
@@ -124,6 +127,7 @@ def plan(
         max_turns=max_turns,
         timeout=timeout,
         no_synthesis=no_synthesis,
+        allow_web=allow_web,
         replay=replay,
         record=record,
     )

@@ -55,6 +55,8 @@ class PlanOptions:
     timeout: float | None = None
     no_synthesis: bool = False
     """Do not merge the valid plans into a recommended plan."""
+    allow_web: tuple[str, ...] = ()
+    """Hosts the web tools may reach, besides the `web` setting's (--allow-web)."""
     replay: Path | None = None
     """Recorded conversations to play instead of calling the API."""
     record: Path | None = None
@@ -74,6 +76,7 @@ class PlanOptions:
             max_turns=self.max_turns,
             timeout=self.timeout,
             synthesis=False if self.no_synthesis else None,
+            allow_web=self.allow_web,
         )
 
 

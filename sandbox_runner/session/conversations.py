@@ -18,6 +18,7 @@ from sandbox_runner.session.hooks import SessionHooks
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
+from sandbox_runner.web_grant import offered
 
 if TYPE_CHECKING:
     # The loop, the Task runner and the prices load with the first turn (in the worker),
@@ -94,6 +95,7 @@ class Conversations:
         session, plan = self.session, which == "plan"
         definition = session.registry.get("Plan" if plan else "general-purpose")
         names = [*definition.effective_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
+        names = offered(names, session.web)
         tools = tools_for(dict.fromkeys(n for n in names if n != "NotebookEdit"))
         return LoopConfig(
             model=session.model(which),
@@ -160,11 +162,26 @@ class Conversations:
             on_event=session.ui.event,
             slots=self._task_slots,
             memory=session.memory.prompt(),
+            web=session.web,
         )
-        tools: dict[str, HostTool] = {"Task": runner}
+        tools: dict[str, HostTool] = {"Task": runner, **self._web_tools(which)}
         if which == "plan":
             tools["ExitPlanMode"] = session.plan_mode.review
         return tools
+
+    def _web_tools(self, which: str) -> dict[str, HostTool]:
+        """WebFetch and WebSearch (with a grant), a search's cost counted in WHICH's."""
+        from sandbox_runner.agents.web_tools import WebTools
+
+        session = self.session
+        web = WebTools(
+            session.web,
+            session.model(which),
+            session.state.model,
+            on_usage=lambda usage: self._loops[which].state.usage.add(usage),
+            on_notice=lambda text: self._loops[which].emit("notice", tool="WebSearch", detail=text),
+        )
+        return dict(web.handlers())
 
     # ------------------------------------------------------------------ containers
 

@@ -29,6 +29,7 @@ from sandbox_runner.session.plan_mode import PlanAccepted, PlanMode
 from sandbox_runner.session.state import SessionState, SessionStore
 from sandbox_runner.session.ui import PlanReview, SessionSandboxes, SessionUI
 from sandbox_runner.tools.permissions import PermissionMode
+from sandbox_runner.web_grant import WebGrant
 
 
 class Session:
@@ -46,8 +47,11 @@ class Session:
         ui: SessionUI,
         limits: RunLimits,
         task_budget: int = 4,
+        web: WebGrant | None = None,
     ) -> None:
         self.store, self.state = store, state
+        self.web = web or WebGrant()
+        """The hosts WebFetch and WebSearch may reach; none: they are not offered."""
         self.workspace = workspace
         self.registry = registry
         self.sandboxes = sandboxes

@@ -233,6 +233,43 @@ TASK = _tool(
     "subagent_type",
 )
 
+WEB_FETCH = _tool(
+    "WebFetch",
+    "Fetches a web page and returns its content as Markdown (HTML converted; text and JSON "
+    "as they are), headed by the prompt you gave, to read with that question in mind. Only "
+    "hosts the user granted can be fetched, over http or https; a redirect to another host "
+    "is not followed: the result names its target, which you may fetch with a new call if "
+    f"it is granted. Results are cut at {MAX_RESULT_CHARS} characters. Use it to read "
+    "library documentation, an API reference or an issue; it is read-only.",
+    {
+        "url": _string("The URL to fetch content from (http or https)."),
+        "prompt": _string("What you want to find out from the page."),
+    },
+    "url",
+    "prompt",
+)
+
+WEB_SEARCH = _tool(
+    "WebSearch",
+    "Searches the web and returns the results (titles, URLs and what they say), limited to "
+    "the hosts the user granted. Use it to find current documentation or known issues, "
+    "then WebFetch a result to read it. It is read-only.",
+    {
+        "query": _string("The search query to use (at least 2 characters)."),
+        "allowed_domains": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Only include search results from these domains.",
+        },
+        "blocked_domains": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Never include search results from these domains.",
+        },
+    },
+    "query",
+)
+
 EXIT_PLAN_MODE = _tool(
     "ExitPlanMode",
     "Call this when the plan in the plan file is complete and you are ready for the user to "
@@ -242,10 +279,25 @@ EXIT_PLAN_MODE = _tool(
 )
 
 ALL_TOOLS: dict[str, ToolSpec] = {
-    spec.name: spec for spec in (READ, GLOB, GREP, LS, BASH, WRITE, EDIT, LSP, TASK, EXIT_PLAN_MODE)
+    spec.name: spec
+    for spec in (
+        READ,
+        GLOB,
+        GREP,
+        LS,
+        BASH,
+        WRITE,
+        EDIT,
+        LSP,
+        TASK,
+        EXIT_PLAN_MODE,
+        WEB_FETCH,
+        WEB_SEARCH,
+    )
 }
-HOST_TOOLS = frozenset({TASK.name, EXIT_PLAN_MODE.name})
-"""Tools the host answers itself: nothing of theirs runs in a sandbox."""
+HOST_TOOLS = frozenset({TASK.name, EXIT_PLAN_MODE.name, WEB_FETCH.name, WEB_SEARCH.name})
+"""Tools the host answers itself: nothing of theirs runs in a sandbox (the web tools read
+only what the user's web grant allows)."""
 
 
 def tools_for(names: Iterable[str]) -> list[ToolSpec]:

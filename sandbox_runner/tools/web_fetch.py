@@ -1,0 +1,244 @@
+"""Fetching one web page for WebFetch, on the host, within the user's web grant.
+
+Every hop (the URL, then each redirect) is checked before a byte is sent: http or https
+only, no credentials in the URL, a host the grant allows, and every address the name
+resolves to a public one (unless the grant names the address itself). The connection then
+goes to the address that was checked, so a DNS answer that changes in between (DNS
+rebinding) cannot lead it elsewhere; TLS still verifies the certificate against the host
+name. No proxy, cookie or credential of the host is ever sent, and the response is bounded
+in bytes and time (limits.WebLimits).
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.message import Message
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from sandbox_runner import __version__
+from sandbox_runner.limits import WebLimits
+from sandbox_runner.web_grant import IPAddress, WebGrant, refused_address
+
+Resolver = Callable[[str, int], list[str]]
+"""The addresses a host name resolves to (the system resolver; tests pass a stub)."""
+USER_AGENT = f"planrun/{__version__} (WebFetch; +https://github.com/planrun)"
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+CHUNK_BYTES = 64 * 1024
+
+
+class FetchRefused(Exception):
+    """The fetch was refused or failed; the message is for the model, one line."""
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a fetch brought back: the final URL, its headers and (part of) its body."""
+
+    url: str
+    status: int
+    headers: Message
+    body: bytes
+    cut: bool
+    """Whether the body was longer than the limit (and only its start was read)."""
+
+    @property
+    def content_type(self) -> str:
+        """The media type, lower case, without parameters ("" when the server sent none)."""
+        return self.headers.get_content_type() if self.headers.get("content-type") else ""
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """Every address the system resolver gives for HOST."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as error:
+        raise FetchRefused(f"cannot resolve {host}: {error}") from None
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def fetch(
+    url: str,
+    grant: WebGrant,
+    *,
+    limits: WebLimits | None = None,
+    resolver: Resolver = system_resolver,
+) -> Page:
+    """GET URL, following redirects that stay within the grant.
+
+    Raises:
+        FetchRefused: the URL, a redirect or an address is outside the grant, the server
+            failed or did not answer in time; the message says which, and what to do.
+    """
+    limits = limits or WebLimits()
+    deadline = time.monotonic() + limits.total_seconds
+    current = url
+    for hop in range(limits.max_redirects + 1):
+        host, port, address = _checked_target(current, grant, resolver, first=hop == 0)
+        page, location = _get(current, host, port, address, limits, deadline)
+        if location is None:
+            return page
+        target = urljoin(current, location)
+        if not grant.allows_host(urlsplit(target).hostname or ""):
+            raise FetchRefused(
+                f"{current} redirects to {target}, whose host is not in the web grant "
+                f"({grant.describe()}), so it was not followed. If you need it, call "
+                "WebFetch with that URL; it works only if the user grants that host."
+            )
+        current = target
+    raise FetchRefused(f"{url}: more than {limits.max_redirects} redirects; not followed further")
+
+
+def _checked_target(
+    url: str, grant: WebGrant, resolver: Resolver, *, first: bool
+) -> tuple[str, int, str]:
+    """The host, port and the address to connect to, once every check has passed."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as error:
+        raise FetchRefused(f"{url!r} is not a valid URL: {error}") from None
+    if parts.scheme not in ("http", "https"):
+        raise FetchRefused(f"{url!r}: WebFetch reads http and https URLs only")
+    if parts.username is not None or parts.password is not None:
+        raise FetchRefused(f"{url!r}: URLs with a user name or password are refused")
+    host = parts.hostname or ""
+    if not host:
+        raise FetchRefused(f"{url!r} has no host")
+    if not grant.allows_host(host):
+        what = "The host" if first else "The redirect's host"
+        raise FetchRefused(
+            f"{what} {host} is not in the web grant ({grant.describe()}); planrun fetches "
+            "only hosts the user allowed (the `web` setting or --allow-web)."
+        )
+    addresses = _addresses(host, port, resolver)
+    for address in addresses:
+        why = refused_address(address)
+        if why and not grant.names_address(address):
+            raise FetchRefused(
+                f"{host} resolves to {address}, {why}; planrun never fetches such addresses "
+                "unless the grant names the address itself"
+            )
+    return host, port, str(addresses[0])
+
+
+def _addresses(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
+    try:
+        return [ipaddress.ip_address(host.strip("[]"))]
+    except ValueError:
+        pass
+    found: list[IPAddress] = []
+    for text in resolver(host, port):
+        try:
+            found.append(ipaddress.ip_address(text.split("%", 1)[0]))
+        except ValueError:
+            raise FetchRefused(f"{host} resolved to {text!r}, which is not an address") from None
+    if not found:
+        raise FetchRefused(f"cannot resolve {host}: no address")
+    return found
+
+
+def _get(
+    url: str, host: str, port: int, address: str, limits: WebLimits, deadline: float
+) -> tuple[Page, str | None]:
+    """One GET to ADDRESS (the checked one) for URL; a redirect's Location, if it is one."""
+    parts = urlsplit(url)
+    connection = _connection(parts.scheme, host, port, address, limits)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    try:
+        connection.request("GET", path, headers=_headers())
+        _bound(connection, limits.read_seconds, deadline)
+        response = connection.getresponse()
+        location = response.getheader("location")
+        if response.status in REDIRECTS and location:
+            return Page(url, response.status, response.msg, b"", False), location
+        if response.status >= 400:
+            reason = f"{response.status} {response.reason}".strip()
+            raise FetchRefused(f"{url} answered HTTP {reason}")
+        body, cut = _read(connection, response, limits, deadline)
+        return Page(url, response.status, response.msg, body, cut), None
+    except TimeoutError:
+        raise FetchRefused(_timeout(url, limits, deadline)) from None
+    except ssl.SSLError as error:
+        raise FetchRefused(f"{url}: TLS failed: {error.reason or error}") from None
+    except (OSError, http.client.HTTPException) as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise FetchRefused(f"{url}: the request failed: {reason}") from None
+    finally:
+        connection.close()
+
+
+def _connection(
+    scheme: str, host: str, port: int, address: str, limits: WebLimits
+) -> http.client.HTTPConnection:
+    """A connection that names HOST (Host header, TLS server name) but opens ADDRESS."""
+    connection: http.client.HTTPConnection
+    if scheme == "https":
+        context = ssl.create_default_context()
+        connection = http.client.HTTPSConnection(
+            host, port, timeout=limits.connect_seconds, context=context
+        )
+    else:
+        connection = http.client.HTTPConnection(host, port, timeout=limits.connect_seconds)
+
+    def pinned(_: Any, timeout: float, source: Any = None) -> socket.socket:
+        return socket.create_connection((address, port), timeout, source)
+
+    connection._create_connection = pinned  # type: ignore[attr-defined]
+    return connection
+
+
+def _headers() -> dict[str, str]:
+    """Only these are sent: no cookie, no authorization, nothing of the host's environment."""
+    return {
+        "User-Agent": USER_AGENT,
+        "Accept": "text/markdown, text/html;q=0.9, text/plain;q=0.8, */*;q=0.1",
+        # Compressed bodies would have to be inflated under a limit of their own.
+        "Accept-Encoding": "identity",
+        "Connection": "close",
+    }
+
+
+def _bound(connection: http.client.HTTPConnection, read_seconds: float, deadline: float) -> None:
+    """The socket's timeout: the read timeout, or less when the deadline is nearer."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError
+    if connection.sock is not None:
+        connection.sock.settimeout(min(read_seconds, remaining))
+
+
+def _read(
+    connection: http.client.HTTPConnection,
+    response: http.client.HTTPResponse,
+    limits: WebLimits,
+    deadline: float,
+) -> tuple[bytes, bool]:
+    """The body up to the byte limit, read piece by piece so the deadline holds."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limits.max_bytes:
+        _bound(connection, limits.read_seconds, deadline)
+        chunk = response.read1(CHUNK_BYTES)
+        if not chunk:
+            return b"".join(chunks), False
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)[: limits.max_bytes], True
+
+
+def _timeout(url: str, limits: WebLimits, deadline: float) -> str:
+    if time.monotonic() >= deadline - 0.5:
+        return f"{url} took longer than the {limits.total_seconds:g} s a fetch may take"
+    return (
+        f"{url} did not answer within {limits.read_seconds:g} s "
+        f"(or could not be reached within {limits.connect_seconds:g} s)"
+    )
