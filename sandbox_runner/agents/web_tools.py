@@ -75,16 +75,15 @@ class WebTools:
             text = page_text(page)
         except FetchRefused as refused:
             return ToolResult(call.id, f"WebFetch failed: {refused}", is_error=True)
-        cut = (
-            f"\n\n[The page is larger than {self.limits.max_bytes:,} bytes: only its start "
-            "was read.]"
-            if page.cut
-            else ""
-        )
         moved = f" (redirected from {url})" if page.url != url else ""
         header = f"Content of {page.url}{moved}, as {_form(page.content_type)}.\n"
+        if page.cut:
+            header += (
+                f"[The page is larger than {self.limits.max_bytes:,} bytes: only its start "
+                "was read.]\n"
+            )
         header += f"Your prompt for it: {' '.join(prompt.split())}\n\n"
-        body = cap_result("WebFetch", (text or "(the page has no text)") + cut)
+        body = cap_result("WebFetch", text or "(the page has no text)")
         return ToolResult(call.id, redact(header + body))
 
     def web_search(self, call: ToolCall, stop: Cancel) -> ToolResult:
