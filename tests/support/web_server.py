@@ -3,6 +3,7 @@ its route says (a page, a redirect, a slow or endless body), and every request i
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -65,10 +66,8 @@ class WebServer:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(route.body)))
                 self.end_headers()
-                try:
+                with contextlib.suppress(OSError):  # the client gave up, as it should
                     self._body(route)
-                except OSError:
-                    pass  # the client gave up, as it should
 
             def _body(self, route: Route) -> None:
                 if not route.drip:
