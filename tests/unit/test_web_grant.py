@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from pyfakefs.fake_filesystem import FakeFilesystem
 
+from sandbox_runner.batch.setup import batch_jobs, prepare_tasks
+from sandbox_runner.batch.tasks_file import load_batch_file
 from sandbox_runner.config import load_settings
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.web_grant import GrantError, WebGrant, granted, offered, parse_entry
@@ -123,3 +125,18 @@ def test_the_environment_grants_hosts_and_bad_values_are_one_line(fs: FakeFilesy
     fs.create_file(HOME / "config.yaml", contents="web: {allow: [x.org], deny: [y.org]}\n")
     with pytest.raises(ConfigError, match="must be a mapping with one key, allow"):
         load_settings(REPO, env={}, home=HOME)
+
+
+def test_a_batchs_allow_web_reaches_every_job_and_its_fingerprint(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    batch_path = tmp_path / "batch.yaml"
+    batch_path.write_text("defaults: {repo: repo}\ntasks:\n  - {id: t1, requirements: r}\n")
+    batch = load_batch_file(batch_path)
+    [plain] = batch_jobs(prepare_tasks(batch, batch.tasks, None, lambda _: None), None)
+    [web] = batch_jobs(
+        prepare_tasks(batch, batch.tasks, None, lambda _: None, ("127.0.0.1",)), None
+    )
+    assert not plain.payload.web and web.payload.web.entries == ("127.0.0.1",)
+    # A granted job can read more than its ungranted run did: it is another job.
+    assert web.fingerprint != plain.fingerprint
