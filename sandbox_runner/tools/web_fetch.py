@@ -16,6 +16,7 @@ import ipaddress
 import socket
 import ssl
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
@@ -80,8 +81,8 @@ def fetch(
     deadline = time.monotonic() + limits.total_seconds
     current = url
     for hop in range(limits.max_redirects + 1):
-        host, port, address = _checked_target(current, grant, resolver, first=hop == 0)
-        page, location = _get(current, host, port, address, limits, deadline)
+        host, port, addresses = _checked_target(current, grant, resolver, first=hop == 0)
+        page, location = _get(current, host, port, addresses, limits, deadline)
         if location is None:
             return page
         target = urljoin(current, location)
@@ -97,8 +98,8 @@ def fetch(
 
 def _checked_target(
     url: str, grant: WebGrant, resolver: Resolver, *, first: bool
-) -> tuple[str, int, str]:
-    """The host, port and the address to connect to, once every check has passed."""
+) -> tuple[str, int, list[str]]:
+    """The host, port and the addresses to connect to, once every check has passed."""
     try:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -125,7 +126,7 @@ def _checked_target(
                 f"{host} resolves to {address}, {why}; planrun never fetches such addresses "
                 "unless the grant names the address itself"
             )
-    return host, port, str(addresses[0])
+    return host, port, [str(address) for address in addresses]
 
 
 def _addresses(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
@@ -145,11 +146,12 @@ def _addresses(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
 
 
 def _get(
-    url: str, host: str, port: int, address: str, limits: WebLimits, deadline: float
+    url: str, host: str, port: int, addresses: list[str], limits: WebLimits, deadline: float
 ) -> tuple[Page, str | None]:
-    """One GET to ADDRESS (the checked one) for URL; a redirect's Location, if it is one."""
+    """One GET for URL to one of ADDRESSES (the checked ones); a redirect's Location, if
+    it is one."""
     parts = urlsplit(url)
-    connection = _connection(parts.scheme, host, port, address, limits)
+    connection = _connection(parts.scheme, host, port, addresses, limits)
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -164,6 +166,7 @@ def _get(
             reason = f"{response.status} {response.reason}".strip()
             raise FetchRefused(f"{url} answered HTTP {reason}")
         body, cut = _read(connection, response, limits, deadline)
+        body, cut = _inflated(url, response.getheader("content-encoding"), body, cut, limits)
         return Page(url, response.status, response.msg, body, cut), None
     except TimeoutError:
         raise FetchRefused(_timeout(url, limits, deadline)) from None
@@ -177,9 +180,10 @@ def _get(
 
 
 def _connection(
-    scheme: str, host: str, port: int, address: str, limits: WebLimits
+    scheme: str, host: str, port: int, addresses: list[str], limits: WebLimits
 ) -> http.client.HTTPConnection:
-    """A connection that names HOST (Host header, TLS server name) but opens ADDRESS."""
+    """A connection that names HOST (Host header, TLS server name) but opens one of
+    ADDRESSES, in turn until one answers."""
     connection: http.client.HTTPConnection
     if scheme == "https":
         context = ssl.create_default_context()
@@ -190,7 +194,13 @@ def _connection(
         connection = http.client.HTTPConnection(host, port, timeout=limits.connect_seconds)
 
     def pinned(_: Any, timeout: float, source: Any = None) -> socket.socket:
-        return socket.create_connection((address, port), timeout, source)
+        failure: OSError = OSError(f"no address to connect to for {host}")
+        for address in addresses:
+            try:
+                return socket.create_connection((address, port), timeout, source)
+            except OSError as error:
+                failure = error
+        raise failure
 
     connection._create_connection = pinned  # type: ignore[attr-defined]
     return connection
@@ -233,6 +243,24 @@ def _read(
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks)[: limits.max_bytes], True
+
+
+def _inflated(
+    url: str, encoding: str | None, body: bytes, cut: bool, limits: WebLimits
+) -> tuple[bytes, bool]:
+    """The body a server compressed although asked not to, inflated up to the byte limit
+    (a small bomb cannot become gigabytes)."""
+    encoding = (encoding or "identity").strip().lower()
+    if encoding == "identity":
+        return body, cut
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        raise FetchRefused(f"{url} came compressed as {encoding!r}, which WebFetch cannot read")
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib, by their header
+    try:
+        inflated = inflater.decompress(body, limits.max_bytes)
+    except zlib.error as error:
+        raise FetchRefused(f"{url}: its {encoding} body is damaged: {error}") from None
+    return inflated, cut or bool(inflater.unconsumed_tail)
 
 
 def _timeout(url: str, limits: WebLimits, deadline: float) -> str:

@@ -3,6 +3,7 @@ explicitly, and the refusals an attacker's URLs, redirects and DNS answers meet.
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import time
@@ -215,3 +216,13 @@ def test_a_credential_on_the_page_is_redacted_before_the_model_sees_it() -> None
     with WebServer({"/leak": Route(f"token: {key}".encode(), "text/plain")}) as server:
         result = web_fetch(server.url("/leak"), "127.0.0.1")
     assert key not in result.content and "[REDACTED" in result.content
+
+
+def test_a_compressed_body_sent_anyway_is_inflated_only_up_to_the_limit() -> None:
+    bomb = gzip.compress(b"all work and no play\n" * 2_000_000)  # 42 MB inflated
+    route = Route(bomb, "text/plain", headers={"Content-Encoding": "gzip"})
+    with WebServer({"/bomb": route}) as server:
+        result = web_fetch(server.url("/bomb"), "127.0.0.1", limits=WebLimits(max_bytes=100_000))
+    assert not result.is_error, result.content
+    assert "all work and no play" in result.content
+    assert "The page is larger than 100,000 bytes" in result.content
