@@ -176,6 +176,22 @@ def granted(configured: Sequence[str], flags: Sequence[str]) -> WebGrant:
     return WebGrant(tuple(dict.fromkeys([*configured, *extra])))
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one stands for, if it stands for one."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.sixtofour is not None:
+        return address.sixtofour
+    return address.teredo[1] if address.teredo is not None else None
+
+
 def _address(host: str) -> IPAddress | None:
     try:
         return ipaddress.ip_address(host)
@@ -186,9 +202,10 @@ def _address(host: str) -> IPAddress | None:
 def refused_address(address: IPAddress) -> str:
     """Why the web tools never connect to ADDRESS unless a grant names it ("" when they may):
     loopback, private, link-local (cloud metadata lives there), multicast and the like."""
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:
-        return refused_address(mapped) or "an IPv4-mapped address"
+    embedded = _embedded_ipv4(address)
+    if embedded is not None:
+        # An IPv6 form of an IPv4 address (mapped, NAT64, 6to4, Teredo) reaches it.
+        return refused_address(embedded)
     for kind, flag in (
         ("a loopback", address.is_loopback),
         ("a link-local (cloud metadata)", address.is_link_local),

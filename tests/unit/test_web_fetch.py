@@ -135,6 +135,8 @@ def test_the_connection_goes_to_the_checked_address_under_the_hosts_name() -> No
         (["93.184.216.34", "127.0.0.1"], "a loopback address"),
         (["::ffff:127.0.0.1"], "a loopback address"),
         (["fd00:ec2::254"], "a private address"),
+        (["64:ff9b::a9fe:a9fe"], "a link-local (cloud metadata) address"),
+        (["100.100.100.200"], "a non-public address"),
     ],
 )
 def test_names_resolving_to_private_addresses_are_refused(addresses: list[str], kind: str) -> None:
