@@ -147,8 +147,7 @@ class PlanAgentRun:
 
     def _add_usage(self, usage: Usage) -> None:
         """A web search's model call counts in the run's tokens and cost."""
-        self.loop.state.usage.add(usage)
-        self.loop.log("web_search_usage", usage=vars(usage))
+        self.loop.count_usage(usage, "WebSearch")
 
     def _notice(self, text: str) -> None:
         self.loop.log("notice", text=text)

@@ -178,7 +178,7 @@ class Conversations:
             session.web,
             session.model(which),
             session.state.model,
-            on_usage=lambda usage: self._loops[which].state.usage.add(usage),
+            on_usage=lambda usage: self._loops[which].count_usage(usage, "WebSearch"),
             on_notice=lambda text: self._loops[which].emit("notice", tool="WebSearch", detail=text),
         )
         return dict(web.handlers())

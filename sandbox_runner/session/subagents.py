@@ -126,7 +126,7 @@ class TaskRunner:
             on_event=self.on_event,
             cancel=stop,
         )
-        web.on_usage = loop.state.usage.add  # a search counts in the subagent's cost
+        web.on_usage = lambda usage: loop.count_usage(usage, "WebSearch")
         web.on_notice = lambda text: loop.emit("notice", tool="WebSearch", detail=text)
         with sandbox:
             try:

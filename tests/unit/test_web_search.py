@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_runner.agents.conversation import saved_conversation
 from sandbox_runner.agents.loop import Headless
 from sandbox_runner.agents.web_tools import SEARCH_TOOL_TYPE, WebTools
 from sandbox_runner.model.anthropic_model import AnthropicModel
@@ -27,6 +28,7 @@ from tests.support.fake_messages_api import (
     usage,
     web_search_tool_result,
 )
+from tests.support.scripted_model import ScriptedModel, reply, say, use
 from tests.unit.test_agent_loop import make_loop
 
 UNSUPPORTED = (
@@ -156,3 +158,30 @@ def test_server_side_blocks_go_back_in_the_conversation_as_they_came(
     second = api.message_requests[1].body["messages"]
     assert second[1] == {"role": "assistant", "content": [search_use, results, cited, read]}
     assert second[2]["content"][0]["tool_use_id"] == "toolu_read"
+
+
+def test_a_searchs_tokens_count_in_the_run_and_survive_its_transcript(tmp_path: Path) -> None:
+    search_model = ScriptedModel(
+        [
+            reply(
+                server_tool_use("retry policy", id="srvtoolu_2"),
+                web_search_tool_result("srvtoolu_2", [("Retries", "https://docs.python.org/r")]),
+                say("They back off."),
+                tokens=1000,
+            )
+        ]
+    )
+    web = WebTools(WebGrant.of(["docs.python.org"]), search_model, "claude-test")
+    agent = ScriptedModel(
+        [reply(use("WebSearch", {"query": "retry policy"}), tokens=100), reply(say("Done."))]
+    )
+    loop, sandbox = make_loop(
+        tmp_path, agent, [PermissionMode.PLAN], Headless(), host_tools=web.handlers()
+    )
+    web.on_usage = lambda spent: loop.count_usage(spent, "WebSearch")
+    with sandbox:
+        loop.run("how are retries done?")
+    assert search_model.requests[0].server_tools[0]["allowed_domains"] == ["docs.python.org"]
+    assert loop.state.usage.input_tokens == 100 + 1000 + 100
+    lines = (tmp_path / "transcript.jsonl").read_text().splitlines()
+    assert saved_conversation(lines).usage == loop.state.usage
