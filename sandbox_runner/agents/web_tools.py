@@ -71,7 +71,9 @@ class WebTools:
         """Fetch the call's URL; its Markdown (or a clear refusal) is the result."""
         url, prompt = str(call.input.get("url", "")).strip(), str(call.input.get("prompt", ""))
         try:
-            page = fetch(url, self.grant, limits=self.limits, resolver=self.resolver)
+            page = fetch(
+                url, self.grant, limits=self.limits, resolver=self.resolver, stopped=stop.is_set
+            )
             text = page_text(page)
         except FetchRefused as refused:
             return ToolResult(call.id, f"WebFetch failed: {refused}", is_error=True)

@@ -32,6 +32,8 @@ Resolver = Callable[[str, int], list[str]]
 USER_AGENT = f"planrun/{__version__} (WebFetch; +https://github.com/planrun)"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CHUNK_BYTES = 64 * 1024
+_Until = tuple[float, Callable[[], bool]]
+"""When a fetch must end: its deadline (time.monotonic()), and whether it was stopped."""
 
 
 class FetchRefused(Exception):
@@ -70,8 +72,10 @@ def fetch(
     *,
     limits: WebLimits | None = None,
     resolver: Resolver = system_resolver,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> Page:
-    """GET URL, following redirects that stay within the grant.
+    """GET URL, following redirects that stay within the grant; STOPPED, checked between
+    hops and reads, ends it early (the user interrupted).
 
     Raises:
         FetchRefused: the URL, a redirect or an address is outside the grant, the server
@@ -82,7 +86,7 @@ def fetch(
     current = url
     for hop in range(limits.max_redirects + 1):
         host, port, addresses = _checked_target(current, grant, resolver, first=hop == 0)
-        page, location = _get(current, host, port, addresses, limits, deadline)
+        page, location = _get(current, host, port, addresses, limits, (deadline, stopped))
         if location is None:
             return page
         target = urljoin(current, location)
@@ -146,7 +150,7 @@ def _addresses(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
 
 
 def _get(
-    url: str, host: str, port: int, addresses: list[str], limits: WebLimits, deadline: float
+    url: str, host: str, port: int, addresses: list[str], limits: WebLimits, until: _Until
 ) -> tuple[Page, str | None]:
     """One GET for URL to one of ADDRESSES (the checked ones); a redirect's Location, if
     it is one."""
@@ -157,7 +161,7 @@ def _get(
         path += "?" + parts.query
     try:
         connection.request("GET", path, headers=_headers())
-        _bound(connection, limits.read_seconds, deadline)
+        _bound(connection, limits.read_seconds, until)
         response = connection.getresponse()
         location = response.getheader("location")
         if response.status in REDIRECTS and location:
@@ -165,11 +169,11 @@ def _get(
         if response.status >= 400:
             reason = f"{response.status} {response.reason}".strip()
             raise FetchRefused(f"{url} answered HTTP {reason}")
-        body, cut = _read(connection, response, limits, deadline)
+        body, cut = _read(connection, response, limits, until)
         body, cut = _inflated(url, response.getheader("content-encoding"), body, cut, limits)
         return Page(url, response.status, response.msg, body, cut), None
     except TimeoutError:
-        raise FetchRefused(_timeout(url, limits, deadline)) from None
+        raise FetchRefused(_timeout(url, limits, until[0])) from None
     except ssl.SSLError as error:
         raise FetchRefused(f"{url}: TLS failed: {error.reason or error}") from None
     except (OSError, http.client.HTTPException) as error:
@@ -217,8 +221,11 @@ def _headers() -> dict[str, str]:
     }
 
 
-def _bound(connection: http.client.HTTPConnection, read_seconds: float, deadline: float) -> None:
+def _bound(connection: http.client.HTTPConnection, read_seconds: float, until: _Until) -> None:
     """The socket's timeout: the read timeout, or less when the deadline is nearer."""
+    deadline, stopped = until
+    if stopped():
+        raise FetchRefused("the fetch was interrupted")
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise TimeoutError
@@ -230,13 +237,13 @@ def _read(
     connection: http.client.HTTPConnection,
     response: http.client.HTTPResponse,
     limits: WebLimits,
-    deadline: float,
+    until: _Until,
 ) -> tuple[bytes, bool]:
     """The body up to the byte limit, read piece by piece so the deadline holds."""
     chunks: list[bytes] = []
     size = 0
     while size <= limits.max_bytes:
-        _bound(connection, limits.read_seconds, deadline)
+        _bound(connection, limits.read_seconds, until)
         chunk = response.read1(CHUNK_BYTES)
         if not chunk:
             return b"".join(chunks), False

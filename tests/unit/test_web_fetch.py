@@ -228,3 +228,15 @@ def test_a_compressed_body_sent_anyway_is_inflated_only_up_to_the_limit() -> Non
     assert not result.is_error, result.content
     assert "all work and no play" in result.content
     assert "The page is larger than 100,000 bytes" in result.content
+
+
+def test_an_interrupt_ends_a_fetch_between_reads() -> None:
+    stop = threading.Event()
+    with WebServer({"/drip": Route(b"x" * 100, "text/plain", drip=0.1)}) as server:
+        tools = WebTools(WebGrant.of(["127.0.0.1"]), ScriptedModel([]), "claude-test")
+        call = ToolCall("t", "WebFetch", {"url": server.url("/drip"), "prompt": "p"})
+        threading.Timer(0.5, stop.set).start()
+        started = time.monotonic()
+        result = tools.web_fetch(call, stop)
+    assert result.is_error and "the fetch was interrupted" in result.content
+    assert time.monotonic() - started < 5
