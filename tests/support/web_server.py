@@ -4,11 +4,14 @@ its route says (a page, a redirect, a slow or endless body), and every request i
 from __future__ import annotations
 
 import contextlib
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
@@ -47,7 +50,9 @@ class Seen:
 class WebServer:
     """Serves ROUTES on HOST (127.0.0.1 unless another loopback address is given)."""
 
-    def __init__(self, routes: dict[str, Route], host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, routes: dict[str, Route], host: str = "127.0.0.1", tls: ssl.SSLContext | None = None
+    ) -> None:
         self.routes = routes
         self.seen: list[Seen] = []
         self.stopping = threading.Event()
@@ -84,12 +89,15 @@ class WebServer:
 
         self._server = ThreadingHTTPServer((host, 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+        self.scheme = "https" if tls is not None else "http"
         self.host = host
         self.port = int(self._server.server_address[1])
 
     def url(self, path: str, host: str | None = None) -> str:
         """The URL of PATH on this server (by another name with HOST)."""
-        return f"http://{host or self.host}:{self.port}{path}"
+        return f"{self.scheme}://{host or self.host}:{self.port}{path}"
 
     def __enter__(self) -> Self:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -104,6 +112,22 @@ class WebServer:
         self.stopping.set()
         self._server.shutdown()
         self._server.server_close()
+
+
+def self_signed(directory: Path, name: str) -> tuple[Path, ssl.SSLContext]:
+    """A certificate for NAME (made by openssl, as on any Debian) and a server context
+    presenting it; the certificate doubles as the only CA a client should trust."""
+    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", f"/CN={name}", "-addext", f"subjectAltName=DNS:{name}",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return cert, context
 
 
 def stub_resolver(names: dict[str, list[str]]) -> Callable[[str, int], list[str]]:

@@ -7,6 +7,7 @@ import gzip
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,14 @@ from sandbox_runner.limits import WebLimits
 from sandbox_runner.types import ToolCall, ToolResult
 from sandbox_runner.web_grant import WebGrant
 from tests.support.scripted_model import ScriptedModel
-from tests.support.web_server import Route, WebServer, page, redirect, stub_resolver
+from tests.support.web_server import (
+    Route,
+    WebServer,
+    page,
+    redirect,
+    self_signed,
+    stub_resolver,
+)
 
 ARTICLE = """<!doctype html><html><head><title>Guide</title>
 <style>body { color: red }</style><script>stealCookies()</script></head>
@@ -240,3 +248,24 @@ def test_an_interrupt_ends_a_fetch_between_reads() -> None:
         result = tools.web_fetch(call, stop)
     assert result.is_error and "the fetch was interrupted" in result.content
     assert time.monotonic() - started < 5
+
+
+def test_https_verifies_the_hosts_certificate_at_the_pinned_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection goes to the checked address, yet TLS still checks the host's name:
+    a certificate for docs.test is accepted (its CA trusted here), one for another name
+    is not."""
+    cert, good = self_signed(tmp_path, "docs.test")
+    _, other = self_signed(tmp_path, "other.test")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    resolver = {"docs.test": ["127.0.0.2"]}
+    with WebServer({"/": page("<h1>Secure</h1>")}, host="127.0.0.2", tls=good) as server:
+        fine = web_fetch(server.url("/", "docs.test"), "docs.test", "127.0.0.2", resolver=resolver)
+    with WebServer({"/": page("<h1>Spoofed</h1>")}, host="127.0.0.2", tls=other) as server:
+        spoofed = web_fetch(
+            server.url("/", "docs.test"), "docs.test", "127.0.0.2", resolver=resolver
+        )
+    assert not fine.is_error, fine.content
+    assert "# Secure" in fine.content
+    assert spoofed.is_error and "TLS failed" in spoofed.content
