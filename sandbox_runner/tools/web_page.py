@@ -3,6 +3,8 @@ anything else (images, archives, PDFs) refused."""
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
+
 from sandbox_runner.tools.web_fetch import FetchRefused, Page
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -41,17 +43,50 @@ def page_text(page: Page) -> str:
 
 
 def html_to_markdown(body: bytes, charset: str | None) -> str:
-    """HTML as Markdown (markdownify over BeautifulSoup), scripts and styles left out."""
+    """HTML as Markdown (markdownify over BeautifulSoup), scripts and styles left out; a
+    page nested too deeply for that (thousands of levels, which the converter walks
+    recursively) comes back as its plain text instead."""
     # Imported on the first fetch: most runs never fetch a page.
     from bs4 import BeautifulSoup
     from markdownify import MarkdownConverter
 
-    soup = BeautifulSoup(body, "html.parser", from_encoding=charset)
-    for element in soup(list(DROPPED_ELEMENTS)):
-        element.decompose()
-    markdown = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
+    try:
+        soup = BeautifulSoup(body, "html.parser", from_encoding=charset)
+        for element in soup(list(DROPPED_ELEMENTS)):
+            element.decompose()
+        markdown = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
+    except RecursionError:
+        markdown = _plain_text(_decoded(body, charset))
     lines = [line.rstrip() for line in markdown.splitlines()]
     return "\n".join(_without_blank_runs(lines)).strip()
+
+
+class _TextOnly(HTMLParser):
+    """The text of an HTML page, read flat (no tree, so no depth limit)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in DROPPED_ELEMENTS:
+            self._hidden += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in DROPPED_ELEMENTS and self._hidden:
+            self._hidden -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden and data.strip():
+            self.parts.append(data.strip())
+
+
+def _plain_text(html: str) -> str:
+    parser = _TextOnly()
+    parser.feed(html)
+    parser.close()
+    return "\n".join(parser.parts)
 
 
 def _without_blank_runs(lines: list[str]) -> list[str]:

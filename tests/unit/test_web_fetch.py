@@ -269,3 +269,11 @@ def test_https_verifies_the_hosts_certificate_at_the_pinned_address(
     assert not fine.is_error, fine.content
     assert "# Secure" in fine.content
     assert spoofed.is_error and "TLS failed" in spoofed.content
+
+
+def test_a_page_nested_too_deeply_for_markdown_comes_back_as_text() -> None:
+    deep = "<div>" * 20_000 + "<script>x()</script>deep text" + "</div>" * 20_000
+    with WebServer({"/deep": page(deep)}) as server:
+        result = web_fetch(server.url("/deep"), "127.0.0.1")
+    assert not result.is_error, result.content
+    assert result.content.endswith("deep text") and "x()" not in result.content
