@@ -91,6 +91,9 @@ class WebLimits:
 
     max_bytes: int = 5 * 1024 * 1024
     """The most of a response read; the rest is left unread, and the result says so."""
+    max_html_bytes: int = 1024 * 1024
+    """The most HTML turned into Markdown: converting takes seconds per MiB, and a result
+    keeps 30,000 characters at most anyway."""
     max_redirects: int = 5
     connect_seconds: float = 10.0
     """To open one connection (each hop of a redirect opens its own)."""

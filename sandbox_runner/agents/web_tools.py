@@ -23,7 +23,7 @@ from sandbox_runner.model.errors import ModelError
 from sandbox_runner.redact import redact
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.web_fetch import FetchRefused, Resolver, fetch, system_resolver
-from sandbox_runner.tools.web_page import page_text
+from sandbox_runner.tools.web_page import is_html, page_text
 from sandbox_runner.types import ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from sandbox_runner.web_grant import GrantError, WebGrant, parse_entry
 
@@ -74,7 +74,7 @@ class WebTools:
             page = fetch(
                 url, self.grant, limits=self.limits, resolver=self.resolver, stopped=stop.is_set
             )
-            text = page_text(page)
+            text = page_text(page, self.limits.max_html_bytes)
         except FetchRefused as refused:
             return ToolResult(call.id, f"WebFetch failed: {refused}", is_error=True)
         moved = f" (redirected from {url})" if page.url != url else ""
@@ -83,6 +83,11 @@ class WebTools:
             header += (
                 f"[The page is larger than {self.limits.max_bytes:,} bytes: only its start "
                 "was read.]\n"
+            )
+        if is_html(page) and len(page.body) > self.limits.max_html_bytes:
+            header += (
+                f"[Only the first {self.limits.max_html_bytes:,} bytes of its HTML were "
+                "turned into Markdown.]\n"
             )
         header += f"Your prompt for it: {' '.join(prompt.split())}\n\n"
         body = cap_result("WebFetch", text or "(the page has no text)")

@@ -25,15 +25,21 @@ DROPPED_ELEMENTS = ("script", "style", "noscript", "template", "svg", "iframe", 
 """Elements whose content is code or markup, not text a reader sees."""
 
 
-def page_text(page: Page) -> str:
-    """The page as text: Markdown for HTML, the text itself for text, JSON and the like.
+def is_html(page: Page) -> bool:
+    """Whether the page is HTML (as its server says, or as it looks when it says nothing)."""
+    return (page.content_type or _sniffed(page.body)) in HTML_TYPES
+
+
+def page_text(page: Page, max_html_bytes: int) -> str:
+    """The page as text: Markdown for HTML (its first MAX_HTML_BYTES), the text itself for
+    text, JSON and the like.
 
     Raises:
         FetchRefused: the page is binary (an image, an archive, a PDF...).
     """
     kind = page.content_type or _sniffed(page.body)
     if kind in HTML_TYPES:
-        return html_to_markdown(page.body, page.headers.get_content_charset())
+        return html_to_markdown(page.body[:max_html_bytes], page.headers.get_content_charset())
     if kind.startswith("text/") or kind in TEXT_TYPES or kind.endswith(("+json", "+xml")):
         return _decoded(page.body, page.headers.get_content_charset())
     raise FetchRefused(

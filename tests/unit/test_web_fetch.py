@@ -277,3 +277,16 @@ def test_a_page_nested_too_deeply_for_markdown_comes_back_as_text() -> None:
         result = web_fetch(server.url("/deep"), "127.0.0.1")
     assert not result.is_error, result.content
     assert result.content.endswith("deep text") and "x()" not in result.content
+
+
+def test_only_the_start_of_a_large_html_page_is_converted_and_that_is_said() -> None:
+    section = "<h2>Part</h2><p>Some <em>text</em> in it.</p>"
+    html = "<html><body>" + section * 2_000 + "<p>THE END</p></body></html>"
+    limits = WebLimits(max_html_bytes=20_000)
+    with WebServer({"/long": page(html)}) as server:
+        result = web_fetch(server.url("/long"), "127.0.0.1", limits=limits)
+    assert not result.is_error, result.content
+    assert "[Only the first 20,000 bytes of its HTML were turned into Markdown.]" in (
+        result.content
+    )
+    assert "## Part" in result.content and "THE END" not in result.content
