@@ -200,7 +200,7 @@ def plan_agent(registry: Registry, name: str) -> AgentDefinition:
             f"agent {definition.name!r} has no tools, so it cannot plan (it could not read "
             f"the repository); give it some in {definition.file_path}, e.g. Read, Grep, Glob"
         )
-    inert = tuple(tool for tool in INERT_IN_SUBAGENT if tool not in definition.disallowed_tools)
+    inert = tuple(t for t in sorted(INERT_IN_SUBAGENT) if t not in definition.disallowed_tools)
     return replace(definition, disallowed_tools=(*definition.disallowed_tools, *inert))
 
 
