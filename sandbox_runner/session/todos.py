@@ -89,7 +89,7 @@ def _item(index: int, entry: object) -> Todo:
 def _text(index: int, key: str, value: object) -> str:
     if not isinstance(value, str):
         raise TodoProblem(f"todos[{index}].{key} must be a string")
-    text = " ".join(one_line(value).split())
+    text = one_line(" ".join(value.split()))
     if len(text) > MAX_TODO_CHARS:
         raise TodoProblem(
             f"todos[{index}].{key} has {len(text)} characters; at most {MAX_TODO_CHARS}: "
