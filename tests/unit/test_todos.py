@@ -28,7 +28,7 @@ from sandbox_runner.session.todos import (
 )
 from sandbox_runner.tools.permissions import PermissionMode
 from tests.support.scripted_model import reply, say, use
-from tests.unit.test_session import FakeUI, Models, open_session, workspace  # noqa: F401
+from tests.unit.test_session import FakeUI, Models, open_session
 
 STEPS_PLAN = """# Plan: loud flag
 
@@ -61,6 +61,14 @@ class RecordingUI(FakeUI):
 
     def event(self, event: AgentEvent) -> None:
         self.events.append(event)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("print('hi')\n")
+    return root
 
 
 @pytest.fixture
@@ -134,12 +142,13 @@ def test_the_work_agent_updates_the_checklist_unasked_and_the_state_keeps_it(
     }
     [changed] = [event for event in ui.events if event.kind == TODOS_EVENT]
     assert changed.detail == "[x] Read the code\n[~] Edit it"
+    messages: list[dict[str, Any]] = session.messages("work")
     results = [
         block
-        for message in session.messages("work")
+        for message in messages
         if message["role"] == "user"
         for block in message["content"]
-        if isinstance(block, dict) and block.get("type") == "tool_result"
+        if block.get("type") == "tool_result"
     ]
     assert results[0]["content"].startswith("Checklist updated (1 of 2 done; in progress: Edit it)")
     assert results[1]["is_error"] and "was not changed" in results[1]["content"]
