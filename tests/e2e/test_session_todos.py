@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_session_line import owned_repo, planrun as line_planrun, read_until
+from tests.e2e.test_session_line import owned_repo, read_until
+from tests.e2e.test_session_line import planrun as line_planrun
 from tests.e2e.test_session_terminal import BADGE_EDITS, BADGE_PLAN, planrun
 from tests.support.fake_messages_api import FakeMessagesAPI, message, text, tool_use
 
