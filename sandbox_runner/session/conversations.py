@@ -131,6 +131,10 @@ class Conversations:
             definition, plan_file.container_path, plan_file.exists(), agents, memory
         )
 
+    def has_checklist(self) -> bool:
+        """Whether the work agent is given TodoWrite (its definition may disallow it)."""
+        return bool(work_extras(self.session.registry.get("general-purpose")))
+
     def _mode_of(self, which: str) -> Callable[[], PermissionMode]:
         if which == "plan":
             return lambda: PermissionMode.PLAN

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from sandbox_runner.batch.shipping.repo_files import looks_secret
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath
 from sandbox_runner.safe_text import one_line
+from sandbox_runner.secret_names import looks_secret
 
 MAX_FILE_BYTES = 256 * 1024
 """Bytes of one file attached, at most."""

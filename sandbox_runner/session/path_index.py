@@ -18,9 +18,9 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox_runner.batch.shipping.git_ignore import IgnoreRules, excludes_file
-from sandbox_runner.batch.shipping.git_index import Tracked, checkout_of
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.git_ignore import IgnoreRules, excludes_file
+from sandbox_runner.git_index import Tracked, checkout_of
 
 MAX_SCANNED = 100_000
 """Directory entries looked at per walk, at most: a huge tree is cut, never walked whole."""
@@ -101,6 +101,8 @@ def _entries(directory: Path) -> list[tuple[str, bool]]:
 
 def _git_view(root: Path) -> tuple[Tracked | None, IgnoreRules | None]:
     """What git tracks in ROOT and its ignore rules (None, None outside a repository)."""
+    from sandbox_runner.git_ignore import IgnoreRules
+
     try:
         checkout = checkout_of(root) if os.path.lexists(root / ".git") else None
     except ConfigError:

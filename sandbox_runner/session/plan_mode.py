@@ -89,7 +89,8 @@ class PlanMode:
             raise ConfigError("the plan can be applied in default or acceptEdits, not plan")
         self._leave(target, event="")
         path = str(session.plan_file.host_path)
-        steps = plan_steps(text)  # a new plan, a new checklist (none: the agent makes one)
+        # A new plan, a new checklist: its steps (none: the agent makes one, if it may).
+        steps = plan_steps(text) if session.conversations.has_checklist() else []
         session.state.todos = [step.to_saved() for step in steps]
         self._kickoff = prompts.kickoff(path, text, note, "\n".join(plain_lines(steps)))
         session.store.event("plan_accepted", plan_file=path, mode=target.value)
