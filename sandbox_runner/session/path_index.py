@@ -68,7 +68,8 @@ def walk_repository(
         here = directory_rules
         if here is not None:
             here = here.with_file(root / prefix / ".gitignore", prefix)
-        for name, is_dir in _entries(root / prefix if prefix else root):
+        listed = _entries(root / prefix if prefix else root, max_scanned - scanned + 1)
+        for name, is_dir in listed:
             scanned += 1
             if scanned > max_scanned or len(found) >= max_paths or time.monotonic() > deadline:
                 return RepoPaths(tuple(found), False)
@@ -81,13 +82,18 @@ def walk_repository(
     return RepoPaths(tuple(found), True)
 
 
-def _entries(directory: Path) -> list[tuple[str, bool]]:
-    """The names in DIRECTORY, sorted, each with whether it is a directory (a link is not:
-    it is offered, but never followed)."""
+def _entries(directory: Path, limit: int) -> list[tuple[str, bool]]:
+    """The names in DIRECTORY (the first LIMIT the system lists: a directory of millions is
+    not read whole), sorted, each with whether it is a directory (a link is not: it is
+    offered, never followed). A name that would not print as itself is left out."""
     try:
         with os.scandir(directory) as scan:
-            entries = []
+            entries: list[tuple[str, bool]] = []
             for entry in scan:
+                if len(entries) >= limit:
+                    break
+                if not entry.name.isprintable():
+                    continue
                 try:
                     mode = entry.stat(follow_symlinks=False).st_mode
                 except OSError:

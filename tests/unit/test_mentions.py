@@ -179,3 +179,16 @@ def test_the_index_is_cached_and_refreshed_in_the_background(repo: Path) -> None
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert os.path.exists(repo / "new.py")
+
+
+def test_one_huge_directory_is_not_read_whole_and_unprintable_names_are_left_out(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "flat"
+    root.mkdir()
+    for n in range(3000):
+        (root / f"f{n:04}").touch()
+    (root / "evil\x1b[31mname").touch()
+    walked = walk_repository(root, max_scanned=50)
+    assert not walked.complete and len(walked.paths) == 50
+    assert not [path for path in walk_repository(root).paths if not path.isprintable()]
