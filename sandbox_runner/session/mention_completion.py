@@ -53,7 +53,12 @@ class MentionCompleter(Completer):
         if match is None:
             return
         quote, typed = match.group(1), match.group(2)
-        for path in path_candidates(self.index.paths().paths, typed):
+        walked = self.index.paths()
+        found = path_candidates(walked.paths, typed)
+        if not found and not walked.complete:
+            # A huge tree: the walk was cut before it got there; list that directory now.
+            found = path_candidates(self.index.directory(typed.rpartition("/")[0]), typed)
+        for path in found:
             text = f'"{path}"' if quote or " " in path else path
             yield Completion(
                 text,

@@ -15,6 +15,7 @@ import stat
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,9 +136,15 @@ class PathIndex:
     """The paths of one repository for `@` completion: walked on first use (or ahead, with
     warm), then served from the cache; an old cache is served while a new walk runs."""
 
-    def __init__(self, root: Path, fresh_seconds: float = FRESH_SECONDS) -> None:
+    def __init__(
+        self,
+        root: Path,
+        fresh_seconds: float = FRESH_SECONDS,
+        walk: Callable[[Path], RepoPaths] = walk_repository,
+    ) -> None:
         self.root = root
         self.fresh_seconds = fresh_seconds
+        self.walk = walk
         self._lock = threading.Lock()
         self._walked: RepoPaths | None = None
         self._walked_at = 0.0
@@ -160,6 +167,24 @@ class PathIndex:
             walking.join(WALK_SECONDS * 2)
         return self._walked or RepoPaths((), False)
 
+    def directory(self, relative: str, limit: int = 1000) -> list[str]:
+        """The paths in one directory of the repository, listed now: what a cut walk did
+        not reach (RELATIVE is `a/b` or ""; a link or `..` on the way lists nothing)."""
+        parts = [part for part in relative.split("/") if part]
+        if ".." in parts or ".git" in parts:
+            return []
+        directory = self.root
+        for part in parts:
+            directory = directory / part
+            if directory.is_symlink() or not directory.is_dir():
+                return []
+        prefix = "/".join(parts) + "/" if parts else ""
+        return [
+            prefix + name + ("/" if is_dir else "")
+            for name, is_dir in _entries(directory, limit)
+            if name != ".git"
+        ]
+
     def _start_walk(self) -> threading.Thread | None:
         if self._walking is not None:
             return self._walking
@@ -170,7 +195,7 @@ class PathIndex:
 
     def _walk(self) -> None:
         try:
-            walked = walk_repository(self.root)
+            walked = self.walk(self.root)
         except OSError:
             walked = RepoPaths((), False)
         with self._lock:

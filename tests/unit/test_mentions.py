@@ -192,3 +192,15 @@ def test_one_huge_directory_is_not_read_whole_and_unprintable_names_are_left_out
     walked = walk_repository(root, max_scanned=50)
     assert not walked.complete and len(walked.paths) == 50
     assert not [path for path in walk_repository(root).paths if not path.isprintable()]
+
+
+def test_where_a_cut_walk_did_not_reach_the_directory_typed_is_listed(tmp_path: Path) -> None:
+    root = tmp_path / "deep"
+    for n in range(30):
+        (root / f"d{n:02}").mkdir(parents=True)
+        (root / f"d{n:02}" / "target.py").touch()
+    index = PathIndex(root, walk=lambda where: walk_repository(where, max_scanned=5))
+    completer = MentionCompleter(index)
+    [found] = completer.get_completions(Document("@d29/tar"), CompleteEvent())
+    assert found.text == "d29/target.py"
+    assert index.directory("../") == [] and index.directory("d29/../..") == []
