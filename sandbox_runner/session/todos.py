@@ -22,6 +22,8 @@ TODOS_EVENT = "todos_updated"
 """The AgentEvent kind a UI gets when the checklist changed (detail: the new checklist
 as text, one item a line)."""
 PENDING, IN_PROGRESS, COMPLETED = TODO_STATUSES
+MARKS = {PENDING: "[ ]", IN_PROGRESS: "[~]", COMPLETED: "[x]"}
+"""Each status as plain text shows it (line mode, /todos, what the agent is told)."""
 _MARKUP = re.compile(r"\*\*|__|`|^\[[ xX~]\]\s*")
 
 
@@ -114,6 +116,11 @@ def load_todos(saved: list[dict[str, str]]) -> list[Todo]:
         return []
 
 
+def plain_lines(todos: list[Todo]) -> list[str]:
+    """The checklist in plain text, one item a line: `[x] Add the flag`."""
+    return [f"{MARKS[todo.status]} {todo.content}" for todo in todos]
+
+
 def summary(todos: list[Todo]) -> str:
     """`2 of 5 done` and the item under way."""
     done = sum(1 for todo in todos if todo.status == COMPLETED)
@@ -122,8 +129,9 @@ def summary(todos: list[Todo]) -> str:
 
 
 class TodoWriteTool:
-    """TodoWrite for the work session: replaces the checklist in STATE (through SET),
-    and tells the UI through ON_EVENT; nothing runs in a sandbox, nothing is asked."""
+    """TodoWrite for the work session: hands the new checklist to SET_TODOS (which keeps it
+    in the session's state) and tells the UI through ON_EVENT; nothing runs in a sandbox,
+    nothing is asked."""
 
     def __init__(
         self,
@@ -176,16 +184,6 @@ def _shorten(text: str) -> str:
     if len(text) <= MAX_TODO_CHARS:
         return text
     return text[: MAX_TODO_CHARS - 1].rsplit(" ", 1)[0] + "…"
-
-
-MARKS = {PENDING: "[ ]", IN_PROGRESS: "[~]", COMPLETED: "[x]"}
-"""Each status as plain text shows it (line mode, /todos, what the agent is told)."""
-
-
-def plain_lines(todos: list[Todo], *, active: bool = False) -> list[str]:
-    """The checklist in plain text, one item a line: `[x] Add the flag`; with ACTIVE, an
-    item under way by its active form."""
-    return [f"{MARKS[todo.status]} {todo.label if active else todo.content}" for todo in todos]
 
 
 def todo_lines(saved: list[dict[str, str]]) -> list[str]:
