@@ -18,10 +18,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sandbox_runner.errors import ConfigError
-from sandbox_runner.git_ignore import IgnoreRules, excludes_file
-from sandbox_runner.git_index import Tracked, checkout_of
+if TYPE_CHECKING:
+    # Loaded by the walk, in its thread: the prompt is drawn without them.
+    from sandbox_runner.git_ignore import IgnoreRules
+    from sandbox_runner.git_index import Tracked
 
 MAX_SCANNED = 100_000
 """Directory entries looked at per walk, at most: a huge tree is cut, never walked whole."""
@@ -108,7 +110,9 @@ def _entries(directory: Path, limit: int) -> list[tuple[str, bool]]:
 
 def _git_view(root: Path) -> tuple[Tracked | None, IgnoreRules | None]:
     """What git tracks in ROOT and its ignore rules (None, None outside a repository)."""
-    from sandbox_runner.git_ignore import IgnoreRules
+    from sandbox_runner.errors import ConfigError
+    from sandbox_runner.git_ignore import IgnoreRules, excludes_file
+    from sandbox_runner.git_index import checkout_of
 
     try:
         checkout = checkout_of(root) if os.path.lexists(root / ".git") else None
