@@ -40,7 +40,11 @@ ENV_PREFIX = "PLANRUN_"
 DEFAULT_SOURCE = "default"
 BUILTIN_PERSPECTIVES: dict[str, list[str]] = {"default": []}
 """Presets every configuration has; "default" is one plan without a perspective."""
-FLAG_NAMES = {"planning_model": "--model", "synthesis": "--no-synthesis"}
+FLAG_NAMES = {
+    "planning_model": "--model",
+    "synthesis": "--no-synthesis",
+    "work_network": "--network",
+}
 """Flags whose name differs from the setting they set."""
 
 

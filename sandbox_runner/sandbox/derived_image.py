@@ -108,6 +108,11 @@ def _get(client: Any, tag: str) -> Any | None:
         raise ImageError(f"image {tag!r}: {_reason(error)}") from None
 
 
+def image_present(client: Any, tag: str) -> bool:
+    """Whether the engine has TAG."""
+    return _get(client, tag) is not None
+
+
 def base_image_id(client: Any, image: str, configured_in: str) -> str:
     """The id of the user's image; ImageMissingError (saying where it was set) if absent."""
     found = _get(client, image)
@@ -208,6 +213,7 @@ def docker_build(
     *,
     labels: dict[str, str],
     dockerfile: str = "Dockerfile",
+    buildargs: dict[str, str] | None = None,
     network: bool = False,
     what: str = "docker build",
 ) -> None:
@@ -219,6 +225,7 @@ def docker_build(
     stream = client.api.build(
         path=context,
         dockerfile=dockerfile,
+        buildargs=buildargs or {},
         tag=tag,
         labels={**labels, "io.planrun.image-version": __version__},
         network_mode="default" if network else "none",

@@ -22,7 +22,9 @@ if ! command -v patchelf >/dev/null; then
     fi
 fi
 
-mkdir -p "$runtime/bin" "$runtime/lib"
+# bin/ holds the tool server's python, tools/ what commands may use (searched after the
+# image's own PATH): planrun's python is no command's python3.
+mkdir -p "$runtime/bin" "$runtime/tools" "$runtime/lib"
 python=$(readlink -f "$(command -v python3)")
 version=$(basename "$python")                        # python3.11
 cp "$python" "$runtime/bin/$version"
@@ -36,13 +38,13 @@ done
 find "$runtime/lib/$version" -name '*.exe' -delete
 
 for tool in bash rg ctags git; do
-    cp "$(readlink -f "$(command -v "$tool")")" "$runtime/bin/$tool"
+    cp "$(readlink -f "$(command -v "$tool")")" "$runtime/tools/$tool"
 done
 
 loader=$(patchelf --print-interpreter "$runtime/bin/$version")
 cp "$loader" "$runtime/lib/$(basename "$loader")"
 # The closure of shared libraries: each line of ldd's "name => /path (address)".
-elves=("$runtime"/bin/* "$runtime/lib/$version/lib-dynload/"*.so)
+elves=("$runtime"/bin/* "$runtime"/tools/* "$runtime/lib/$version/lib-dynload/"*.so)
 for elf in "${elves[@]}"; do
     [ -L "$elf" ] && continue
     ldd "$elf" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
@@ -50,7 +52,7 @@ done | sort -u | while read -r name path; do
     cp -L "$path" "$runtime/lib/$name"
 done
 
-for program in "$runtime"/bin/*; do
+for program in "$runtime"/bin/* "$runtime"/tools/*; do
     [ -L "$program" ] && continue
     patchelf --set-interpreter "$runtime/lib/$(basename "$loader")" \
              --force-rpath --set-rpath '$ORIGIN/../lib' "$program"

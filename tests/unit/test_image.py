@@ -52,7 +52,15 @@ class FakeImages:
 
         if tag not in self.tags:
             raise docker.errors.ImageNotFound(tag)
-        return type("Image", (), {"short_id": "sha256:abc", "attrs": {"Size": 5_000_000}})()
+        attrs = {"short_id": "sha256:abc", "id": image_id(tag), "attrs": {"Size": 5_000_000}}
+        return type("Image", (), attrs)()
+
+
+def image_id(tag: str) -> str:
+    """The id FakeImages gives TAG."""
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
 
 
 class FakeDocker:

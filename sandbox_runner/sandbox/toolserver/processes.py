@@ -25,7 +25,7 @@ COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COMMAND_HOME = "/tmp"
 # In an image derived from the user's: planrun's runtime (bash, rg, ctags, git), searched
 # after the image's own PATH, and the environment the image declares (its ENV).
-RUNTIME_BIN = "/opt/planrun/runtime/bin"
+RUNTIME_TOOLS = "/opt/planrun/runtime/tools"
 IMAGE_ENV_FILE = "/opt/planrun/image-env.json"
 # What an image's environment does not hand to commands: git's variables (the git guard
 # sets those), shells' start-up files, and a preload that planrun's own tools would load.
@@ -108,13 +108,13 @@ def image_env(path: str = IMAGE_ENV_FILE) -> dict[str, str]:
 IMAGE_ENV = image_env()
 
 
-def command_search_path(image: dict[str, str] = IMAGE_ENV, runtime: str = RUNTIME_BIN) -> str:
+def command_search_path(image: dict[str, str] = IMAGE_ENV, runtime: str = RUNTIME_TOOLS) -> str:
     """Commands' PATH: the image's, then planrun's runtime when the image has one."""
     path = image.get("PATH") or COMMAND_PATH
     return f"{path}:{runtime}" if os.path.isdir(runtime) else path
 
 
-def shell(runtime: str = RUNTIME_BIN) -> str:
+def shell(runtime: str = RUNTIME_TOOLS) -> str:
     """The bash that runs Bash commands: the image's, else planrun's runtime's."""
     if os.access("/bin/bash", os.X_OK) or not os.access(f"{runtime}/bash", os.X_OK):
         return "/bin/bash"
