@@ -147,6 +147,7 @@ def sandbox() -> None:
     epilog=examples(
         "planrun sandbox run -- ls -la /workspace",
         "planrun sandbox run --repo ../api --memory 512 -- git status",
+        "planrun sandbox run --image node:22 -- node --version",
     ),
 )
 @repo_option("Workspace, mounted read-only.")
@@ -171,6 +172,7 @@ def sandbox() -> None:
 @click.option("--memory", "memory_mb", type=int, help="Memory limit in MB.")
 @click.option("--pids", type=int, help="Process limit.")
 @click.option("--cpus", type=float, help="CPU limit in cores.")
+@image_option()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
 @reports_errors
@@ -183,6 +185,7 @@ def sandbox_run(
     memory_mb: int | None,
     pids: int | None,
     cpus: float | None,
+    image: str | None,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND through a plan sandbox's bash operation, bypassing the tool policy.
@@ -202,6 +205,8 @@ def sandbox_run(
             command=shlex.join(command) if len(command) > 1 else command[0],
             timeout=timeout,
             limits={key: value for key, value in limits.items() if value is not None},
+            image=image,
+            progress=services(ctx).progress,
         )
     if result.output:
         click.echo(result.output, nl=not result.output.endswith("\n"))

@@ -156,8 +156,12 @@ def derive(
     with tempfile.TemporaryDirectory(prefix="planrun-derive-") as context:
         Path(context, SETUP_SCRIPT).write_bytes(_input(SETUP_SCRIPT))
         # The tool server hands the base's ENV to commands (toolserver/processes.py).
-        declared = client.images.get(base_id).attrs.get("Config", {}).get("Env") or []
-        Path(context, IMAGE_ENV_NAME).write_text(json.dumps(declared))
+        config = client.images.get(base_id).attrs.get("Config") or {}
+        Path(context, IMAGE_ENV_NAME).write_text(json.dumps(config.get("Env") or []))
+        if config.get("Volumes"):
+            volumes = ", ".join(sorted(config["Volumes"]))
+            progress(f"warning: {image} declares volumes ({volumes}): each sandbox gets them "
+                     "as writable anonymous volumes; prefer an image without VOLUME")  # fmt: skip
         dockerfile = DERIVED_DOCKERFILE.format(
             base=base_id,
             runtime=runtime,
