@@ -241,3 +241,20 @@ def test_a_trusted_devcontainer_dockerfile_is_built_without_network(
         .check()
         .startswith("planrun-sandbox:")
     )
+
+
+def test_git_on_a_derived_image_still_obeys_no_repository_config(
+    make: Made, derived_busybox: str, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.txt").write_text("a\n")
+    git_repo(repo)
+    with (repo / ".git/config").open("a") as config:
+        config.write('[core]\n\tfsmonitor = "touch /tmp/pwned; false"\n')
+        config.write('[alias]\n\tlg = "!touch /tmp/aliased"\n')
+    with make(derived_busybox, repo) as sandbox:
+        status = bash(sandbox, "git status --short && git log --format=%s; git lg; ls /tmp")
+    # git ran (the commit is there), and neither the fsmonitor nor the alias did.
+    assert status.output.splitlines()[0] == "first", status.output
+    assert "pwned" not in status.output and "aliased" not in status.output, status.output
