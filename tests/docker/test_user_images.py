@@ -115,6 +115,9 @@ def test_a_plan_sandbox_on_busybox_reads_searches_lists_and_runs_commands(
         listed = sandbox.call(ToolRequest("ls", {"path": "/workspace"}))
         ls = bash(sandbox, "ls /workspace/src && echo $BASH_VERSION && command -v ls")
         log = bash(sandbox, "git log --oneline")
+        symbols = sandbox.call(
+            ToolRequest("lsp", {"operation": "document_symbols", "file_path": "src/app.js"})
+        )
         written = bash(sandbox, "echo x > /workspace/new")
     assert read.ok and "return 'hello'" in read.output
     assert found.ok and "src/app.js" in found.output and "greet" in found.output
@@ -124,6 +127,7 @@ def test_a_plan_sandbox_on_busybox_reads_searches_lists_and_runs_commands(
     # The image's own ls (busybox), run by planrun's bash since the image has none.
     assert ls.output.splitlines()[0] == "app.js" and ls.output.splitlines()[2] == "/bin/ls"
     assert log.exit_code == 0 and log.output.strip().endswith("first"), log.output
+    assert symbols.ok and "greet" in symbols.output, symbols.error  # planrun's ctags
     assert written.exit_code != 0 and "Read-only file system" in written.output
 
 
