@@ -262,3 +262,34 @@ def test_git_on_a_derived_image_still_obeys_no_repository_config(
     # git ran (the commit is there), and neither the fsmonitor nor the alias did.
     assert status.output.splitlines()[0] == "first", status.output
     assert "pwned" not in status.output and "aliased" not in status.output, status.output
+
+
+def test_a_path_into_the_repository_is_not_searched(
+    make: Made, docker_client: Any, busybox: str, tmp_path: Path
+) -> None:
+    """An image whose PATH starts in /workspace: a planted `ls` and `rg` do not run."""
+    planted, _ = docker_client.images.build(
+        fileobj=_dockerfile(f"FROM {busybox}\nENV PATH=/workspace/bin:.:/bin\n"),
+        rm=True,
+        network_mode="none",
+    )
+    repo = tmp_path / "repo"
+    (repo / "bin").mkdir(parents=True)
+    for name in ("ls", "rg"):
+        (repo / "bin" / name).write_text("#!/bin/sh\necho planted\n")
+        (repo / "bin" / name).chmod(0o755)
+    (repo / "ls").write_text("#!/bin/sh\necho planted\n")
+    world_writable(repo)
+    for name in ("ls", "rg"):
+        (repo / "bin" / name).chmod(0o777)
+    (repo / "ls").chmod(0o777)
+    derived = derive(docker_client, planted.id, "test")
+    try:
+        with make(derived, repo) as sandbox:
+            listed = bash(sandbox, "ls /workspace; echo $PATH")
+            found = sandbox.call(ToolRequest("grep", {"pattern": "planted"}))
+    finally:
+        docker_client.images.remove(derived)
+    assert "planted" not in listed.output.splitlines()[0]
+    assert listed.output.splitlines()[-1] == "/bin:/opt/planrun/runtime/tools"
+    assert found.ok and "bin/ls" in found.output, found.output

@@ -106,3 +106,12 @@ def test_commands_inherit_the_image_s_env_but_not_git_s_or_a_preload(tmp_path: P
         f"/usr/local/go/bin:/usr/bin:/bin:{runtime}"
     )
     assert processes.command_search_path({}, str(tmp_path / "none")) == processes.COMMAND_PATH
+
+
+def test_no_command_is_looked_up_in_the_repository_or_a_writable_place(tmp_path: Path) -> None:
+    image = {"PATH": ".::/workspace/node_modules/.bin:/tmp/bin:/ro/x:/usr/local/bin:/bin"}
+    assert processes.command_search_path(image, str(tmp_path / "none")) == "/usr/local/bin:/bin"
+    only_bad = {"PATH": "./bin:/workspace"}
+    assert processes.command_search_path(only_bad, str(tmp_path / "none")) == (
+        processes.COMMAND_PATH
+    )

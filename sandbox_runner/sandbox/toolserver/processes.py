@@ -29,6 +29,8 @@ RUNTIME_TOOLS = "/opt/planrun/runtime/tools"
 IMAGE_ENV_FILE = "/opt/planrun/image-env.json"
 # What an image's environment does not hand to commands: git's variables (the git guard
 # sets those), shells' start-up files, and a preload that planrun's own tools would load.
+# Where the repository, plans, extra directories and commands' files are: never searched.
+UNTRUSTED_ROOTS = ("/workspace", "/plan", "/ro", "/tmp")
 IMAGE_ENV_DROPPED = ("GIT_", "PLANRUN_", "BASH_ENV=", "ENV=", "LD_PRELOAD=", "LD_AUDIT=")
 
 
@@ -109,9 +111,23 @@ IMAGE_ENV = image_env()
 
 
 def command_search_path(image: dict[str, str] = IMAGE_ENV, runtime: str = RUNTIME_TOOLS) -> str:
-    """Commands' PATH: the image's, then planrun's runtime when the image has one."""
-    path = image.get("PATH") or COMMAND_PATH
-    return f"{path}:{runtime}" if os.path.isdir(runtime) else path
+    """Commands' PATH: the image's, then planrun's runtime when the image has one.
+
+    Only the image's own directories: an entry that is relative (`.`, empty) or lies in
+    the repository, /plan, /ro or /tmp is dropped, or a planted `rg`, `git` or `ls` would
+    run in place of the image's (Grep, plan mode's read-only commands)."""
+    entries = [
+        entry
+        for entry in (image.get("PATH") or COMMAND_PATH).split(":")
+        if entry.startswith("/") and not _in_sandbox_mounts(os.path.normpath(entry))
+    ]
+    if os.path.isdir(runtime):
+        entries.append(runtime)
+    return ":".join(entries) or COMMAND_PATH
+
+
+def _in_sandbox_mounts(path: str) -> bool:
+    return any(path == root or path.startswith(root + "/") for root in UNTRUSTED_ROOTS)
 
 
 def shell(runtime: str = RUNTIME_TOOLS) -> str:
