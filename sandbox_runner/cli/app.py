@@ -8,7 +8,7 @@ import importlib
 import click
 
 from sandbox_runner import __version__
-from sandbox_runner.cli.options import examples, model_option, repo_option
+from sandbox_runner.cli.options import examples, image_option, model_option, repo_option
 
 COMMAND_MODULES = {
     "agents": "agents",
@@ -68,6 +68,13 @@ class LazyGroup(click.Group):
     help="Resume the latest session of this repository.",
 )
 @model_option("The session's model (default: the configured model).")
+@image_option()
+@click.option(
+    "--network",
+    is_flag=True,
+    default=None,
+    help="Let the work session's commands reach the network (plan sandboxes never do).",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -78,6 +85,8 @@ def cli(
     resume_id: str | None,
     continue_latest: bool,
     model: str | None,
+    image: str | None,
+    network: bool | None,
 ) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
@@ -98,5 +107,7 @@ def cli(
         resume_id=resume_id,
         continue_latest=continue_latest,
         model=model,
+        image=image,
+        network=network,
     )
     start_session(ctx, options)

@@ -12,6 +12,7 @@ import click
 from sandbox_runner.cli.options import (
     REPORT_JSON_HELP,
     examples,
+    image_option,
     json_option,
     model_option,
     out_option,
@@ -82,6 +83,7 @@ from sandbox_runner.safe_text import one_line
     type=click.Path(path_type=Path),
     help="Record the conversations into this directory.",
 )
+@image_option()
 @click.pass_context
 @reports_errors
 def plan(
@@ -103,6 +105,7 @@ def plan(
     no_synthesis: bool,
     replay: Path | None,
     record: Path | None,
+    image: str | None,
 ) -> None:
     """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
 
@@ -126,6 +129,7 @@ def plan(
         no_synthesis=no_synthesis,
         replay=replay,
         record=record,
+        image=image,
     )
     outcome = plan_run(options, services(ctx), warn=warn, watch=_announce(as_json))
     show_outcome(ctx, outcome, as_json=as_json)

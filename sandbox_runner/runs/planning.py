@@ -59,6 +59,8 @@ class PlanOptions:
     """Recorded conversations to play instead of calling the API."""
     record: Path | None = None
     """Where to record the conversations."""
+    image: str | None = None
+    """The user's toolchain image (--image); None: the configured one."""
 
     def request(self, requirements: str) -> PlanRequest:
         """The run's request, with the requirements as read."""
@@ -74,6 +76,7 @@ class PlanOptions:
             max_turns=self.max_turns,
             timeout=self.timeout,
             synthesis=False if self.no_synthesis else None,
+            overrides={"image": self.image} if self.image else {},
         )
 
 

@@ -18,7 +18,8 @@ from sandbox_runner.agents.definitions import (
 from sandbox_runner.agents.memory import load_memory
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.synthesis import SYNTHESIS_AGENT
-from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
+from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.config_values import UNTRUSTED_MODEL_HINT
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.inputs import read_context_files, read_template
