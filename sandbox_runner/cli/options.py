@@ -37,6 +37,15 @@ def model_option(help: str) -> Callable[[F], F]:
     return click.option("--model", help=help)
 
 
+def image_option() -> Callable[[F], F]:
+    """`--image`: the user's toolchain image, which planrun adds its runtime to."""
+    return click.option(
+        "--image",
+        metavar="IMAGE",
+        help="Run the sandboxes on your image (planrun adds its tool server to it).",
+    )
+
+
 def allow_web_option() -> Callable[[F], F]:
     """`--allow-web HOST` (`allow_web`, repeatable): hosts WebFetch and WebSearch may reach,
     added to the `web` setting's."""

@@ -13,6 +13,7 @@ from sandbox_runner.cli.options import (
     REPORT_JSON_HELP,
     allow_web_option,
     examples,
+    image_option,
     json_option,
     model_option,
     out_option,
@@ -84,6 +85,7 @@ from sandbox_runner.safe_text import one_line
     type=click.Path(path_type=Path),
     help="Record the conversations into this directory.",
 )
+@image_option()
 @click.pass_context
 @reports_errors
 def plan(
@@ -106,6 +108,7 @@ def plan(
     allow_web: tuple[str, ...],
     replay: Path | None,
     record: Path | None,
+    image: str | None,
 ) -> None:
     """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
 
@@ -130,6 +133,7 @@ def plan(
         allow_web=allow_web,
         replay=replay,
         record=record,
+        image=image,
     )
     outcome = plan_run(options, services(ctx), warn=warn, watch=_announce(as_json))
     show_outcome(ctx, outcome, as_json=as_json)

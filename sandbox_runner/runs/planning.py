@@ -61,6 +61,8 @@ class PlanOptions:
     """Recorded conversations to play instead of calling the API."""
     record: Path | None = None
     """Where to record the conversations."""
+    image: str | None = None
+    """The user's toolchain image (--image); None: the configured one."""
 
     def request(self, requirements: str) -> PlanRequest:
         """The run's request, with the requirements as read."""
@@ -77,6 +79,7 @@ class PlanOptions:
             timeout=self.timeout,
             synthesis=False if self.no_synthesis else None,
             allow_web=self.allow_web,
+            overrides={"image": self.image} if self.image else {},
         )
 
 

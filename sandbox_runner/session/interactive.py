@@ -50,6 +50,10 @@ class SessionOptions:
     """The session's model; None: the configured one."""
     allow_web: tuple[str, ...] = ()
     """Hosts the web tools may reach, besides the `web` setting's (--allow-web)."""
+    image: str | None = None
+    """The user's toolchain image (--image); None: the configured one."""
+    network: bool | None = None
+    """--network: the work sandbox reaches the network; None: the work_network setting."""
 
 
 class SessionHost(Protocol):
@@ -70,7 +74,8 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     problem = work_owner_problem(workspace)
     if problem:
         raise WorkspaceError(problem)
-    loaded = load_settings(workspace, flags={"planning_model": None})
+    flags = {"planning_model": None, "image": options.image, "work_network": options.network}
+    loaded = load_settings(workspace, flags=flags)
     web = granted(loaded.settings.web, options.allow_web)
     registry = _registry(workspace, loaded, warn, web)
     if options.resume_id == "":

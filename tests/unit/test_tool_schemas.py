@@ -48,6 +48,7 @@ EXPECTED_FIELDS = {
     "ExitPlanMode": {"summary"},
     "WebFetch": {"url", "prompt"},
     "WebSearch": {"query", "allowed_domains", "blocked_domains"},
+    "TodoWrite": {"todos"},
 }
 
 
