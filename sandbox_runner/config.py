@@ -93,6 +93,10 @@ class Settings:
     goes past it is stopped. A project file may only lower it."""
     trusted_projects: list[str] = field(default_factory=list)
     """Repositories (paths) whose config and agent files may choose the model; user only."""
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    """MCP servers, and grants to a repository's (docs/mcp.md); user only."""
+    mcp_image: str | None = None
+    """The image of stdio MCP servers (unset: the sandbox image); user only."""
 
 
 _DEFAULTS = Settings()

@@ -30,6 +30,7 @@ from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, repla
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.redact import redact
+from sandbox_runner.tools.mcp_offer import McpTools
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
@@ -96,6 +97,7 @@ class PlanAgentRun:
         on_event: EventSink | None = None,
         cancel: threading.Event | None = None,
         allowed_tools: frozenset[str] | None = None,
+        mcp: McpTools | None = None,
     ) -> None:
         self.definition = definition
         self.model_id = model_id
@@ -103,7 +105,10 @@ class PlanAgentRun:
         self.paths = paths
         self.sections = sections
         self.label = label
-        self.tools = self._offered_tools(allowed_tools)
+        # Plan mode: only the MCP tools that read are offered; a call of another is
+        # refused with guidance and kept as a suggestion.
+        offer = mcp.offer(definition.gives_mcp_tool, read_only=True) if mcp else None
+        self.tools = [*self._offered_tools(allowed_tools), *(offer.specs if offer else ())]
         rules = Rules(plan_file=paths.container_plan_file)
         config = LoopConfig(
             model=model,
@@ -114,12 +119,15 @@ class PlanAgentRun:
                 offered=frozenset(tool.name for tool in self.tools),
                 workspace_host=str(workspace),
                 agent=definition.name,
+                mcp_tools=offer.names if offer else frozenset(),
+                mcp_read_only=offer.read_only if offer else frozenset(),
             ),
             mode=lambda: PermissionMode.PLAN,
             rules=lambda: rules,
             transcript=paths.transcript,
             limits=limits or RunLimits(),
             label=label,
+            host_tools=offer.host_tools() if offer else {},
         )
         self.loop = AgentLoop(
             config, sandbox=sandbox, hooks=PlanHooks(self), on_event=on_event, cancel=cancel
@@ -128,9 +136,7 @@ class PlanAgentRun:
     def _offered_tools(self, allowed: frozenset[str] | None) -> list[ToolSpec]:
         # A plan agent's definition never lists Write or Edit; it gets them here, scoped by
         # the policy to its plan file, because writing the plan is its whole job.
-        exploring = [
-            t for t in self.definition.effective_tools() if allowed is None or t in allowed
-        ]
+        exploring = [t for t in self.definition.planrun_tools() if allowed is None or t in allowed]
         names = [*exploring, "Write", "Edit"]
         return tools_for(dict.fromkeys(names))
 

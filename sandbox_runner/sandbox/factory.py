@@ -4,12 +4,13 @@ and interactive sessions."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_runner import Sandbox
 from sandbox_runner.config import LoadedSettings
+from sandbox_runner.sandbox.mcp_container import McpContainer, McpContainerSpec
 from sandbox_runner.sandbox.spec import SandboxSpec
 
 if TYPE_CHECKING:
@@ -76,6 +77,25 @@ class DockerSandboxes:
             session=session, agent=agent, protected=protected,
         )  # fmt: skip
         return provider.create(spec)
+
+    def mcp_server(
+        self,
+        name: str,
+        command: tuple[str, ...],
+        *,
+        env: Mapping[str, str],
+        network: bool,
+        image: str | None,
+        session: str,
+    ) -> McpContainer:
+        """The container of a stdio MCP server (not started): the workspace read-only, its
+        IMAGE (default: the sandbox image), the ENV its definition names and nothing else."""
+        provider, sandbox_image = self._connected()
+        spec = McpContainerSpec(
+            name, command, self.workspace, image or sandbox_image, env, network,
+            self.extra_dirs, self.limits, session,
+        )  # fmt: skip
+        return McpContainer(spec, provider.docker_client, provider.live)
 
     def for_run(self, session: str) -> Callable[[Path | None], Sandbox]:
         """A plan run's factory: a plan sandbox per plan directory (the agent is named

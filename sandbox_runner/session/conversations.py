@@ -93,7 +93,7 @@ class Conversations:
 
         session, plan = self.session, which == "plan"
         definition = session.registry.get("Plan" if plan else "general-purpose")
-        names = [*definition.effective_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
+        names = [*definition.planrun_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
         tools = tools_for(dict.fromkeys(n for n in names if n != "NotebookEdit"))
         return LoopConfig(
             model=session.model(which),

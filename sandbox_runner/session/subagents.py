@@ -99,7 +99,7 @@ class TaskRunner:
     def _run_in_slot(self, agent: AgentDefinition, prompt: str, label: str, stop: Cancel) -> str:
         mode = PermissionMode.PLAN if agent.read_only else self.approver_mode()
         sandbox = self.sandboxes.read_only() if agent.read_only else self.sandboxes.work()
-        tools = tools_for(name for name in agent.effective_tools() if name != "Task")
+        tools = tools_for(name for name in agent.planrun_tools() if name != "Task")
         config = LoopConfig(
             model=self.model(label),
             model_id=self.model_id,
