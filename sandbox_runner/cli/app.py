@@ -4,11 +4,12 @@ each found in its module when it is first asked for."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import click
 
 from sandbox_runner import __version__
-from sandbox_runner.cli.options import examples, model_option, repo_option
+from sandbox_runner.cli.options import examples, mcp_options, model_option, repo_option
 
 COMMAND_MODULES = {
     "agents": "agents",
@@ -16,6 +17,7 @@ COMMAND_MODULES = {
     "config": "config_cmd",
     "engine": "infra",
     "image": "infra",
+    "mcp": "mcp_cmd",
     "plan": "plan_cmd",
     "plans": "plans_cmd",
     "sandbox": "infra",
@@ -68,6 +70,7 @@ class LazyGroup(click.Group):
     help="Resume the latest session of this repository.",
 )
 @model_option("The session's model (default: the configured model).")
+@mcp_options
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -78,6 +81,8 @@ def cli(
     resume_id: str | None,
     continue_latest: bool,
     model: str | None,
+    mcp_config: Path | None,
+    strict_mcp_config: bool,
 ) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
@@ -88,6 +93,7 @@ def cli(
         return
     # Imported only now: `planrun CMD` starts without loading the session.
     from sandbox_runner.cli.session_cmd import start_session
+    from sandbox_runner.mcp.launch import McpChoice
     from sandbox_runner.session.interactive import SessionOptions
     from sandbox_runner.tools.permissions import PermissionMode
 
@@ -98,5 +104,6 @@ def cli(
         resume_id=resume_id,
         continue_latest=continue_latest,
         model=model,
+        mcp=McpChoice(mcp_config, strict_mcp_config),
     )
     start_session(ctx, options)

@@ -13,12 +13,14 @@ from sandbox_runner.cli.options import (
     REPORT_JSON_HELP,
     examples,
     json_option,
+    mcp_options,
     model_option,
     out_option,
     repo_option,
 )
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
+from sandbox_runner.mcp.launch import McpChoice
 from sandbox_runner.plans.history import runs_dir
 from sandbox_runner.plans.report import Report
 from sandbox_runner.runs.multi import PlanRunOutcome
@@ -82,6 +84,7 @@ from sandbox_runner.safe_text import one_line
     type=click.Path(path_type=Path),
     help="Record the conversations into this directory.",
 )
+@mcp_options
 @click.pass_context
 @reports_errors
 def plan(
@@ -103,6 +106,8 @@ def plan(
     no_synthesis: bool,
     replay: Path | None,
     record: Path | None,
+    mcp_config: Path | None,
+    strict_mcp_config: bool,
 ) -> None:
     """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
 
@@ -126,6 +131,7 @@ def plan(
         no_synthesis=no_synthesis,
         replay=replay,
         record=record,
+        mcp=McpChoice(mcp_config, strict_mcp_config),
     )
     outcome = plan_run(options, services(ctx), warn=warn, watch=_announce(as_json))
     show_outcome(ctx, outcome, as_json=as_json)

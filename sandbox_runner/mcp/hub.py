@@ -20,8 +20,6 @@ from sandbox_runner.tools.mcp_offer import McpOffer
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.types import ToolCall, ToolResult, ToolSpec
 
-STARTUP_TIMEOUT = 30.0
-"""Seconds a server has to start, answer `initialize` and list its tools."""
 API_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """What the Messages API accepts as a tool name."""
 
@@ -40,6 +38,8 @@ class ServerContainer(Protocol):
 
 
 Containers = Callable[[ServerDefinition], ServerContainer]
+Asker = Callable[[ServerDefinition], bool]
+"""Asks the user whether a repository's server may start (an interactive session)."""
 
 
 @dataclass(frozen=True)
@@ -71,24 +71,28 @@ class McpHub:
         *,
         containers: Containers,
         approvals: Approvals | None = None,
-        startup_timeout: float = STARTUP_TIMEOUT,
     ) -> None:
         self.servers = servers
         self.workspace = workspace
         self._containers = containers
         self._approvals = approvals or Approvals()
-        self._startup_timeout = startup_timeout
         self._running: dict[str, _Running] = {}
         self._lock = threading.Lock()
         self.tools: list[McpTool] = []
         self.notes: list[str] = list(servers.notes)
         """One line per server that did not start (unapproved, ungranted, failed)."""
 
-    def startable(self) -> list[ServerDefinition]:
-        """The servers that may start; a note for each of the others."""
+    def startable(self, ask: Asker | None = None) -> list[ServerDefinition]:
+        """The servers that may start; a note for each of the others. ASK, when someone
+        can answer, is asked about each repository server not approved yet (a yes is
+        remembered)."""
         ready = []
         for server in self.servers.servers:
-            if not self._approvals.approved(self.workspace, server):
+            approved = self._approvals.approved(self.workspace, server)
+            if not approved and ask is not None and ask(server):
+                self._approvals.approve(self.workspace, server)
+                approved = True
+            if not approved:
                 self.notes.append(
                     f"MCP server {server.name!r} of {server.origin} is not approved, so it was "
                     f"not started; to use it: planrun mcp approve {server.name}"
@@ -105,11 +109,13 @@ class McpHub:
                 ready.append(server)
         return ready
 
-    def start(self, on_progress: Callable[[str], None] | None = None) -> None:
+    def start(
+        self, on_progress: Callable[[str], None] | None = None, ask: Asker | None = None
+    ) -> None:
         """Start every server that may start, side by side; one that fails is a note."""
         progress = on_progress or (lambda text: None)
         threads = []
-        for server in self.startable():
+        for server in self.startable(ask):
             progress(f"starting MCP server {server.name} ({server.describe()})")
             thread = threading.Thread(target=self._start_one, args=(server,), daemon=True)
             thread.start()
@@ -127,7 +133,7 @@ class McpHub:
                 connection = _stdio_connection(server, container)
             else:
                 connection = McpConnection(server.name, _remote_opener(server), lambda: "")
-            listed = connection.start(self._startup_timeout)
+            listed = connection.start(server.grants.startup_timeout)
         except (McpError, PlanrunError) as error:
             self._fail(server, connection, container, str(error))
             return

@@ -13,7 +13,7 @@ from sandbox_runner.config import LoadedSettings
 from sandbox_runner.mcp.servers import ServerDefinition, load_servers
 
 if TYPE_CHECKING:
-    from sandbox_runner.mcp.hub import Containers, McpHub, ServerContainer
+    from sandbox_runner.mcp.hub import Asker, Containers, McpHub, ServerContainer
     from sandbox_runner.sandbox.factory import DockerSandboxes
 
 
@@ -35,6 +35,7 @@ def open_hub(
     choice: McpChoice,
     session: str,
     progress: Callable[[str], None],
+    ask: Asker | None = None,
 ) -> McpHub | None:
     """Start the servers that may start (approved, granted) and list their tools; None
     when the workspace has no server at all. The hub's notes say what did not start.
@@ -54,7 +55,7 @@ def open_hub(
     hub = McpHub(
         servers, workspace, containers=containers_for(sandboxes, loaded.settings.mcp_image, session)
     )
-    hub.start(progress)
+    hub.start(progress, ask)
     return hub
 
 

@@ -20,6 +20,8 @@ REPOSITORY_FILE = ".mcp.json"
 MAX_FILE_BYTES = 256 * 1024
 DEFAULT_CALL_TIMEOUT = 60.0
 """Seconds a tool call may take, unless the user's entry sets `timeout`."""
+DEFAULT_STARTUP_TIMEOUT = 30.0
+"""Seconds a server has to start, answer `initialize` and list its tools."""
 SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,47}")
 """A server name: no `_` run of two, so that `mcp__<server>__<tool>` splits one way."""
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -41,6 +43,8 @@ class Grants:
     """The image its container runs (default: the `mcp_image` setting, else the sandbox's)."""
     timeout: float = DEFAULT_CALL_TIMEOUT
     """Seconds one tool call may take."""
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    """Seconds it has to start and list its tools."""
 
 
 @dataclass(frozen=True)
@@ -236,10 +240,16 @@ def _grants(name: str, entry: Any) -> Grants:
     image = entry.get("image")
     if image is not None and not isinstance(image, str):
         raise ConfigError(f"{where}: image must be an image tag")
-    timeout = entry.get("timeout", DEFAULT_CALL_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 1:
-        raise ConfigError(f"{where}: timeout must be a number of seconds, at least 1")
-    return Grants(network, frozenset(tools), image, float(timeout))
+    timeout = _seconds(entry, "timeout", DEFAULT_CALL_TIMEOUT, where)
+    startup = _seconds(entry, "startup_timeout", DEFAULT_STARTUP_TIMEOUT, where)
+    return Grants(network, frozenset(tools), image, timeout, startup)
+
+
+def _seconds(entry: dict[str, Any], key: str, default: float, where: str) -> float:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
+        raise ConfigError(f"{where}: {key} must be a number of seconds, at least 1")
+    return float(value)
 
 
 def _string(value: Any, where: str) -> str:

@@ -95,20 +95,29 @@ class Conversations:
         definition = session.registry.get("Plan" if plan else "general-purpose")
         names = [*definition.planrun_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
         tools = tools_for(dict.fromkeys(n for n in names if n != "NotebookEdit"))
+        # The plan session is offered only the MCP tools that read; the work session all,
+        # each call of a writing one asked about (and refused while in plan mode).
+        servers = session.mcp
+        offer = servers.offer(definition.gives_mcp_tool, read_only=plan) if servers else None
+        tools += offer.specs if offer else ()
         return LoopConfig(
             model=session.model(which),
             model_id=session.state.model,
             system_prompt=self._system_prompt(which, definition),
             tools=lambda: tools,
             context=ToolContext(
-                frozenset(t.name for t in tools), str(session.workspace), definition.name
+                frozenset(t.name for t in tools),
+                str(session.workspace),
+                definition.name,
+                mcp_tools=offer.names if offer else frozenset(),
+                mcp_read_only=offer.read_only if offer else frozenset(),
             ),
             mode=self._mode_of(which),
             rules=self._rules_of(which),
             transcript=session.store.transcript(which),
             limits=session.limits,
             label=session.state.id + ("-plan" if plan else ""),
-            host_tools=self._host_tools(which),
+            host_tools={**self._host_tools(which), **(offer.host_tools() if offer else {})},
         )
 
     def _system_prompt(self, which: str, definition: AgentDefinition) -> Callable[[], str]:
@@ -160,6 +169,7 @@ class Conversations:
             on_event=session.ui.event,
             slots=self._task_slots,
             memory=session.memory.prompt(),
+            mcp=session.mcp,
         )
         tools: dict[str, HostTool] = {"Task": runner}
         if which == "plan":

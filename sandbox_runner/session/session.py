@@ -24,6 +24,7 @@ from sandbox_runner.limits import RunLimits
 from sandbox_runner.session import accounting, prompts
 from sandbox_runner.session.conversations import Conversations
 from sandbox_runner.session.hooks import Notes
+from sandbox_runner.session.mcp_servers import SessionServers
 from sandbox_runner.session.plan_file import PlanFile
 from sandbox_runner.session.plan_mode import PlanAccepted, PlanMode
 from sandbox_runner.session.state import SessionState, SessionStore
@@ -46,6 +47,7 @@ class Session:
         ui: SessionUI,
         limits: RunLimits,
         task_budget: int = 4,
+        mcp: SessionServers | None = None,
     ) -> None:
         self.store, self.state = store, state
         self.workspace = workspace
@@ -54,6 +56,8 @@ class Session:
         self.model = model
         self.ui = ui
         self.limits = limits
+        self.mcp = mcp
+        """The MCP servers, started at the first turn; None when none are defined."""
         self._memory: Memory | None = None
         self.cancel = threading.Event()
         """Set by the user's interrupt (and by close); cleared when new work starts."""
@@ -91,6 +95,8 @@ class Session:
         self.cancel.set()
         self.save()
         self.conversations.stop()
+        if self.mcp is not None:
+            self.mcp.stop()
 
     def save(self) -> None:
         self.store.save(self.state)

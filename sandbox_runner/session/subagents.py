@@ -24,6 +24,7 @@ from sandbox_runner.agents.run_state import LimitReached
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.session.ui import SubagentSandboxes
+from sandbox_runner.tools.mcp_offer import McpTools
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
@@ -54,6 +55,8 @@ class TaskRunner:
     """The session's budget of subagent containers, shared by its Task runners."""
     memory: str = ""
     """The memory files' section of every subagent's prompt (agents.memory)."""
+    mcp: McpTools | None = None
+    """The session's MCP servers: a read-only agent is offered their read-only tools."""
 
     def __post_init__(self) -> None:
         self._numbers = itertools.count(1)
@@ -100,17 +103,28 @@ class TaskRunner:
         mode = PermissionMode.PLAN if agent.read_only else self.approver_mode()
         sandbox = self.sandboxes.read_only() if agent.read_only else self.sandboxes.work()
         tools = tools_for(name for name in agent.planrun_tools() if name != "Task")
+        offer = (
+            self.mcp.offer(agent.gives_mcp_tool, read_only=agent.read_only) if self.mcp else None
+        )
+        tools += offer.specs if offer else ()
         config = LoopConfig(
             model=self.model(label),
             model_id=self.model_id,
             system_prompt=subagent_prompt(agent, self.memory),
             tools=lambda: tools,
-            context=ToolContext(frozenset(t.name for t in tools), str(self.workspace), agent.name),
+            context=ToolContext(
+                frozenset(t.name for t in tools),
+                str(self.workspace),
+                agent.name,
+                mcp_tools=offer.names if offer else frozenset(),
+                mcp_read_only=offer.read_only if offer else frozenset(),
+            ),
             mode=lambda: mode,
             rules=lambda: Rules(),
             transcript=self.transcripts / f"{label}.transcript.jsonl",
             limits=self.limits,
             label=label,
+            host_tools=offer.host_tools() if offer else {},
         )
         loop = AgentLoop(
             config,

@@ -34,6 +34,6 @@ class McpOffer:
 class McpTools(Protocol):
     """The running MCP servers of a run or a session (mcp/hub.py)."""
 
-    def offer(self, gives: Callable[[str, str], bool], *, read_only: bool) -> McpOffer:
+    def offer(self, gives: Callable[[str, str], bool], *, read_only: bool) -> McpOffer | None:
         """The tools GIVES (server, tool) grants an agent; READ_ONLY offers only the
-        read-only ones (plan mode)."""
+        read-only ones (plan mode). None: no server runs."""

@@ -146,8 +146,8 @@ def _mcp(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
         )
     if use.name in rules.approved_prefixes:
         return Allow(use.request)
-    shown = arguments if len(arguments) <= GLANCE_CHARS else arguments[:GLANCE_CHARS] + "…"
-    return Ask(use.request, f"call {use.name} {shown}", ToolKind.MCP, prefix=use.name)
+    # The arguments are shown beside the question (session/approval_view.py).
+    return Ask(use.request, f"call {use.name}", ToolKind.MCP, prefix=use.name)
 
 
 def _command(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:

@@ -448,13 +448,13 @@ def test_claude_code_tools_planrun_lacks_are_left_out_with_a_warning(fs: FakeFil
     agent_file(
         fs,
         Path("/repo/.claude/agents/web.md"),
-        "name: researcher\ndescription: Reads the web\ntools: Read, WebFetch, mcp__github__search",
+        "name: researcher\ndescription: Reads the web\ntools: Read, Teleport, mcp__github__search",
         "Research.",
     )
     registry = load()
-    assert registry.get("researcher").tools == ("Read",)
+    assert registry.get("researcher").tools == ("Read", "mcp__github__search")
     [warning] = registry.warnings
-    assert "WebFetch" in warning.message and "mcp__github__search" in warning.message
+    assert "Teleport" in warning.message and "mcp__github__search" not in warning.message
 
 
 def test_the_format_lists_the_accepted_heading_names() -> None:
