@@ -101,7 +101,11 @@ class McpConnection:
                 f"MCP server {self.server!r} did not answer {tool} within {timeout:g} s", True
             )
         except Exception as error:
-            if self._session is None or self._ended:
+            if getattr(_first(error), "code", None) == mcp_types.CONNECTION_CLOSED:
+                # The server went away (crashed, killed, flooded): the session is over.
+                self._ended = self._ended or "the connection closed"
+                self.close()
+            if self._ended:
                 return CallOutcome(f"MCP server {self.server!r} stopped: {self._why()}", True)
             return CallOutcome(f"MCP server {self.server!r}: {reason(error)}", True)
 
