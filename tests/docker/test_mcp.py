@@ -66,9 +66,10 @@ def start(
 
 
 def containers(docker_client: Any, session: str) -> list[Any]:
-    return docker_client.containers.list(
+    found: list[Any] = docker_client.containers.list(
         all=True, filters={"label": f"io.planrun.session={session}"}
     )
+    return found
 
 
 def test_the_git_server_reads_and_cannot_write_even_when_listed_as_read_only(
