@@ -3,7 +3,6 @@ repository and driven to its end, in the terminal UI on a terminal, in line mode
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -92,9 +91,9 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     )
     sandboxes.notify = ui.show
     servers = SessionServers(
-        functools.partial(
-            open_hub, workspace, loaded, sandboxes.sandboxes, choice=options.mcp,
-            session=state.id, progress=ui.show,
+        lambda ask: open_hub(
+            workspace, loaded, sandboxes.sandboxes, choice=options.mcp, session=state.id,
+            progress=ui.show, ask=ask,
         ),
         ui,
     )  # fmt: skip
