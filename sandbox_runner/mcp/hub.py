@@ -186,6 +186,21 @@ class McpHub:
             running.container.stop()  # a crashed or flooding server leaves no container
         return ToolResult(call.id, cap_result(call.name, outcome.text), outcome.is_error)
 
+    def running(self) -> list[str]:
+        """The names of the servers that run, in the order they are defined."""
+        return [name for name in (s.name for s in self.servers.servers) if name in self._running]
+
+    def stop_server(self, name: str, why: str) -> None:
+        """Stop one server (its tools are no longer offered), noting WHY."""
+        with self._lock:
+            entry = self._running.pop(name, None)
+            self.tools = [tool for tool in self.tools if tool.server != name]
+            self.notes.append(f"MCP server {name!r} was stopped: {why}")
+        if entry is not None:
+            entry.connection.close()
+            if entry.container is not None:
+                entry.container.stop()
+
     def stop(self) -> None:
         """End every session and remove every container; safe more than once."""
         with self._lock:

@@ -48,7 +48,8 @@ class Conversations:
         self.session = session
         self._loops: dict[str, AgentLoop] = {}
         self._sandboxes: dict[str, Sandbox] = {}
-        self._task_slots = threading.Semaphore(task_budget)
+        self.task_slots = threading.Semaphore(task_budget)
+        """The session's container budget beyond its two own: Task subagents, MCP servers."""
         """Task subagents' containers at once, over the whole session (`parallel`)."""
 
     def loop(self, which: str) -> AgentLoop:
@@ -167,7 +168,7 @@ class Conversations:
             approver_mode=lambda: session.state.permission_mode,
             approver=session.ui,
             on_event=session.ui.event,
-            slots=self._task_slots,
+            slots=self.task_slots,
             memory=session.memory.prompt(),
             mcp=session.mcp,
         )

@@ -6,28 +6,48 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sandbox_runner.tools.mcp_offer import McpOffer
-from sandbox_runner.tools.permissions import Ask
+from sandbox_runner.tools.permissions import Approval, Ask
 from sandbox_runner.tools.policy import ToolKind
 from sandbox_runner.types import ToolRequest
 
 if TYPE_CHECKING:
     from sandbox_runner.mcp.hub import Asker, McpHub
     from sandbox_runner.mcp.servers import ServerDefinition
-    from sandbox_runner.session.ui import SessionUI
 
 HubStarter = Callable[["Asker"], "McpHub | None"]
 """Starts the workspace's servers, asking about each one not approved yet."""
 
 
+class ServerUI(Protocol):
+    """What the servers need of the session's UI (a part of SessionUI)."""
+
+    def show(self, text: str) -> None:
+        """A line of information for the user."""
+
+    def approve(self, ask: Ask) -> Approval:
+        """Ask the user."""
+
+
 class SessionServers:
     """The servers of one session, started once, on first need."""
 
-    def __init__(self, start: HubStarter, ui: SessionUI) -> None:
+    def __init__(
+        self, start: HubStarter, ui: ServerUI, slots: threading.Semaphore | None = None
+    ) -> None:
+        """
+        Args:
+            start: starts the servers (asking about those not approved yet).
+            ui: shows what did not start, and asks.
+            slots: the session's container budget (shared with its Task subagents):
+                each running server holds one until the session ends.
+        """
         self._start = start
         self._ui = ui
+        self.slots = slots
+        self._held = 0
         self._hub: McpHub | None = None
         self._started = False
         self._lock = threading.Lock()
@@ -42,9 +62,21 @@ class SessionServers:
             if not self._started:
                 self._started = True
                 self._hub = self._start(self._ask)
+                if self._hub is not None:
+                    self._hold_slots(self._hub)
                 for note in self._hub.notes if self._hub else ():
                     self._ui.show(note)
             return self._hub
+
+    def _hold_slots(self, hub: McpHub) -> None:
+        """One slot of the container budget per running server; one that gets none stops."""
+        if self.slots is None:
+            return
+        for name in hub.running():
+            if self.slots.acquire(blocking=False):
+                self._held += 1
+            else:
+                hub.stop_server(name, "the session's container budget (`parallel`) is used up")
 
     def _ask(self, server: ServerDefinition) -> bool:
         network = "with network" if server.grants.network else "no network"
@@ -76,5 +108,9 @@ class SessionServers:
         """Stop every server; safe more than once."""
         with self._lock:
             hub, self._hub = self._hub, None
+            held, self._held = self._held, 0
         if hub is not None:
             hub.stop()
+        for _ in range(held):
+            if self.slots is not None:
+                self.slots.release()

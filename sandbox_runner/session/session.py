@@ -64,6 +64,8 @@ class Session:
         self.plan_file = PlanFile(store.plan_dir, state)
         self.notes = Notes()
         self.conversations = Conversations(self, task_budget)
+        if mcp is not None:
+            mcp.slots = self.conversations.task_slots
         self.ledger = accounting.Ledger()
         self.plan_mode = PlanMode(self)
         self._mode_lock = threading.Lock()
