@@ -3,6 +3,7 @@ each, their tools as `mcp__<server>__<tool>`, the calls, and the end of them all
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -22,6 +23,11 @@ from sandbox_runner.types import ToolCall, ToolResult, ToolSpec
 
 API_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """What the Messages API accepts as a tool name."""
+MAX_TOOLS_PER_SERVER = 100
+MAX_SCHEMA_CHARS = 20_000
+MAX_DESCRIPTION_CHARS = 4_000
+"""What one server may put into every request: its tools' schemas and descriptions are
+the server's words, and a request the API refuses would stop the whole run."""
 
 
 class ServerContainer(Protocol):
@@ -143,8 +149,8 @@ class McpHub:
             self.tools.extend(tools)
             if skipped:
                 self.notes.append(
-                    f"MCP server {server.name!r}: tools with names the API refuses are left "
-                    f"out: {', '.join(skipped)}"
+                    f"MCP server {server.name!r}: tools left out (a name or schema the API "
+                    f"refuses, or over {MAX_TOOLS_PER_SERVER} tools): {', '.join(skipped)}"
                 )
 
     def _fail(
@@ -242,15 +248,22 @@ def _remote_opener(server: ServerDefinition) -> Any:
 
 
 def _offered(server: ServerDefinition, listed: list[RemoteTool]) -> tuple[list[McpTool], list[str]]:
-    tools, skipped = [], []
+    tools: list[McpTool] = []
+    skipped: list[str] = []
     for remote in listed:
         full = f"mcp__{server.name}__{remote.name}"
-        if not API_TOOL_NAME.fullmatch(full):
+        schema = remote.input_schema or {"type": "object", "properties": {}}
+        if (
+            not API_TOOL_NAME.fullmatch(full)
+            or any(tool.spec.name == full for tool in tools)
+            or len(tools) >= MAX_TOOLS_PER_SERVER
+            or schema.get("type") != "object"
+            or len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS
+        ):
             skipped.append(remote.name[:60])
             continue
-        schema = remote.input_schema or {"type": "object", "properties": {}}
-        description = f"[MCP server {server.name}] {remote.description}".strip()[:4000]
+        description = f"[MCP server {server.name}] {remote.description}".strip()
         read_only = remote.read_only_hint or remote.name in server.grants.read_only_tools
-        spec = ToolSpec(full, description, schema)
+        spec = ToolSpec(full, description[:MAX_DESCRIPTION_CHARS], schema)
         tools.append(McpTool(server.name, remote.name, spec, read_only, remote.read_only_hint))
     return tools, skipped

@@ -118,3 +118,35 @@ def test_the_start_question_says_what_runs_and_is_asked_each_time(tmp_path: Path
     assert ask.once_only and ask.request.args["runs"] == "git"
     assert "start MCP server 'git' of /repo/.mcp.json" in ask.question
     assert "no network" in ask.question and "planrun mcp revoke git" in ask.question
+
+
+def test_a_hostile_tool_listing_cannot_break_the_requests() -> None:
+    from sandbox_runner.mcp.connection import RemoteTool
+    from sandbox_runner.mcp.hub import MAX_TOOLS_PER_SERVER, _offered
+    from sandbox_runner.mcp.servers import Grants
+
+    server = ServerDefinition(
+        "git",
+        "user",
+        "config",
+        "stdio",
+        command="x",
+        grants=Grants(read_only_tools=frozenset({"b"})),
+    )
+    good = {"type": "object", "properties": {}}
+    listed = [
+        RemoteTool("a", "reads " * 2000, good, True),
+        RemoteTool("b", "", good, False),
+        RemoteTool("a", "again", good, True),
+        RemoteTool("bad name", "", good, True),
+        RemoteTool("array", "", {"type": "array"}, True),
+        RemoteTool("huge", "", {"type": "object", "description": "x" * 50_000}, True),
+        *(RemoteTool(f"t{n}", "", good, False) for n in range(MAX_TOOLS_PER_SERVER)),
+    ]
+    tools, skipped = _offered(server, listed)
+    assert len(tools) == MAX_TOOLS_PER_SERVER
+    assert [tool.spec.name for tool in tools[:2]] == ["mcp__git__a", "mcp__git__b"]
+    assert len(tools[0].spec.description) == 4000
+    # b: the user's list makes it read-only; the server did not say so.
+    assert tools[1].read_only and not tools[1].annotated
+    assert skipped[:4] == ["a", "bad name", "array", "huge"] and len(skipped) == 6
