@@ -38,6 +38,7 @@ class CallOutcome:
 
     text: str
     is_error: bool
+    timed_out: bool = False
 
 
 class McpError(Exception):
@@ -98,7 +99,7 @@ class McpConnection:
         except (TimeoutError, concurrent.futures.TimeoutError):
             future.cancel()
             return CallOutcome(
-                f"MCP server {self.server!r} did not answer {tool} within {timeout:g} s", True
+                f"MCP server {self.server!r} did not answer {tool} within {timeout:g} s", True, True
             )
         except Exception as error:
             if getattr(_first(error), "code", None) == mcp_types.CONNECTION_CLOSED:

@@ -83,6 +83,8 @@ class McpHub:
         self._containers = containers
         self._approvals = approvals or Approvals()
         self._running: dict[str, _Running] = {}
+        self._stopped: dict[str, str] = {}
+        """Why a server that ran was stopped, by name."""
         self._lock = threading.Lock()
         self.tools: list[McpTool] = []
         self.notes: list[str] = list(servers.notes)
@@ -184,11 +186,16 @@ class McpHub:
         tool = next((tool for tool in self.tools if tool.spec.name == call.name), None)
         running = self._running.get(tool.server) if tool is not None else None
         if tool is None or running is None:
-            return ToolResult(call.id, f"{call.name} is not a running MCP tool.", True)
+            server = call.name.split("__")[1] if call.name.count("__") >= 2 else ""
+            why = self._stopped.get(server, "its server does not run")
+            return ToolResult(call.id, f"{call.name} cannot be called: {why}.", True)
         outcome = running.connection.call(
             tool.name, dict(call.input), running.server.grants.timeout
         )
-        if outcome.is_error and running.connection.ended and running.container is not None:
+        if outcome.timed_out:
+            # A server that hangs holds its container for nothing: it goes, and says why.
+            self.stop_server(tool.server, f"it hung on {tool.name}")
+        elif outcome.is_error and running.connection.ended and running.container is not None:
             running.container.stop()  # a crashed or flooding server leaves no container
         return ToolResult(call.id, cap_result(call.name, outcome.text), outcome.is_error)
 
@@ -202,6 +209,7 @@ class McpHub:
             entry = self._running.pop(name, None)
             self.tools = [tool for tool in self.tools if tool.server != name]
             self.notes.append(f"MCP server {name!r} was stopped: {why}")
+            self._stopped[name] = f"planrun stopped MCP server {name!r}: {why}"
         if entry is not None:
             entry.connection.close()
             if entry.container is not None:

@@ -5,6 +5,7 @@ that hang, crash or flood; an unapproved repository server; the host's environme
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,4 +185,25 @@ def test_a_server_that_dies_mid_session_is_a_clear_tool_error(
     answer = hub.call(ToolCall("1", "mcp__git__git_log", {"repo_path": "/workspace"}))
     assert answer.is_error and "MCP server 'git'" in answer.content
     assert "stopped" in answer.content or "not running" in answer.content, answer.content
+    assert containers(docker_client, test_session) == []
+
+
+def test_a_repository_that_makes_a_call_hang_stops_the_server(
+    start: Any, git_repo: Path, docker_client: Any, test_session: str
+) -> None:
+    # A nested "repository" whose HEAD is a FIFO: git_log on it blocks for good.
+    trap = git_repo / "trap" / ".git"
+    (trap / "refs").mkdir(parents=True)
+    (trap / "objects").mkdir()
+    os.mkfifo(trap / "HEAD")
+    hub = start("mcp_servers:\n  git:\n    command: mcp-server-git\n    timeout: 3\n")
+    hung = hub.call(ToolCall("1", "mcp__git__git_log", {"repo_path": "/workspace/trap"}))
+    assert hung.is_error and "did not answer git_log within 3 s" in hung.content
+    after = hub.call(ToolCall("2", "mcp__git__git_log", {"repo_path": "/workspace"}))
+    assert (
+        after.is_error and "planrun stopped MCP server 'git': it hung on git_log" in after.content
+    )
+    assert "mcp__git__git_log" not in {
+        spec.name for spec in hub.offer(lambda s, t: True, read_only=True).specs
+    }
     assert containers(docker_client, test_session) == []
