@@ -45,3 +45,18 @@ def test_mistakes_are_one_line(tmp_path: Path, planrun_home: Path) -> None:
     (planrun_home / "config.yaml").write_text("mcp_servers: [1]\n")
     code, _, err = run("list", "--repo", str(tmp_path))
     assert code == 2 and "mcp_servers" in err and len(err.strip().splitlines()) == 1
+
+
+def test_mcp_config_and_strict_choose_the_servers_listed(
+    tmp_path: Path, planrun_home: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"git": {"command": "g"}}}))
+    ci = tmp_path / "ci.json"
+    ci.write_text(json.dumps({"mcpServers": {"ci-time": {"command": "t"}}}))
+    both = run("list", "--no-start", "--repo", str(repo), "--mcp-config", str(ci))[1]
+    assert "ci-time  file  yours  t" in both and "git  repository" in both
+    strict = ["--mcp-config", str(ci), "--strict-mcp-config"]
+    only = run("list", "--no-start", "--repo", str(repo), *strict)[1]
+    assert "ci-time" in only and "git" not in only
