@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +24,8 @@ from sandbox_runner.types import ToolCall, ToolResult, ToolSpec
 
 API_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """What the Messages API accepts as a tool name."""
+REMOTE_TIMEOUT, REMOTE_READ_TIMEOUT = 30.0, 300.0
+"""Seconds to connect to a remote server; to wait on its open event stream."""
 MAX_TOOLS_PER_SERVER = 100
 MAX_SCHEMA_CHARS = 20_000
 MAX_DESCRIPTION_CHARS = 4_000
@@ -239,18 +242,24 @@ def _stdio_connection(server: ServerDefinition, container: ServerContainer) -> M
 
 
 def _remote_opener(server: ServerDefinition) -> Any:
-    """Opens a remote server's transport from the host (only ever with a grant)."""
+    """Opens a remote server's transport from the host (only ever with a grant); its
+    HTTP client closes with it."""
+    import httpx2
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     headers = dict(server.headers)
     if server.transport == "sse":
         return lambda: sse_client(server.url, headers=headers)
 
-    def opener() -> Any:
-        client = create_mcp_http_client(headers=headers)
-        return streamable_http_client(server.url, http_client=client)
+    @asynccontextmanager
+    async def opener() -> AsyncIterator[tuple[Any, Any]]:
+        timeout = httpx2.Timeout(REMOTE_TIMEOUT, read=REMOTE_READ_TIMEOUT)
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
+            streamable_http_client(server.url, http_client=client) as (read, write),
+        ):
+            yield read, write
 
     return opener
 
