@@ -89,8 +89,7 @@ class Settings:
     max_plans: int = 8
     """Plans one run may start at most; more perspectives (after presets) are refused."""
     work_disk_mb: int = 1024
-    """What a work session may add to the repository's disk use, in MiB; a command that
-    goes past it is stopped. A project file may only lower it."""
+    """MiB a work session may add to the repository's disk use (a command past it stops)."""
     trusted_projects: list[str] = field(default_factory=list)
     """Repositories (paths) whose config and agent files may choose the model; user only."""
     mcp_servers: dict[str, Any] = field(default_factory=dict)
