@@ -95,8 +95,9 @@ class AttachedStdio:
                         line += payload
                         self._deliver_lines(line, to_session, loop)
         finally:
-            with contextlib.suppress(Exception):
-                asyncio.run_coroutine_threadsafe(to_session.aclose(), loop).result(5)
+            # The session then sees the end of the stream; the loop may be gone already.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(to_session.close)
 
     def _deliver_lines(
         self,
@@ -119,6 +120,9 @@ class AttachedStdio:
                         f"(such as {text[:60]!r})"
                     )
                 continue
+            if loop.is_closed():
+                self.problem = "planrun stopped reading it"
+                return
             future = asyncio.run_coroutine_threadsafe(
                 to_session.send(SessionMessage(message)), loop
             )

@@ -127,3 +127,15 @@ def test_an_approval_holds_for_one_definition_and_can_be_revoked(tmp_path: Path)
     assert approvals.revoke(repo, "git") and not approvals.revoke(repo, "git")
     assert not approvals.approved(repo, server)
     assert not (repo / "mcp-approvals.json").exists()
+
+
+def test_a_mcp_json_that_links_out_of_the_repository_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "host-secrets.json"
+    outside.write_text(json.dumps({"mcpServers": {"x": {"command": "cat"}}}))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".mcp.json").symlink_to(outside)
+    found = load_servers(repo, {})
+    assert found.servers == ()
+    [note] = found.notes
+    assert "cannot read it" in note and "not used" in note
