@@ -207,3 +207,23 @@ def test_a_repository_that_makes_a_call_hang_stops_the_server(
         spec.name for spec in hub.offer(lambda s, t: True, read_only=True).specs
     }
     assert containers(docker_client, test_session) == []
+
+
+def test_mcp_list_starts_each_server_briefly_to_show_its_tools(
+    git_repo: Path, planrun_home: Path, server_image: str, docker_client: Any
+) -> None:
+    from click.testing import CliRunner
+
+    from sandbox_runner.cli import cli
+
+    (planrun_home / "config.yaml").write_text(
+        f"mcp_image: {server_image}\nmcp_servers:\n  git: {{command: mcp-server-git}}\n"
+    )
+    result = CliRunner().invoke(cli, ["mcp", "list", "--repo", str(git_repo)])
+    assert result.exit_code == 0, result.output
+    assert "git  user  yours  mcp-server-git" in result.stdout
+    assert "  mcp__git__git_log  read-only" in result.stdout
+    assert "  mcp__git__git_commit  asks (not in plan mode)" in result.stdout
+    assert "starting MCP server git" in result.stderr
+    left = docker_client.containers.list(all=True, filters={"label": "io.planrun.agent=mcp-git"})
+    assert left == []
