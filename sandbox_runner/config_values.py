@@ -133,6 +133,7 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "cpus": _at_least(0.01, "a number of cores, at least 0.01", integer=False),
     "pids": _at_least(1, _POSITIVE, integer=True),
     "image": _optional_text,
+    "work_network": _boolean,
     "planning_enabled": _boolean,
     "synthesis": _boolean,
     "max_plans": _at_least(1, _POSITIVE, integer=True),
@@ -212,9 +213,9 @@ def check_project_value(
 
     Whoever wrote a repository writes its `.planrun/config.yaml`, so that file may only
     tighten: lower a limit, remove tools, disable planning, point extra_dirs at its own
-    sub-trees. It cannot choose the sandbox image, nor trust itself (trusted_projects).
-    Its model and planning_model are dropped later, with a warning, unless the user
-    trusts the project (config.load_settings).
+    sub-trees. It cannot trust itself (trusted_projects). Its model, planning_model and
+    image are dropped later, with a warning, unless the user trusts the project, and its
+    work_network always is (drop_untrusted).
 
     Args:
         name: the setting, value its checked value, set by `key` in the file `where`.
@@ -234,11 +235,6 @@ def check_project_value(
         raise ConfigError(
             f"{where}: a project config cannot set {name!r}; a repository defines its MCP "
             "servers in .mcp.json, and you approve them (planrun mcp approve NAME)"
-        )
-    if name == "image":
-        raise ConfigError(
-            f"{where}: a project config cannot choose the sandbox image; "
-            "set it in ~/.planrun/config.yaml or with PLANRUN_IMAGE"
         )
     if name in LOWER_ONLY and value > limit:
         raise ConfigError(
@@ -296,3 +292,47 @@ def field_name(key: object, where: str) -> str:
     close = difflib.get_close_matches(name, list(CHECKS), n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(CHECKS)}"
     raise ConfigError(f"{where}: unknown key {key!r}; {hint}")
+
+
+TRUSTED_ONLY = ("model", "planning_model", "image")
+"""What costs the user money or runs as their toolchain: only the user (their file,
+environment, flags) sets these, unless trusted_projects names the repository."""
+USER_ONLY = ("work_network",)
+"""What a project file never sets, trusted or not."""
+UNTRUSTED_MODEL_HINT = (
+    "only your config, PLANRUN_* variables and flags choose the model, unless "
+    "trusted_projects in ~/.planrun/config.yaml names this repository"
+)
+UNTRUSTED_IMAGE_HINT = (
+    "only your config, PLANRUN_IMAGE and --image choose the sandbox image, unless "
+    "trusted_projects in ~/.planrun/config.yaml names this repository"
+)
+
+
+def drop_untrusted(
+    values: dict[str, Any], sources: dict[str, str], keys: dict[str, str], *, trusted: bool
+) -> list[str]:
+    """Take out of a project file's settings what it may not set; say what was ignored.
+
+    Args:
+        values, sources, keys: the project layer's settings, where and under which key
+            each was set (changed in place).
+        trusted: whether trusted_projects names the repository.
+    """
+    dropped = [name for name in USER_ONLY if name in values]
+    dropped += [name for name in TRUSTED_ONLY if name in values and not trusted]
+    warnings = []
+    for name in dropped:
+        value, where, key = values.pop(name), sources.pop(name), keys.pop(name)
+        if name in USER_ONLY:
+            reason = f"only ~/.planrun/config.yaml, PLANRUN_{name.upper()} and flags grant it"
+            warnings.append(f"{where}: key {key!r} is ignored: {reason}")
+        elif name == "image":
+            warnings.append(
+                f"{where}: key {key!r} asks for image {value!r}; ignored: {UNTRUSTED_IMAGE_HINT}"
+            )
+        else:
+            warnings.append(
+                f"{where}: key {key!r} asks for model {value!r}; ignored: {UNTRUSTED_MODEL_HINT}"
+            )
+    return warnings

@@ -19,13 +19,17 @@ GENERAL_PURPOSE_TOOLS: tuple[str, ...] = (*READ_ONLY_TOOLS, "Write", "Edit", "Ta
 """Every tool planrun implements; also the tools of a new definition that names none."""
 # NotebookEdit is not implemented, but Claude Code agent files name it (mostly to disallow
 # it), so it must count as a known name for those files to load.
-KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "NotebookEdit")
-TOOL_ALIASES: dict[str, str] = {"Agent": "Task"}
-"""Other names agent files use for a tool: Claude Code renamed Task to Agent."""
+# TodoWrite is the work session's checklist (answered by the session, so never a
+# subagent's): files that list it load, and the session gives it to its work agent.
+KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "TodoWrite", "NotebookEdit")
+TOOL_ALIASES: dict[str, str] = {"Agent": "Task", "update_work_plan": "TodoWrite"}
+"""Other names agent files use for a tool: Claude Code renamed Task to Agent; the
+Copilot-style plan session calls its checklist update_work_plan."""
 MCP_PREFIX = "mcp__"
 """How the tools of MCP servers are named: `mcp__<server>__<tool>`."""
-INERT_IN_SUBAGENT = frozenset({"Task"})
-"""Tools a subagent is never given, whatever its file lists: a subagent launches none."""
+INERT_IN_SUBAGENT = frozenset({"Task", "TodoWrite"})
+"""Tools a subagent is never given, whatever its file lists: a subagent launches none,
+and keeps no checklist (the session's work agent does)."""
 
 BUILTIN_NAMES = frozenset({"Plan", "Explore", "general-purpose", "Synthesis"})
 """The names of the built-in agents (BUILTINS)."""

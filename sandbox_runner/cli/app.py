@@ -9,7 +9,13 @@ from pathlib import Path
 import click
 
 from sandbox_runner import __version__
-from sandbox_runner.cli.options import examples, mcp_options, model_option, repo_option
+from sandbox_runner.cli.options import (
+    examples,
+    image_option,
+    mcp_options,
+    model_option,
+    repo_option,
+)
 
 COMMAND_MODULES = {
     "agents": "agents",
@@ -70,6 +76,13 @@ class LazyGroup(click.Group):
     help="Resume the latest session of this repository.",
 )
 @model_option("The session's model (default: the configured model).")
+@image_option()
+@click.option(
+    "--network",
+    is_flag=True,
+    default=None,
+    help="Let the work session's commands reach the network (plan sandboxes never do).",
+)
 @mcp_options
 @click.pass_context
 def cli(
@@ -81,6 +94,8 @@ def cli(
     resume_id: str | None,
     continue_latest: bool,
     model: str | None,
+    image: str | None,
+    network: bool | None,
     mcp_config: Path | None,
     strict_mcp_config: bool,
 ) -> None:
@@ -104,6 +119,8 @@ def cli(
         resume_id=resume_id,
         continue_latest=continue_latest,
         model=model,
+        image=image,
+        network=network,
         mcp=McpChoice(mcp_config, strict_mcp_config),
     )
     start_session(ctx, options)

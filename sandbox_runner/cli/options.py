@@ -51,6 +51,15 @@ def mcp_options(command: F) -> F:
     )(command)
 
 
+def image_option() -> Callable[[F], F]:
+    """`--image`: the user's toolchain image, which planrun adds its runtime to."""
+    return click.option(
+        "--image",
+        metavar="IMAGE",
+        help="Run the sandboxes on your image (planrun adds its tool server to it).",
+    )
+
+
 def examples(*command_lines: str) -> str:
     """A help epilog listing COMMAND_LINES as they are typed (`\\b` keeps click from
     rewrapping them); tests/unit/test_cli_examples.py parses each one."""

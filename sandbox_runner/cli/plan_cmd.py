@@ -12,6 +12,7 @@ import click
 from sandbox_runner.cli.options import (
     REPORT_JSON_HELP,
     examples,
+    image_option,
     json_option,
     mcp_options,
     model_option,
@@ -84,6 +85,7 @@ from sandbox_runner.safe_text import one_line
     type=click.Path(path_type=Path),
     help="Record the conversations into this directory.",
 )
+@image_option()
 @mcp_options
 @click.pass_context
 @reports_errors
@@ -106,6 +108,7 @@ def plan(
     no_synthesis: bool,
     replay: Path | None,
     record: Path | None,
+    image: str | None,
     mcp_config: Path | None,
     strict_mcp_config: bool,
 ) -> None:
@@ -131,6 +134,7 @@ def plan(
         no_synthesis=no_synthesis,
         replay=replay,
         record=record,
+        image=image,
         mcp=McpChoice(mcp_config, strict_mcp_config),
     )
     outcome = plan_run(options, services(ctx), warn=warn, watch=_announce(as_json))

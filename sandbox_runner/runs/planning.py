@@ -67,6 +67,8 @@ class PlanOptions:
     """Where to record the conversations."""
     mcp: McpChoice = field(default_factory=McpChoice)
     """`--mcp-config` and `--strict-mcp-config`."""
+    image: str | None = None
+    """The user's toolchain image (--image); None: the configured one."""
 
     def request(self, requirements: str) -> PlanRequest:
         """The run's request, with the requirements as read."""
@@ -82,6 +84,7 @@ class PlanOptions:
             max_turns=self.max_turns,
             timeout=self.timeout,
             synthesis=False if self.no_synthesis else None,
+            overrides={"image": self.image} if self.image else {},
         )
 
 

@@ -18,7 +18,8 @@ from sandbox_runner.agents.definitions import (
 from sandbox_runner.agents.memory import load_memory
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.synthesis import SYNTHESIS_AGENT
-from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
+from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.config_values import UNTRUSTED_MODEL_HINT
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.inputs import read_context_files, read_template
@@ -200,7 +201,7 @@ def plan_agent(registry: Registry, name: str) -> AgentDefinition:
             f"agent {definition.name!r} has no tools, so it cannot plan (it could not read "
             f"the repository); give it some in {definition.file_path}, e.g. Read, Grep, Glob"
         )
-    inert = tuple(tool for tool in INERT_IN_SUBAGENT if tool not in definition.disallowed_tools)
+    inert = tuple(t for t in sorted(INERT_IN_SUBAGENT) if t not in definition.disallowed_tools)
     return replace(definition, disallowed_tools=(*definition.disallowed_tools, *inert))
 
 

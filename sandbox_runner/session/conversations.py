@@ -15,6 +15,7 @@ from sandbox_runner.agents.memory import NestedMemory
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.session import prompts
 from sandbox_runner.session.hooks import SessionHooks
+from sandbox_runner.session.todos import Todo, TodoWriteTool
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
@@ -28,6 +29,12 @@ if TYPE_CHECKING:
 
 PLAN_TOOLS_EXTRA = ("Write", "Edit", "ExitPlanMode", "Task")
 """What the plan session has beyond the Plan agent's own tools."""
+WORK_TOOLS_EXTRA = ("TodoWrite",)
+"""What the work session has beyond the general-purpose agent's tools (unless its
+definition disallows them): the checklist, which the session itself keeps."""
+NOT_OFFERED = frozenset({"NotebookEdit", "TodoWrite"})
+"""Names an agent file may list that no conversation is offered as such (NotebookEdit
+is not implemented; TodoWrite only as WORK_TOOLS_EXTRA)."""
 
 
 def allowed_task_agents(
@@ -94,8 +101,9 @@ class Conversations:
 
         session, plan = self.session, which == "plan"
         definition = session.registry.get("Plan" if plan else "general-purpose")
-        names = [*definition.planrun_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
-        tools = tools_for(dict.fromkeys(n for n in names if n != "NotebookEdit"))
+        extra = PLAN_TOOLS_EXTRA if plan else work_extras(definition)
+        names = [n for n in definition.planrun_tools() if n not in NOT_OFFERED]
+        tools = tools_for(dict.fromkeys([*names, *extra]))
         # The plan session is offered only the MCP tools that read; the work session all,
         # each call of a writing one asked about (and refused while in plan mode).
         servers = session.mcp
@@ -125,12 +133,17 @@ class Conversations:
         agents = prompts.task_agents(self.task_agents(which))
         memory = self.session.memory.prompt(on_demand=True)
         if which == "work":
-            text = prompts.work_session_prompt(definition, agents, memory)
+            checklist = bool(work_extras(definition))
+            text = prompts.work_session_prompt(definition, agents, memory, checklist)
             return lambda: text
         plan_file = self.session.plan_file
         return lambda: prompts.plan_session_prompt(
             definition, plan_file.container_path, plan_file.exists(), agents, memory
         )
+
+    def has_checklist(self) -> bool:
+        """Whether the work agent is given TodoWrite (its definition may disallow it)."""
+        return bool(work_extras(self.session.registry.get("general-purpose")))
 
     def _mode_of(self, which: str) -> Callable[[], PermissionMode]:
         if which == "plan":
@@ -175,7 +188,13 @@ class Conversations:
         tools: dict[str, HostTool] = {"Task": runner}
         if which == "plan":
             tools["ExitPlanMode"] = session.plan_mode.review
+        else:
+            tools["TodoWrite"] = TodoWriteTool(self._set_todos, session.on_event, session.state.id)
         return tools
+
+    def _set_todos(self, todos: list[Todo]) -> None:
+        self.session.state.todos = [todo.to_saved() for todo in todos]
+        self.session.save()
 
     # ------------------------------------------------------------------ containers
 
@@ -208,6 +227,11 @@ class Conversations:
             except PlanrunError as error:
                 self.session.ui.show(f"warning: {error}")
         self._sandboxes.clear()
+
+
+def work_extras(definition: AgentDefinition) -> tuple[str, ...]:
+    """WORK_TOOLS_EXTRA but those the work agent's definition disallows."""
+    return tuple(name for name in WORK_TOOLS_EXTRA if name not in definition.disallowed_tools)
 
 
 def _read_lines(path: Path) -> list[str]:

@@ -48,6 +48,10 @@ class SessionOptions:
     """Resume the latest session of the repository."""
     model: str | None = None
     """The session's model; None: the configured one."""
+    image: str | None = None
+    """The user's toolchain image (--image); None: the configured one."""
+    network: bool | None = None
+    """--network: the work sandbox reaches the network; None: the work_network setting."""
     mcp: McpChoice = field(default_factory=McpChoice)
     """`--mcp-config` and `--strict-mcp-config`."""
 
@@ -70,7 +74,8 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     problem = work_owner_problem(workspace)
     if problem:
         raise WorkspaceError(problem)
-    loaded = load_settings(workspace, flags={"planning_model": None})
+    flags = {"planning_model": None, "image": options.image, "work_network": options.network}
+    loaded = load_settings(workspace, flags=flags)
     registry = _registry(workspace, loaded, warn)
     if options.resume_id == "":
         options = replace(options, resume_id=pick_session(workspace, _chooser()))

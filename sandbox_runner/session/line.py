@@ -20,6 +20,7 @@ from sandbox_runner.session.approval_view import approval_lines, flat, size_note
 from sandbox_runner.session.commands import MODE_NAMES, Commands
 from sandbox_runner.session.line_input import LineInput
 from sandbox_runner.session.session import PlanReview, Session
+from sandbox_runner.session.todos import TODOS_EVENT
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
 
@@ -45,6 +46,10 @@ class LineUI:
             self._print(f"  ✗ {one_line(event.detail.removeprefix('error: '))}")
         elif event.kind == "notice":
             self._print(f"note: {event.detail}")
+        elif event.kind == TODOS_EVENT:
+            self._print("checklist:" if event.detail else "checklist: (empty)")
+            for line in event.detail.splitlines():
+                self._print(f"  {line}")
 
     def approve(self, ask: Ask) -> Approval:
         if ask.once_only:

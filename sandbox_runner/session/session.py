@@ -28,6 +28,7 @@ from sandbox_runner.session.mcp_servers import SessionServers
 from sandbox_runner.session.plan_file import PlanFile
 from sandbox_runner.session.plan_mode import PlanAccepted, PlanMode
 from sandbox_runner.session.state import SessionState, SessionStore
+from sandbox_runner.session.todos import load_todos, plain_lines
 from sandbox_runner.session.ui import PlanReview, SessionSandboxes, SessionUI
 from sandbox_runner.tools.permissions import PermissionMode
 
@@ -203,6 +204,8 @@ class Session:
             return
         if which == "plan":
             self.plan_mode.remind()
+        elif todos := load_todos(self.state.todos):
+            self.notes.add("work", prompts.checklist_reminder("\n".join(plain_lines(todos))))
         self.ui.show("conversation compacted")
 
     def clear(self) -> None:

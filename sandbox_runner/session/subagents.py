@@ -15,7 +15,11 @@ from pathlib import Path
 
 from sandbox_runner import Model
 from sandbox_runner.agents.cancel import Cancel
-from sandbox_runner.agents.definitions import AgentDefinition, check_read_only
+from sandbox_runner.agents.definitions import (
+    INERT_IN_SUBAGENT,
+    AgentDefinition,
+    check_read_only,
+)
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.hooks import Approver
 from sandbox_runner.agents.loop import AgentLoop
@@ -102,7 +106,7 @@ class TaskRunner:
     def _run_in_slot(self, agent: AgentDefinition, prompt: str, label: str, stop: Cancel) -> str:
         mode = PermissionMode.PLAN if agent.read_only else self.approver_mode()
         sandbox = self.sandboxes.read_only() if agent.read_only else self.sandboxes.work()
-        tools = tools_for(name for name in agent.planrun_tools() if name != "Task")
+        tools = tools_for(n for n in agent.planrun_tools() if n not in INERT_IN_SUBAGENT)
         offer = (
             self.mcp.offer(agent.gives_mcp_tool, read_only=agent.read_only) if self.mcp else None
         )

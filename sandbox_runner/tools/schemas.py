@@ -241,10 +241,42 @@ EXIT_PLAN_MODE = _tool(
     {"summary": _string("Optional: one or two sentences on what the plan does.")},
 )
 
+TODO_STATUSES = ("pending", "in_progress", "completed")
+TODO_WRITE = _tool(
+    "TodoWrite",
+    "Creates and updates your checklist for the current work; the user sees it above the "
+    "prompt. Send the whole list each time (it replaces the last one). Use it for work of "
+    "three steps or more: mark a step in_progress before you start it (one at a time) and "
+    "completed as soon as it is done, add steps you discover, remove ones that no longer "
+    "apply.",
+    {
+        "todos": {
+            "type": "array",
+            "description": "The whole checklist, in order.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "content": _string("The step, in the imperative: 'Run the tests'."),
+                    "status": {
+                        "type": "string",
+                        "enum": list(TODO_STATUSES),
+                        "description": "Where the step stands.",
+                    },
+                    "activeForm": _string("The step as under way: 'Running the tests'."),
+                },
+                "required": ["content", "status"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "todos",
+)
+
 ALL_TOOLS: dict[str, ToolSpec] = {
-    spec.name: spec for spec in (READ, GLOB, GREP, LS, BASH, WRITE, EDIT, LSP, TASK, EXIT_PLAN_MODE)
+    spec.name: spec
+    for spec in (READ, GLOB, GREP, LS, BASH, WRITE, EDIT, LSP, TASK, EXIT_PLAN_MODE, TODO_WRITE)
 }
-HOST_TOOLS = frozenset({TASK.name, EXIT_PLAN_MODE.name})
+HOST_TOOLS = frozenset({TASK.name, EXIT_PLAN_MODE.name, TODO_WRITE.name})
 """Tools the host answers itself: nothing of theirs runs in a sandbox."""
 
 

@@ -46,6 +46,7 @@ EXPECTED_FIELDS = {
     "LSP": {"operation", "file_path", "symbol", "line", "character"},
     "Task": {"description", "prompt", "subagent_type"},
     "ExitPlanMode": {"summary"},
+    "TodoWrite": {"todos"},
 }
 
 
