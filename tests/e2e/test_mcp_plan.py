@@ -153,3 +153,42 @@ def test_the_work_session_asks_before_a_commit_and_the_approval_is_remembered(
     assert list(approvals[str(repo.resolve())]) == ["git"]
     left = docker_client.containers.list(all=True, filters={"label": "io.planrun.agent=mcp-git"})
     assert left == []
+
+
+def test_ctrl_c_removes_the_server_containers(
+    repo: Path, tmp_path: Path, docker_client: Any
+) -> None:
+    import signal
+    import sys
+    import time
+
+    from sandbox_runner.mcp.approvals import Approvals
+    from sandbox_runner.mcp.servers import load_servers
+
+    Approvals().approve(repo, load_servers(repo, {}).get("git"))
+    looking = message(tool_use("mcp__git__git_log", {"repo_path": "/workspace"}))
+    script = PerspectiveScript({"plan": [looking] * 20}, delays={"plan": 1.0})
+    out = tmp_path / "out"
+    with FakeMessagesAPI(script) as server:
+        env = dict(os.environ, ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="k")
+        command = [sys.executable, "-m", "sandbox_runner", "plan", "x", "--repo", str(repo)]
+        process = subprocess.Popen(
+            [*command, "--out", str(out)], env=env, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+
+        def mine() -> list[Any]:
+            listed = docker_client.containers.list(
+                all=True, filters={"label": f"io.planrun.pid={process.pid}"}
+            )
+            return [c for c in listed if c.labels.get("io.planrun.agent") == "mcp-git"]
+
+        deadline = time.monotonic() + 90
+        while not (out / "plan.transcript.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert mine(), "the git server runs while the plan does"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert mine() == []
