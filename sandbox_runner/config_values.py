@@ -120,6 +120,15 @@ def _web(value: object) -> list[str]:
         raise _Invalid(f"hosts, wildcards (*.example.com) or addresses: {error}") from None
 
 
+def _mcp_servers(value: object) -> dict[str, Any]:
+    """The shape only: each entry's fields are read where servers are loaded."""
+    if not isinstance(value, dict) or not all(
+        isinstance(name, str) and isinstance(entry, dict) for name, entry in value.items()
+    ):
+        raise _Invalid("a mapping of server names to mappings (command/args/env, url, grants)")
+    return value
+
+
 _POSITIVE = "a positive integer"
 CHECKS: dict[str, Callable[[object], Any]] = {
     "model": _model,
@@ -145,6 +154,8 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "work_disk_mb": _at_least(1, "a positive integer (MiB)", integer=True),
     "trusted_projects": _texts,
     "web": _web,
+    "mcp_servers": _mcp_servers,
+    "mcp_image": _optional_text,
 }
 """Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
 _BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(
@@ -234,6 +245,11 @@ def check_project_value(
         raise ConfigError(
             f"{where}: a project config cannot set 'trusted_projects'; only "
             "~/.planrun/config.yaml can trust a repository"
+        )
+    if name in ("mcp_servers", "mcp_image"):
+        raise ConfigError(
+            f"{where}: a project config cannot set {name!r}; a repository defines its MCP "
+            "servers in .mcp.json, and you approve them (planrun mcp approve NAME)"
         )
     if name in LOWER_ONLY and value > limit:
         raise ConfigError(

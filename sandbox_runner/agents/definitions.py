@@ -28,6 +28,8 @@ KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "TodoWrite", "NotebookEd
 TOOL_ALIASES: dict[str, str] = {"Agent": "Task", "update_work_plan": "TodoWrite"}
 """Other names agent files use for a tool: Claude Code renamed Task to Agent; the
 Copilot-style plan session calls its checklist update_work_plan."""
+MCP_PREFIX = "mcp__"
+"""How the tools of MCP servers are named: `mcp__<server>__<tool>`."""
 INERT_IN_SUBAGENT = frozenset({"Task", "TodoWrite"})
 """Tools a subagent is never given, whatever its file lists: a subagent launches none,
 and keeps no checklist (the session's work agent does)."""
@@ -84,11 +86,26 @@ class AgentDefinition:
         """The tools the agent is offered: tools minus disallowed_tools, in order."""
         return tuple(tool for tool in self.tools if tool not in self.disallowed_tools)
 
+    def planrun_tools(self) -> tuple[str, ...]:
+        """The effective tools planrun itself implements (the MCP ones left out)."""
+        return tuple(tool for tool in self.effective_tools() if not tool.startswith(MCP_PREFIX))
+
+    def gives_mcp_tool(self, server: str, tool: str) -> bool:
+        """Whether the agent may use an MCP server's tool: any of them when its tools name
+        none (as Claude Code's agents inherit them); else those named, `mcp__<server>`
+        naming all of a server's. In plan mode only the read-only ones are offered."""
+        full, whole = f"{MCP_PREFIX}{server}__{tool}", f"{MCP_PREFIX}{server}"
+        if full in self.disallowed_tools or whole in self.disallowed_tools:
+            return False
+        named = [name for name in self.tools if name.startswith(MCP_PREFIX)]
+        return not named or full in named or whole in named
+
     def writing_tools(self) -> tuple[str, ...]:
-        """The effective tools a read-only agent may not have (Task aside: it is inert)."""
+        """The effective tools a read-only agent may not have (Task aside: it is inert; an
+        MCP tool is offered to it only if it reads, which is known once its server runs)."""
         return tuple(
             tool
-            for tool in self.effective_tools()
+            for tool in self.planrun_tools()
             if tool not in RESEARCH_TOOLS and tool not in INERT_IN_SUBAGENT
         )
 

@@ -32,6 +32,7 @@ from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, repla
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.redact import redact
+from sandbox_runner.tools.mcp_offer import McpTools
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
@@ -100,6 +101,7 @@ class PlanAgentRun:
         cancel: threading.Event | None = None,
         allowed_tools: frozenset[str] | None = None,
         web: WebGrant | None = None,
+        mcp: McpTools | None = None,
     ) -> None:
         self.definition = definition
         self.model_id = model_id
@@ -110,7 +112,10 @@ class PlanAgentRun:
         self.web = WebTools(
             web or WebGrant(), model, model_id, on_usage=self._add_usage, on_notice=self._notice
         )
-        self.tools = self._offered_tools(allowed_tools)
+        # Plan mode: only the MCP tools that read are offered; a call of another is
+        # refused with guidance and kept as a suggestion.
+        offer = mcp.offer(definition.gives_mcp_tool, read_only=True) if mcp else None
+        self.tools = [*self._offered_tools(allowed_tools), *(offer.specs if offer else ())]
         rules = Rules(plan_file=paths.container_plan_file)
         config = LoopConfig(
             model=model,
@@ -121,13 +126,15 @@ class PlanAgentRun:
                 offered=frozenset(tool.name for tool in self.tools),
                 workspace_host=str(workspace),
                 agent=definition.name,
+                mcp_tools=offer.names if offer else frozenset(),
+                mcp_read_only=offer.read_only if offer else frozenset(),
             ),
             mode=lambda: PermissionMode.PLAN,
             rules=lambda: rules,
             transcript=paths.transcript,
             limits=limits or RunLimits(),
             label=label,
-            host_tools=self.web.handlers(),
+            host_tools={**self.web.handlers(), **(offer.host_tools() if offer else {})},
         )
         self.loop = AgentLoop(
             config, sandbox=sandbox, hooks=PlanHooks(self), on_event=on_event, cancel=cancel
@@ -139,7 +146,7 @@ class PlanAgentRun:
         # The web tools answer to the user's web grant, not to allowed_tools.
         exploring = [
             t
-            for t in self.definition.effective_tools()
+            for t in self.definition.planrun_tools()
             if allowed is None or t in allowed or t in WEB_TOOLS
         ]
         names = [*offered(exploring, self.web.grant), "Write", "Edit"]

@@ -3,6 +3,7 @@ host tool, a turn's Task calls side by side, and the end of the turn for what it
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -159,8 +160,7 @@ class TurnCalls:
 
     def _context(self) -> ToolContext:
         offered = frozenset(tool.name for tool in self.loop.config.tools())
-        context = self.loop.config.context
-        return ToolContext(offered, context.workspace_host, context.agent)
+        return dataclasses.replace(self.loop.config.context, offered=offered)
 
     def _within_time_limit(self, request: ToolRequest) -> ToolRequest:
         """The request with a timeout that ends no later than the run's own time limit."""

@@ -4,6 +4,7 @@ each found in its module when it is first asked for."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import click
 
@@ -12,6 +13,7 @@ from sandbox_runner.cli.options import (
     allow_web_option,
     examples,
     image_option,
+    mcp_options,
     model_option,
     repo_option,
 )
@@ -22,6 +24,7 @@ COMMAND_MODULES = {
     "config": "config_cmd",
     "engine": "infra",
     "image": "infra",
+    "mcp": "mcp_cmd",
     "plan": "plan_cmd",
     "plans": "plans_cmd",
     "sandbox": "infra",
@@ -82,6 +85,7 @@ class LazyGroup(click.Group):
     default=None,
     help="Let the work session's commands reach the network (plan sandboxes never do).",
 )
+@mcp_options
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -95,6 +99,8 @@ def cli(
     allow_web: tuple[str, ...],
     image: str | None,
     network: bool | None,
+    mcp_config: Path | None,
+    strict_mcp_config: bool,
 ) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
@@ -105,6 +111,7 @@ def cli(
         return
     # Imported only now: `planrun CMD` starts without loading the session.
     from sandbox_runner.cli.session_cmd import start_session
+    from sandbox_runner.mcp.launch import McpChoice
     from sandbox_runner.session.interactive import SessionOptions
     from sandbox_runner.tools.permissions import PermissionMode
 
@@ -118,5 +125,6 @@ def cli(
         allow_web=allow_web,
         image=image,
         network=network,
+        mcp=McpChoice(mcp_config, strict_mcp_config),
     )
     start_session(ctx, options)

@@ -37,6 +37,20 @@ def model_option(help: str) -> Callable[[F], F]:
     return click.option("--model", help=help)
 
 
+def mcp_options(command: F) -> F:
+    """`--mcp-config FILE` (`mcp_config`) and `--strict-mcp-config` (`strict_mcp_config`)."""
+    command = click.option(
+        "--strict-mcp-config",
+        is_flag=True,
+        help="Use only the MCP servers of --mcp-config (not your config's, nor the repository's).",
+    )(command)
+    return click.option(
+        "--mcp-config",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="MCP servers of this JSON file (Claude Code's .mcp.json format), yours to run.",
+    )(command)
+
+
 def image_option() -> Callable[[F], F]:
     """`--image`: the user's toolchain image, which planrun adds its runtime to."""
     return click.option(

@@ -15,12 +15,14 @@ from sandbox_runner.cli.options import (
     examples,
     image_option,
     json_option,
+    mcp_options,
     model_option,
     out_option,
     repo_option,
 )
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
+from sandbox_runner.mcp.launch import McpChoice
 from sandbox_runner.plans.history import runs_dir
 from sandbox_runner.plans.report import Report
 from sandbox_runner.runs.multi import PlanRunOutcome
@@ -86,6 +88,7 @@ from sandbox_runner.safe_text import one_line
     help="Record the conversations into this directory.",
 )
 @image_option()
+@mcp_options
 @click.pass_context
 @reports_errors
 def plan(
@@ -109,6 +112,8 @@ def plan(
     replay: Path | None,
     record: Path | None,
     image: str | None,
+    mcp_config: Path | None,
+    strict_mcp_config: bool,
 ) -> None:
     """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
 
@@ -134,6 +139,7 @@ def plan(
         replay=replay,
         record=record,
         image=image,
+        mcp=McpChoice(mcp_config, strict_mcp_config),
     )
     outcome = plan_run(options, services(ctx), warn=warn, watch=_announce(as_json))
     show_outcome(ctx, outcome, as_json=as_json)

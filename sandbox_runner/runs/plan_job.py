@@ -26,6 +26,7 @@ from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.runs.workspace import git_head
 from sandbox_runner.sandbox.background import BackgroundStart
+from sandbox_runner.tools.mcp_offer import McpTools
 from sandbox_runner.types import Usage
 from sandbox_runner.web_grant import WebGrant
 
@@ -100,6 +101,7 @@ def run_plan(
     earlier: EarlierAttempt | None = None,
     front_matter: Mapping[str, object] | None = None,
     web: WebGrant | None = None,
+    mcp: McpTools | None = None,
 ) -> PlanResult:
     """Run one Plan subagent and write `<label>.md` (with front matter) into out_dir.
 
@@ -111,9 +113,9 @@ def run_plan(
     The sandbox's writable plan directory is `<sandbox_root>/<label>` (default
     `<out_dir>/.sandbox/<label>`); it must lie outside the workspace. allowed_tools, when
     given, narrows the read-only tools the definition offers (configuration can only take
-    tools away, never add them). front_matter is added to the plan file's own (a batch
-    job's fingerprint and attempt). web is the user's web grant: WebFetch and WebSearch
-    are offered only with one.
+    tools away, never add them); mcp, the running MCP servers, adds their read-only
+    tools. web is the user's web grant: WebFetch and WebSearch are offered only with one.
+    front_matter is added to the plan file's own (a batch job's fingerprint and attempt).
 
     Raises:
         FileExistsError: out_dir already holds a plan with this label.
@@ -155,6 +157,7 @@ def run_plan(
         cancel=cancel,
         allowed_tools=allowed_tools,
         web=web,
+        mcp=mcp,
     )
     sandbox.start()
     try:

@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "/cost": "tokens and cost so far, per conversation and in all",
     "/status": "session, mode, plan file, memory files, tokens and cost",
     "/memory": "the memory files in use (CLAUDE.md, AGENTS.md, PLANRUN.md) and how to edit them",
+    "/mcp": "the MCP servers, whether they run, and their tools (read-only ones marked)",
     "/help": "this list",
     "/exit": "end the session (its state is kept; planrun --continue comes back)",
     "/quit": "the same as /exit",
@@ -84,6 +85,9 @@ class Commands:
             "/cost": lambda args: Outcome(cost_lines(session)),
             "/status": lambda args: Outcome(status_lines(session)),
             "/memory": lambda args: Outcome(memory_lines(session)),
+            "/mcp": lambda args: Outcome(
+                session.mcp.describe() if session.mcp else ["no MCP servers"]
+            ),
             "/help": lambda args: Outcome([f"{name}  {text}" for name, text in COMMANDS.items()]),
             "/exit": lambda args: Outcome([come_back(session)], quit=True),
             "/quit": lambda args: Outcome([come_back(session)], quit=True),

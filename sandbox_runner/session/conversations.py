@@ -56,7 +56,8 @@ class Conversations:
         self.session = session
         self._loops: dict[str, AgentLoop] = {}
         self._sandboxes: dict[str, Sandbox] = {}
-        self._task_slots = threading.Semaphore(task_budget)
+        self.task_slots = threading.Semaphore(task_budget)
+        """The session's container budget beyond its two own: Task subagents, MCP servers."""
         """Task subagents' containers at once, over the whole session (`parallel`)."""
 
     def loop(self, which: str) -> AgentLoop:
@@ -102,23 +103,32 @@ class Conversations:
         session, plan = self.session, which == "plan"
         definition = session.registry.get("Plan" if plan else "general-purpose")
         extra = PLAN_TOOLS_EXTRA if plan else work_extras(definition)
-        names = [n for n in definition.effective_tools() if n not in NOT_OFFERED]
+        names = [n for n in definition.planrun_tools() if n not in NOT_OFFERED]
         names = offered(names, session.web)
         tools = tools_for(dict.fromkeys([*names, *extra]))
+        # The plan session is offered only the MCP tools that read; the work session all,
+        # each call of a writing one asked about (and refused while in plan mode).
+        servers = session.mcp
+        offer = servers.offer(definition.gives_mcp_tool, read_only=plan) if servers else None
+        tools += offer.specs if offer else ()
         return LoopConfig(
             model=session.model(which),
             model_id=session.state.model,
             system_prompt=self._system_prompt(which, definition),
             tools=lambda: tools,
             context=ToolContext(
-                frozenset(t.name for t in tools), str(session.workspace), definition.name
+                frozenset(t.name for t in tools),
+                str(session.workspace),
+                definition.name,
+                mcp_tools=offer.names if offer else frozenset(),
+                mcp_read_only=offer.read_only if offer else frozenset(),
             ),
             mode=self._mode_of(which),
             rules=self._rules_of(which),
             transcript=session.store.transcript(which),
             limits=session.limits,
             label=session.state.id + ("-plan" if plan else ""),
-            host_tools=self._host_tools(which),
+            host_tools={**self._host_tools(which), **(offer.host_tools() if offer else {})},
         )
 
     def _system_prompt(self, which: str, definition: AgentDefinition) -> Callable[[], str]:
@@ -173,9 +183,10 @@ class Conversations:
             approver_mode=lambda: session.state.permission_mode,
             approver=session.ui,
             on_event=session.ui.event,
-            slots=self._task_slots,
+            slots=self.task_slots,
             memory=session.memory.prompt(),
             web=session.web,
+            mcp=session.mcp,
         )
         tools: dict[str, HostTool] = {"Task": runner, **self._web_tools(which)}
         if which == "plan":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -14,11 +14,13 @@ from sandbox_runner.agents.definitions import ungranted_note
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError, WorkspaceError
+from sandbox_runner.mcp.launch import McpChoice, open_hub
 from sandbox_runner.sandbox.host_paths import work_owner_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
 from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.line import LineUI, run_lines
 from sandbox_runner.session.line_input import LineInput
+from sandbox_runner.session.mcp_servers import SessionServers
 from sandbox_runner.session.picker import choose_on_terminal, pick_session
 from sandbox_runner.session.sandboxes import DockerSessionSandboxes
 from sandbox_runner.session.session import Session
@@ -54,6 +56,8 @@ class SessionOptions:
     """The user's toolchain image (--image); None: the configured one."""
     network: bool | None = None
     """--network: the work sandbox reaches the network; None: the work_network setting."""
+    mcp: McpChoice = field(default_factory=McpChoice)
+    """`--mcp-config` and `--strict-mcp-config`."""
 
 
 class SessionHost(Protocol):
@@ -96,6 +100,13 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         loaded.settings.work_disk_mb,
     )
     sandboxes.notify = ui.show
+    servers = SessionServers(
+        lambda ask: open_hub(
+            workspace, loaded, sandboxes.sandboxes, choice=options.mcp, session=state.id,
+            progress=ui.show, ask=ask,
+        ),
+        ui,
+    )  # fmt: skip
     session = Session(
         store,
         state,
@@ -107,6 +118,7 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         limits=loaded.run_limits(),
         task_budget=loaded.settings.parallel,
         web=web,
+        mcp=servers,
     )
     if not isinstance(ui, LineUI):
         ui.session = session

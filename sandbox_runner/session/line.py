@@ -57,7 +57,8 @@ class LineUI:
         elif ask.kind is ToolKind.EDIT:
             always = ", a: yes and all edits this session"
         elif ask.prefix:
-            always = f", a: yes and don't ask again for `{ask.prefix}` commands"
+            what = "calls" if ask.kind is ToolKind.MCP else "commands"
+            always = f", a: yes and don't ask again for `{ask.prefix}` {what}"
         else:
             always = ""  # unreadable at a glance, a wrapper, variables: never for good
         about = flat(ask.question)

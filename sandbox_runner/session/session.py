@@ -24,6 +24,7 @@ from sandbox_runner.limits import RunLimits
 from sandbox_runner.session import accounting, prompts
 from sandbox_runner.session.conversations import Conversations
 from sandbox_runner.session.hooks import Notes
+from sandbox_runner.session.mcp_servers import SessionServers
 from sandbox_runner.session.plan_file import PlanFile
 from sandbox_runner.session.plan_mode import PlanAccepted, PlanMode
 from sandbox_runner.session.state import SessionState, SessionStore
@@ -49,6 +50,7 @@ class Session:
         limits: RunLimits,
         task_budget: int = 4,
         web: WebGrant | None = None,
+        mcp: SessionServers | None = None,
     ) -> None:
         self.store, self.state = store, state
         self.web = web or WebGrant()
@@ -59,12 +61,16 @@ class Session:
         self.model = model
         self.ui = ui
         self.limits = limits
+        self.mcp = mcp
+        """The MCP servers, started at the first turn; None when none are defined."""
         self._memory: Memory | None = None
         self.cancel = threading.Event()
         """Set by the user's interrupt (and by close); cleared when new work starts."""
         self.plan_file = PlanFile(store.plan_dir, state)
         self.notes = Notes()
         self.conversations = Conversations(self, task_budget)
+        if mcp is not None:
+            mcp.slots = self.conversations.task_slots
         self.ledger = accounting.Ledger()
         self.plan_mode = PlanMode(self)
         self._mode_lock = threading.Lock()
@@ -96,6 +102,8 @@ class Session:
         self.cancel.set()
         self.save()
         self.conversations.stop()
+        if self.mcp is not None:
+            self.mcp.stop()
 
     def save(self) -> None:
         self.store.save(self.state)

@@ -450,13 +450,18 @@ def test_claude_code_tools_planrun_lacks_are_left_out_with_a_warning(fs: FakeFil
         fs,
         Path("/repo/.claude/agents/web.md"),
         "name: researcher\ndescription: Reads the web\n"
-        "tools: Read, WebFetch, WebSearch, SlashCommand, mcp__github__search",
+        "tools: Read, WebFetch, WebSearch, Teleport, mcp__github__search",
         "Research.",
     )
     registry = load()
-    assert registry.get("researcher").tools == ("Read", "WebFetch", "WebSearch")
+    assert registry.get("researcher").tools == (
+        "Read",
+        "WebFetch",
+        "WebSearch",
+        "mcp__github__search",
+    )
     [warning] = registry.warnings
-    assert "SlashCommand" in warning.message and "mcp__github__search" in warning.message
+    assert "Teleport" in warning.message and "mcp__github__search" not in warning.message
     assert "WebFetch" not in warning.message.split("left out:")[1].split("(")[0]
 
 
