@@ -33,7 +33,7 @@ from sandbox_runner.model.retry_policy import (
     retry_wait,
     retryable,
 )
-from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, Usage
+from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, StreamEvent, Usage
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +143,12 @@ class AnthropicModel:
             ModelError: the call was aborted.
         """
         params = build_params(request, request.model or self.model_id)
-        streaming = request.max_tokens > STREAMING_ABOVE_MAX_TOKENS
+        call = call or ModelCall()
+        # Someone listening streams the answer; so does a long one, which the SDK insists on.
+        streaming = call.on_stream is not None or request.max_tokens > STREAMING_ABOVE_MAX_TOKENS
         try:
             message = self._with_retries(
-                lambda timeout: self._send(params, streaming, timeout), call or ModelCall()
+                lambda timeout: self._send(params, streaming, timeout, call), call
             )
             return to_response(message)
         except (AttributeError, TypeError, ValueError) as error:
@@ -174,7 +176,9 @@ class AnthropicModel:
                 log.debug("count_tokens failed (%s); estimating", error)
         return estimate_tokens(request)
 
-    def _send(self, params: dict[str, Any], streaming: bool, seconds: float) -> Message:
+    def _send(
+        self, params: dict[str, Any], streaming: bool, seconds: float, call: ModelCall
+    ) -> Message:
         timeout = anthropic.Timeout(seconds, connect=min(seconds, 10.0))
         try:
             if not streaming:
@@ -185,7 +189,7 @@ class AnthropicModel:
                 return message
             with self.client.messages.stream(**params, timeout=timeout) as stream:
                 if "text/event-stream" in stream.response.headers.get("content-type", ""):
-                    return _final_message(stream)
+                    return _final_message(stream, call)
                 # A proxy or compatible endpoint answered with a plain JSON Message: the
                 # SDK would read it as events, find none, and fail a bare assert.
                 body = stream.response.read()
@@ -259,9 +263,18 @@ class AnthropicModel:
         return api_status_error(error.status_code, error_type, api_message, attempts)
 
 
-def _final_message(stream: MessageStream[Any]) -> Message:
-    """The Message the stream's events put together."""
+def _final_message(stream: MessageStream[Any], call: ModelCall) -> Message:
+    """The Message the stream's events put together, its text passed on to the call's
+    listener as it arrives; an abort closes the stream at the next event."""
     try:
+        for event in stream:
+            if call.aborted:
+                stream.close()
+                raise ModelError("the model call was cancelled")
+            if event.type == "text":
+                call.stream(StreamEvent("text", event.text))
+            elif event.type == "content_block_stop" and event.content_block.type == "text":
+                call.stream(StreamEvent("text_end", event.content_block.text))
         return stream.get_final_message()
     except AssertionError as error:
         # The SDK asserts that a message_start arrived: the stream ended before any did.

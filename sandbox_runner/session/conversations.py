@@ -77,6 +77,7 @@ class Conversations:
         if lines:
             loop.resume(saved_conversation(lines))
         self._loops[which] = loop
+        session.tally.track(which, loop)
         return loop
 
     def started(self) -> dict[str, AgentLoop]:
@@ -109,6 +110,7 @@ class Conversations:
             limits=session.limits,
             label=session.state.id + ("-plan" if plan else ""),
             host_tools=self._host_tools(which),
+            stream_text=True,
         )
 
     def _system_prompt(self, which: str, definition: AgentDefinition) -> Callable[[], str]:
@@ -160,6 +162,7 @@ class Conversations:
             on_event=session.ui.event,
             slots=self._task_slots,
             memory=session.memory.prompt(),
+            on_loop=lambda label, loop: session.tally.track(f"{which}/{label}", loop),
         )
         tools: dict[str, HostTool] = {"Task": runner}
         if which == "plan":

@@ -54,6 +54,9 @@ class TaskRunner:
     """The session's budget of subagent containers, shared by its Task runners."""
     memory: str = ""
     """The memory files' section of every subagent's prompt (agents.memory)."""
+    on_loop: Callable[[str, AgentLoop], None] | None = None
+    """Told of each subagent's loop (its label, the loop) when it starts: the session
+    counts its tokens."""
 
     def __post_init__(self) -> None:
         self._numbers = itertools.count(1)
@@ -119,6 +122,8 @@ class TaskRunner:
             on_event=self.on_event,
             cancel=stop,
         )
+        if self.on_loop is not None:
+            self.on_loop(label, loop)
         with sandbox:
             try:
                 loop.run(prompt)
