@@ -14,10 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
+import httpx2  # the SDK's own HTTP library: a transport that answers in memory
 from anthropic.lib.streaming import MessageStream
 from anthropic.types import Message
 
 from sandbox_runner.limits import API_RETRIES, API_TIMEOUT_SECONDS
+from sandbox_runner.model.canned_stream import CANNED_SSE
 from sandbox_runner.model.errors import (
     MalformedAnswerError,
     ModelAPIError,
@@ -261,6 +263,28 @@ class AnthropicModel:
         assert isinstance(error, anthropic.APIStatusError)
         error_type, api_message = _error_details(error)
         return api_status_error(error.status_code, error_type, api_message, attempts)
+
+
+def warm_up() -> None:
+    """Have the SDK build its parsers of a streamed answer now, while the user types:
+    pydantic builds them on first use, half a second that would delay the first token
+    of the first answer. A canned stream is read the way a call reads one, in memory."""
+    try:
+        _read_canned_stream()
+    except Exception as error:  # a warm-up that fails costs only the time it would save
+        log.debug("warming up the SDK failed: %r", error)
+
+
+def _read_canned_stream() -> None:
+    sse = {"content-type": "text/event-stream"}
+    transport = httpx2.MockTransport(lambda _: httpx2.Response(200, headers=sse, text=CANNED_SSE))
+    with anthropic.Anthropic(
+        api_key="warm-up", base_url="http://warm-up.invalid", max_retries=0,
+        http_client=httpx2.Client(transport=transport),
+    ) as client, client.messages.stream(
+        model="m", max_tokens=1, messages=[{"role": "user", "content": "-"}]
+    ) as stream:  # fmt: skip
+        _final_message(stream, ModelCall(on_stream=lambda _: None))
 
 
 def _final_message(stream: MessageStream[Any], call: ModelCall) -> Message:
