@@ -29,6 +29,12 @@ from sandbox_runner.tools.permissions import PermissionMode
 
 PROMPT_ROWS = 8
 """Rows kept for the prompt and the toolbar below an answer that streams in."""
+ESCAPE_SEQUENCE_WAIT = 0.1
+"""Seconds a lone Esc byte waits for the rest of a key's escape sequence (a terminal sends
+one whole; prompt_toolkit's default is half a second)."""
+ESCAPE_WAIT_IDLE, ESCAPE_WAIT_WORKING = 1.0, 0.1
+"""Seconds Esc waits for a key that makes it Esc-Enter or Alt+M: idle, and while the agent
+works (when a lone Esc interrupts)."""
 QUIT_HINT = "press Ctrl-C again to quit (the session is kept: planrun --continue)"
 
 
@@ -283,11 +289,17 @@ class Terminal:
             self.ui.say(*lines)
 
     async def _tick(self) -> None:
-        """Keep the spinner turning while the agent works or the session starts."""
+        """Keep the spinner turning while the agent works or the session starts; while it
+        works, a lone Esc interrupts at once instead of waiting to see if Enter or M
+        follows (Esc then Enter still makes a new line when the agent is idle)."""
+        app = self.prompt.app
+        app.ttimeoutlen = ESCAPE_SEQUENCE_WAIT
         while True:
             await asyncio.sleep(0.1)
-            if self.ui.activity.busy or self.ui.activity.preparing:
-                self.prompt.app.invalidate()
+            busy = self.ui.activity.busy
+            app.timeoutlen = ESCAPE_WAIT_WORKING if busy else ESCAPE_WAIT_IDLE
+            if busy or self.ui.activity.preparing:
+                app.invalidate()
 
 
 def run_terminal(

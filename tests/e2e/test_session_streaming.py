@@ -110,6 +110,25 @@ def test_ctrl_c_stops_a_stream_at_once_and_a_queued_line_comes_back(
     ]
 
 
+def test_esc_stops_a_stream_in_well_under_a_second(
+    api: FakeMessagesAPI, repo: Path, planrun_home: Path
+) -> None:
+    """Esc took one to two seconds: prompt_toolkit waited to see whether Enter or M
+    followed it."""
+    with planrun(api, repo, planrun_home) as term:
+        term.wait_for(PROMPT)
+        term.type("please answer slowly")
+        term.keys("Enter")
+        term.wait_for(r"arrive w0")
+        pressed = time.monotonic()
+        term.keys("Escape")
+        screen = term.wait_for("stopped: interrupted", timeout=10)
+        assert time.monotonic() - pressed < 0.8
+        assert "THE-END" not in screen
+        term.keys("C-d")
+        term.wait_exit()
+
+
 def test_a_failed_tool_call_says_why_in_the_terminal(
     api: FakeMessagesAPI, repo: Path, planrun_home: Path
 ) -> None:
