@@ -260,6 +260,7 @@ def save_target(workspace: Path, name: str, force: bool) -> Path:
 def status_lines(session: Session) -> list[str]:
     """`key: value` lines: what /status prints, line mode and terminal alike."""
     state, files = session.state, session.memory.files
+    tokens, cost = session.totals()
     return [
         f"session: {state.active_id}",
         f"mode: {state.mode}",
@@ -267,8 +268,8 @@ def status_lines(session: Session) -> list[str]:
         f"plan_file: {state.plan_file or '-'}",
         f"repository: {state.repo}",
         f"model: {state.model}",
-        f"tokens: {state.tokens}",
-        f"cost_usd: {state.cost_usd:.4f}",
+        f"tokens: {tokens}",
+        f"cost_usd: {cost:.4f}",
         f"memory: {', '.join(_shown(session, f.path) for f in files) or '-'}",
     ]
 
@@ -323,7 +324,12 @@ def cost_lines(session: Session) -> list[str]:
             f"{usage.cache_read_input_tokens:,} cache read, "
             f"{usage.cache_creation_input_tokens:,} cache write tokens; ${cost:.4f}"
         )
-    lines.append(f"total: {state.tokens:,} tokens; ${state.cost_usd:.4f} (estimated at list price)")
+    tally = session.tally
+    if tally.earlier_tokens:
+        before = f"{tally.earlier_tokens:,} tokens; ${tally.earlier_cost:.4f}"
+        lines.append(f"before this resume: {before}")
+    tokens, cost = session.totals()
+    lines.append(f"total: {tokens:,} tokens; ${cost:.4f} (estimated at list price)")
     return lines
 
 

@@ -86,6 +86,7 @@ class Conversations:
         if lines:
             loop.resume(saved_conversation(lines))
         self._loops[which] = loop
+        session.tally.track(which, loop)
         return loop
 
     def started(self) -> dict[str, AgentLoop]:
@@ -129,6 +130,7 @@ class Conversations:
             limits=session.limits,
             label=session.state.id + ("-plan" if plan else ""),
             host_tools={**self._host_tools(which), **(offer.host_tools() if offer else {})},
+            stream_text=True,
         )
 
     def _system_prompt(self, which: str, definition: AgentDefinition) -> Callable[[], str]:
@@ -187,6 +189,7 @@ class Conversations:
             memory=session.memory.prompt(),
             web=session.web,
             mcp=session.mcp,
+            on_loop=lambda label, loop: session.tally.track(f"{which}/{label}", loop),
         )
         tools: dict[str, HostTool] = {"Task": runner, **self._web_tools(which)}
         if which == "plan":

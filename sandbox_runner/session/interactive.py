@@ -235,10 +235,14 @@ def _run_terminal(
 
 
 def _load_first_turn() -> None:
-    """Import what the first turn needs (the SDK above all) while the user types."""
+    """Import what the first turn needs (the SDK above all) while the user types, and
+    have the SDK ready to read the first streamed answer."""
     import sandbox_runner.agents.loop
-    import sandbox_runner.model.anthropic_model
+    import sandbox_runner.plans.pricing  # the toolbar prices the first turn as it goes
     import sandbox_runner.session.subagents  # noqa: F401
+    from sandbox_runner.model.anthropic_model import warm_up
+
+    warm_up()
 
 
 def _models(loaded: LoadedSettings, state: SessionState) -> Callable[[str], Model]:

@@ -65,6 +65,9 @@ class TaskRunner:
     """The hosts the subagents' web tools may reach; none: they have no web tools."""
     mcp: McpTools | None = None
     """The session's MCP servers: a read-only agent is offered their read-only tools."""
+    on_loop: Callable[[str, AgentLoop], None] | None = None
+    """Told of each subagent's loop (its label, the loop) when it starts: the session
+    counts its tokens."""
 
     def __post_init__(self) -> None:
         self._numbers = itertools.count(1)
@@ -146,6 +149,8 @@ class TaskRunner:
         )
         web.on_usage = lambda usage: loop.count_usage(usage, "WebSearch")
         web.on_notice = lambda text: loop.emit("notice", tool="WebSearch", detail=text)
+        if self.on_loop is not None:
+            self.on_loop(label, loop)
         with sandbox:
             try:
                 loop.run(prompt)
