@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import os
 import re
@@ -17,11 +18,14 @@ from sandbox_runner.safe_text import MAX_NAME_CHARS, name_problem
 __all__ = [
     "CHECKS",
     "LOWER_ONLY",
+    "PLAN_COMMANDS",
+    "SCRATCH",
     "check_project_value",
     "checked",
     "field_name",
     "from_text",
     "normalise",
+    "parse_config_text",
 ]
 
 
@@ -106,6 +110,16 @@ def _presets(value: object) -> dict[str, list[str]]:
     return presets
 
 
+SCRATCH = "scratch"
+PLAN_COMMANDS = ("read-only", SCRATCH)
+
+
+def _plan_commands(value: object) -> str:
+    if value not in PLAN_COMMANDS:
+        raise _Invalid(" or ".join(PLAN_COMMANDS))
+    return str(value)
+
+
 _POSITIVE = "a positive integer"
 CHECKS: dict[str, Callable[[object], Any]] = {
     "model": _model,
@@ -128,6 +142,8 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "synthesis": _boolean,
     "max_plans": _at_least(1, _POSITIVE, integer=True),
     "work_disk_mb": _at_least(1, "a positive integer (MiB)", integer=True),
+    "plan_commands": _plan_commands,
+    "scratch_mb": _at_least(1, "a positive integer (MiB)", integer=True),
     "trusted_projects": _texts,
 }
 """Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
@@ -188,6 +204,7 @@ LOWER_ONLY = (
     "cpus",
     "pids",
     "work_disk_mb",
+    "scratch_mb",
 )
 """Limits a project file may lower but never raise."""
 SWITCHES = {"planning_enabled": "planning", "synthesis": "the synthesis"}
@@ -233,6 +250,12 @@ def check_project_value(
         raise ConfigError(
             f"{where}: key {key!r}: a project config cannot enable {SWITCHES[name]}; "
             f"{limit_source} disables it"
+        )
+    if name == "plan_commands" and value == SCRATCH and limit != SCRATCH:
+        raise ConfigError(
+            f"{where}: key {key!r}: a project config cannot turn scratch runs on (they run "
+            "the repository's code); set plan_commands in ~/.planrun/config.yaml or pass "
+            "--scratch"
         )
     if name == "allowed_tools":
         added = [tool for tool in value if tool not in limit]
@@ -280,3 +303,26 @@ def field_name(key: object, where: str) -> str:
     close = difflib.get_close_matches(name, list(CHECKS), n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(CHECKS)}"
     raise ConfigError(f"{where}: unknown key {key!r}; {hint}")
+
+
+def parse_config_text(path: Path, text: str) -> object:
+    """The data of a config file (JSON by its suffix, else YAML); {} for an empty one."""
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(
+                f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from None
+    import yaml  # only when there is a YAML file: most starts read none
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}: invalid YAML{at}: {error.problem}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(error).split())}") from None
+    # A file of nothing but comments is an empty configuration, not an error.
+    return {} if data is None else data

@@ -96,6 +96,7 @@ class PlanAgentRun:
         on_event: EventSink | None = None,
         cancel: threading.Event | None = None,
         allowed_tools: frozenset[str] | None = None,
+        scratch: bool = False,
     ) -> None:
         self.definition = definition
         self.model_id = model_id
@@ -104,7 +105,7 @@ class PlanAgentRun:
         self.sections = sections
         self.label = label
         self.tools = self._offered_tools(allowed_tools)
-        rules = Rules(plan_file=paths.container_plan_file)
+        rules = Rules(plan_file=paths.container_plan_file, scratch=scratch)
         config = LoopConfig(
             model=model,
             model_id=model_id,
@@ -210,6 +211,7 @@ class PlanAgentRun:
             plan_text=text,
             check=check,
             suggested_commands=list(dict.fromkeys(state.suggested_commands)),
+            commands_run=list(state.commands_run),
             turns=state.turns,
             tool_calls=state.tool_calls,
             usage=state.usage,

@@ -171,6 +171,7 @@ def prepare(request: PlanRequest, warn: Warn) -> tuple[PlanRunSpec, LoadedSettin
         synthesiser=synthesiser,
         request=request.to_json(workspace, model_id),
         memory=memory.prompt(),
+        scratch=loaded.scratch,
     )
     return spec, loaded
 

@@ -49,6 +49,8 @@ class PlanRunSpec:
     """The request as given, kept in run.json so that the run can be resumed."""
     memory: str = ""
     """The memory files' section of every plan agent's prompt (agents.memory)."""
+    scratch: bool = False
+    """Whether the plans' commands run in a scratch layer (plan_commands: scratch)."""
 
     @property
     def agent_override(self) -> str:
@@ -78,6 +80,7 @@ class PlanRunSpec:
                 self.context,
                 self.sections,
                 memory=self.memory,
+                scratch=self.scratch,
             )
             label, n = job.label, 2
             while label in used:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from sandbox_runner import Sandbox
 from sandbox_runner.config import LoadedSettings
+from sandbox_runner.errors import ConfigError
 from sandbox_runner.sandbox.spec import SandboxSpec
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ class DockerSandboxes:
         self._image = loaded.settings.image, loaded.sources["image"]
         self.extra_dirs = tuple(loaded.resolved_extra_dirs())
         self.limits = loaded.limits()
+        self.scratch = loaded.scratch
+        """Whether plan sandboxes have a scratch layer (plan_commands: scratch)."""
         self._lock = threading.Lock()
         self._docker: tuple[DockerProvider, str] | None = None
 
@@ -48,6 +51,7 @@ class DockerSandboxes:
         Raises:
             DockerUnavailableError: no Docker engine answers.
             ImageMissingError: the image is not there (the message says how to get it).
+            ConfigError: a scratch run this engine or repository path cannot have.
         """
         return self._connected()[1]
 
@@ -63,7 +67,7 @@ class DockerSandboxes:
         provider, image = self._connected()
         spec = SandboxSpec.plan(
             self.workspace, plan_dir, image, self.extra_dirs, self.limits,
-            session=session, agent=agent,
+            session=session, agent=agent, scratch=self.scratch,
         )  # fmt: skip
         return provider.create(spec)
 
@@ -96,5 +100,17 @@ class DockerSandboxes:
 
                 provider = self._provider()
                 tag, configured_in = self._image
-                self._docker = provider, require_image(provider.docker_client, tag, configured_in)
+                image = require_image(provider.docker_client, tag, configured_in)
+                if self.scratch:
+                    _require_scratch(provider.docker_client, self.workspace)
+                self._docker = provider, image
             return self._docker
+
+
+def _require_scratch(docker_client: object, workspace: Path) -> None:
+    """Refuse a scratch run that the engine or the repository's path cannot have."""
+    from sandbox_runner.sandbox.scratch import engine_problem, path_problem
+
+    problem = path_problem(workspace) or engine_problem(docker_client)
+    if problem:
+        raise ConfigError(problem)
