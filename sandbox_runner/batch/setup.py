@@ -83,7 +83,12 @@ def select_tasks(batch: BatchFile, only: str | None) -> list[BatchTask]:
 
 
 def prepare_tasks(
-    batch: BatchFile, tasks: list[BatchTask], parallel: int | None, warn: Warn
+    batch: BatchFile,
+    tasks: list[BatchTask],
+    parallel: int | None,
+    warn: Warn,
+    *,
+    scratch: bool = False,
 ) -> list[PreparedTask]:
     """Prepare every task; the first bad one is an error naming it.
 
@@ -102,7 +107,7 @@ def prepare_tasks(
             template=task.template,
             context_files=task.context,
             parallel=parallel,
-            overrides=task.overrides,
+            overrides={**task.overrides, **({"plan_commands": "scratch"} if scratch else {})},
         )
         try:
             spec, settings = prepare(request, _prefixed(warn, task.id))
@@ -147,6 +152,8 @@ def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob
                 ],
                 "allowed_tools": sorted(spec.allowed_tools or []),
             }
+            if job.scratch:
+                parts["scratch"] = True  # its commands ran: not the same plan as without
             if job.memory:
                 # The user's memory files lie outside the repository's tree fingerprint.
                 parts["memory"] = hashlib.sha256(job.memory.encode("utf-8")).hexdigest()

@@ -68,6 +68,11 @@ class LazyGroup(click.Group):
     help="Resume the latest session of this repository.",
 )
 @model_option("The session's model (default: the configured model).")
+@click.option(
+    "--scratch",
+    is_flag=True,
+    help="In plan mode, commands may write (tests, builds): into a throw-away layer.",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -78,6 +83,7 @@ def cli(
     resume_id: str | None,
     continue_latest: bool,
     model: str | None,
+    scratch: bool,
 ) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
@@ -98,5 +104,6 @@ def cli(
         resume_id=resume_id,
         continue_latest=continue_latest,
         model=model,
+        scratch=scratch,
     )
     start_session(ctx, options)

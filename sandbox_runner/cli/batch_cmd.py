@@ -67,6 +67,9 @@ def batch() -> None:
 @click.option("--redo", "redo", multiple=True, help="Run task ID again although it changed.")
 @click.option("--only", help="Only the tasks whose id matches this regular expression.")
 @click.option("--dry-run", is_flag=True, help="Say what would run, run nothing.")
+@click.option(
+    "--scratch", is_flag=True, help="Plans may run any command; writes go to a throw-away layer."
+)
 @json_option("Print summary.json only.")
 @click.pass_context
 @reports_errors
@@ -82,6 +85,7 @@ def batch_run(
     redo: tuple[str, ...],
     only: str | None,
     dry_run: bool,
+    scratch: bool,
     as_json: bool,
 ) -> None:
     """Exit status: 0 every job complete and valid; 1 some failed; 2 usage (a bad batch
@@ -95,6 +99,7 @@ def batch_run(
         retry_failed=retry_failed,
         redo=redo,
         only=only,
+        scratch=scratch,
     )
     if dry_run:
         _print_dry_run(options, as_json=as_json)

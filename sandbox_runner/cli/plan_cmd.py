@@ -73,6 +73,11 @@ from sandbox_runner.safe_text import one_line
     help="Do not merge the valid plans into a recommended plan (recommended.md).",
 )
 @click.option(
+    "--scratch",
+    is_flag=True,
+    help="Let the plans run any command (tests, builds): writes go to a throw-away layer.",
+)
+@click.option(
     "--replay",
     type=click.Path(path_type=Path),
     help="Play a recorded conversation (file or directory) instead of calling the API.",
@@ -101,6 +106,7 @@ def plan(
     max_turns: int | None,
     timeout: float | None,
     no_synthesis: bool,
+    scratch: bool,
     replay: Path | None,
     record: Path | None,
 ) -> None:
@@ -124,6 +130,7 @@ def plan(
         max_turns=max_turns,
         timeout=timeout,
         no_synthesis=no_synthesis,
+        scratch=scratch,
         replay=replay,
         record=record,
     )

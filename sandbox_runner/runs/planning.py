@@ -15,6 +15,7 @@ from typing import Protocol
 from sandbox_runner import Model
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.config import LoadedSettings
+from sandbox_runner.config_values import SCRATCH
 from sandbox_runner.model import check_model_options, create_model
 from sandbox_runner.plans.history import remember_run
 from sandbox_runner.plans.inputs import read_requirements
@@ -59,6 +60,8 @@ class PlanOptions:
     """Recorded conversations to play instead of calling the API."""
     record: Path | None = None
     """Where to record the conversations."""
+    scratch: bool = False
+    """Commands may write, into a throw-away layer over the repository (`--scratch`)."""
 
     def request(self, requirements: str) -> PlanRequest:
         """The run's request, with the requirements as read."""
@@ -74,6 +77,7 @@ class PlanOptions:
             max_turns=self.max_turns,
             timeout=self.timeout,
             synthesis=False if self.no_synthesis else None,
+            overrides={"plan_commands": SCRATCH} if self.scratch else {},
         )
 
 

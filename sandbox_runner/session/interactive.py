@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from sandbox_runner import Model
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.config_values import SCRATCH
 from sandbox_runner.errors import ConfigError, WorkspaceError
 from sandbox_runner.sandbox.host_paths import work_owner_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
@@ -46,6 +47,8 @@ class SessionOptions:
     """Resume the latest session of the repository."""
     model: str | None = None
     """The session's model; None: the configured one."""
+    scratch: bool = False
+    """Plan mode's commands may write, into a throw-away layer (`--scratch`)."""
 
 
 class SessionHost(Protocol):
@@ -66,7 +69,8 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     problem = work_owner_problem(workspace)
     if problem:
         raise WorkspaceError(problem)
-    loaded = load_settings(workspace, flags={"planning_model": None})
+    scratch_flag = SCRATCH if options.scratch else None
+    loaded = load_settings(workspace, flags={"planning_model": None, "plan_commands": scratch_flag})
     registry = _registry(workspace, loaded, warn)
     if options.resume_id == "":
         options = replace(options, resume_id=pick_session(workspace, _chooser()))
@@ -96,6 +100,7 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         ui=ui,
         limits=loaded.run_limits(),
         task_budget=loaded.settings.parallel,
+        scratch=loaded.scratch,
     )
     if not isinstance(ui, LineUI):
         ui.session = session

@@ -46,8 +46,11 @@ class Session:
         ui: SessionUI,
         limits: RunLimits,
         task_budget: int = 4,
+        scratch: bool = False,
     ) -> None:
         self.store, self.state = store, state
+        self.scratch = scratch
+        """Plan mode's commands may write, into a throw-away layer (plan_commands: scratch)."""
         self.workspace = workspace
         self.registry = registry
         self.sandboxes = sandboxes
