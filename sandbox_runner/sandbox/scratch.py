@@ -20,6 +20,7 @@ import select
 import stat
 import struct
 import time
+from pathlib import Path
 from typing import Any
 
 import docker.errors
@@ -27,6 +28,7 @@ import docker.errors
 from sandbox_runner.errors import ConfigError, SandboxError
 from sandbox_runner.limits import Limits
 from sandbox_runner.sandbox.container_options import LABEL_PREFIX, labels
+from sandbox_runner.sandbox.host_paths import SANDBOX_UID, sandbox_user
 from sandbox_runner.sandbox.spec import SandboxSpec
 
 SCRATCH_LABEL = f"{LABEL_PREFIX}.scratch"
@@ -79,9 +81,20 @@ def engine_problem(docker_client: Any) -> str | None:
     )
 
 
-def path_problem(workspace: os.PathLike[str] | str) -> str | None:
-    """Why the repository's path cannot be an overlay's lower directory, or None."""
-    text = os.fspath(workspace)
+def path_problem(workspace: Path) -> str | None:
+    """Why the repository cannot be an overlay's lower directory, or why its commands
+    could not write it (root owns it and planrun runs as root), or None."""
+    if sandbox_user(workspace)[0] == SANDBOX_UID:
+        return (
+            f"{workspace} belongs to root, and a scratch run's commands never run as root "
+            "(they could write almost nothing): run planrun as the repository's owner, or "
+            "chown it to a regular user; without --scratch it is planned as it is"
+        )
+    return _option_problem(str(workspace))
+
+
+def _option_problem(text: str) -> str | None:
+    """Why a path cannot be carried in an overlay's mount options, or None."""
     bad = sorted(MOUNT_OPTION_CHARACTERS.intersection(text))
     if bad or not text.isprintable():
         shown = " ".join(repr(char) for char in bad) or "an unprintable character"
@@ -126,7 +139,7 @@ class ScratchLayer:
         self._volume(self.layer_volume, "layer", {"type": "tmpfs", "device": "tmpfs", "o": tmpfs})
         self._start_holder(stat.S_IMODE(os.stat(workspace).st_mode))
         mountpoint = str(self._docker.volumes.get(self.layer_volume).attrs["Mountpoint"])
-        if path_problem(mountpoint):
+        if _option_problem(mountpoint):
             raise SandboxError(f"the scratch layer's mount point is unusable: {mountpoint!r}")
         overlay = f"lowerdir={workspace},upperdir={mountpoint}/upper,workdir={mountpoint}/work"
         options = {"type": "overlay", "device": "overlay", "o": overlay}
