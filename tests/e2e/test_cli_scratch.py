@@ -163,3 +163,31 @@ def test_ctrl_c_removes_the_layer_with_the_sandbox(
     assert report["workspace_unchanged"] and report["plans"][0]["commands_run"] == [
         {"command": "ls", "exit_code": 0}
     ]
+
+
+def test_a_batch_with_scratch_runs_its_tasks_in_the_layer(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path, docker_client: Any
+) -> None:
+    before = snapshot(repo)
+    api.script = PerspectiveScript(
+        {
+            "plan": [
+                message(tool_use("Bash", {"command": COMMANDS[1][0]})),
+                message(tool_use("Write", {"file_path": "/plan/plan.md", "content": VALID_PLAN})),
+                message(text("Done.")),
+            ]
+        }
+    )
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(f"tasks:\n  - id: flag\n    repo: {repo}\n    requirements: Add a flag.\n")
+    out = tmp_path / "batch"
+    command = ["batch", str(tasks), "--out", str(out), "--scratch", "--json"]
+    result = CliRunner().invoke(cli, command, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "tasks" / "flag" / "report.json").read_text())
+    assert report["plan_commands"] == "scratch"
+    assert report["plans"][0]["commands_run"] == [{"command": COMMANDS[1][0], "exit_code": 0}]
+    assert snapshot(repo) == before and not (repo / "build").exists()
+    assert leftovers(docker_client, f"io.planrun.session=batch-{out.name}") == []
+    ray = CliRunner().invoke(cli, [*command[:-1], "--engine", "ray"], catch_exceptions=False)
+    assert ray.exit_code == 2 and "not available on Ray" in ray.output
