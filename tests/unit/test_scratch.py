@@ -218,3 +218,38 @@ def test_the_reports_list_a_scratch_runs_commands(tmp_path: Path) -> None:
     plain = build_report(make_record(tmp_path, [result], ["speed"]))
     assert json.loads(plain.to_json())["plan_commands"] == "read-only"
     assert "## Commands run" not in plain.to_markdown()
+
+
+def test_a_scratch_session_lets_plan_mode_commands_write_and_says_so(tmp_path: Path) -> None:
+    from sandbox_runner.agents.registry import Registry
+    from sandbox_runner.limits import RunLimits
+    from sandbox_runner.session.session import Session
+    from sandbox_runner.session.state import SessionStore
+    from tests.unit.test_session import FakeUI, LocalSandboxes, Models
+
+    workspace = tmp_path / "repo"
+    (workspace / "src").mkdir(parents=True)
+    sessions = []
+    for scratch in (True, False):
+        store, state = SessionStore.create(workspace, "claude-test")
+        session = Session(
+            store,
+            state,
+            workspace=workspace,
+            registry=Registry.load(workspace),
+            sandboxes=LocalSandboxes(workspace, tmp_path),
+            model=Models({}),
+            ui=FakeUI(),
+            limits=RunLimits(max_turns=5),
+            scratch=scratch,
+        )
+        session.set_mode(PermissionMode.PLAN)
+        sessions.append(session)
+    try:
+        on, off = (session.conversations.loop("plan").config for session in sessions)
+        assert on.rules().scratch and not off.rules().scratch
+        assert "Scratch Sandbox" in on.system_prompt()
+        assert "Scratch Sandbox" not in off.system_prompt()
+    finally:
+        for session in sessions:
+            session.close()
