@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from sandbox_runner.errors import ConfigError
+from sandbox_runner.errors import ConfigError, SandboxError
 from sandbox_runner.limits import Limits
+from sandbox_runner.sandbox import docker_sandbox
+from sandbox_runner.sandbox.container_options import container_options
 from sandbox_runner.sandbox.docker_provider import collect_garbage
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.scratch import SCRATCH_LABEL, path_problem
@@ -160,15 +162,29 @@ def test_hostile_commands_cannot_change_the_host_repository(
 
 
 def test_the_layer_goes_with_the_sandbox_and_an_error_leaves_nothing(
-    tmp_path: Path, repo: Path, sandbox_image: str, docker_client: Any, test_session: str
+    tmp_path: Path,
+    repo: Path,
+    sandbox_image: str,
+    docker_client: Any,
+    test_session: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     plan_dir = tmp_path / "plan"
     plan_dir.mkdir()
-    spec = SandboxSpec.plan(repo, plan_dir, "planrun-no-such-image:1", session=test_session,
-                            scratch=True)  # fmt: skip
-    with pytest.raises(Exception, match="image"):
+    spec = SandboxSpec.plan(repo, plan_dir, sandbox_image, session=test_session, scratch=True)
+    made = []
+
+    def failing_options(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        # The layer is made by now: the sandbox's own container is what fails.
+        made.extend(scratch_volumes(docker_client, test_session))
+        return {**container_options(*args, **kwargs), "image": "planrun-no-such-image:1"}
+
+    monkeypatch.setattr(docker_sandbox, "container_options", failing_options)
+    with pytest.raises(SandboxError, match="cannot start the sandbox"):
         DockerSandbox(spec, docker_client).start()
+    assert len(made) == 2
     assert scratch_volumes(docker_client, test_session) == []
+    monkeypatch.undo()
     root_owned = tmp_path / "root-owned"
     root_owned.mkdir()
     if os.geteuid() == 0:
