@@ -33,6 +33,20 @@ _WRAPPERS = frozenset(
     {"env", "timeout", "nice", "nohup", "time", "stdbuf", "setsid", "ionice", "command", "exec"}
 )
 _NETWORK_GIT = frozenset({"fetch", "pull", "push", "clone", "ls-remote"})
+_INSTALLING = {
+    "pip": {"install", "download"},
+    "pip3": {"install", "download"},
+    "npm": {"install", "i", "ci", "add"},
+    "yarn": {"add", "install"},
+    "pnpm": {"add", "install", "i"},
+    "apt": {"install", "update"},
+    "apt-get": {"install", "update"},
+    "gem": {"install"},
+    "cargo": {"install"},
+    "go": {"get", "install"},
+}
+"""Package managers' subcommands that download: they would wait on a network that is not
+there (pip retries for a minute) before failing."""
 _GIT_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
 
 
@@ -77,8 +91,19 @@ def _leaving(words: list[str]) -> str | None:
             continue
         if name == "git" and _git_subcommand(words[index + 1 :]) in _NETWORK_GIT:
             return "`git` would reach a remote over the network, and the sandbox has none"
+        rest = words[index + 1 :]
+        if name.startswith("python") and rest[:2] == ["-m", "pip"]:
+            name, rest = "pip", rest[2:]
+        if _first_word(rest) in _INSTALLING.get(name, ()):
+            return (
+                f"`{name} {_first_word(rest)}` downloads packages, and the sandbox has no network"
+            )
         return _REASONS.get(name)
     return None
+
+
+def _first_word(arguments: list[str]) -> str:
+    return next((word for word in arguments if not word.startswith("-")), "")
 
 
 def _git_subcommand(arguments: list[str]) -> str:

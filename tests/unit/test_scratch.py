@@ -45,6 +45,9 @@ def test_without_scratch_a_write_is_still_refused_with_guidance(command: str) ->
         "npm test 2>&1 | tail -20",
         "$(printf rm) -rf build",
         "git status && git stash",
+        "pip list",
+        "npm test",
+        "go vet ./...",
     ],
 )
 def test_in_scratch_commands_that_write_run(command: str) -> None:
@@ -65,6 +68,9 @@ def test_in_scratch_commands_that_write_run(command: str) -> None:
         ("docker run alpine", "container engine"),
         ("vim README.md", "interactive"),
         ("cat < /dev/tcp/10.0.0.1/80", "network connection"),
+        ("pip install requests", "downloads packages"),
+        ("python3 -m pip install -e .", "downloads packages"),
+        ("npm ci", "downloads packages"),
     ],
 )
 def test_in_scratch_what_would_leave_the_sandbox_is_refused(command: str, why: str) -> None:
