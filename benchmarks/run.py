@@ -342,6 +342,16 @@ def bench_first_line(repo: Path, scratch: Path) -> Figure:
     )
 
 
+def bench_scratch_figure(client: Any, image: str, scratch: Path) -> Figure:
+    """A first test run in a scratch run's copy-on-write layer against the host."""
+    from benchmarks.scratch import TARGET_RATIO, bench_scratch
+
+    ours, baseline, ratio, met = bench_scratch(client, image, scratch, SESSION)
+    return Figure(
+        "scratch run, first test run", ours, baseline, ratio, f"<= {TARGET_RATIO:.1f}x", met
+    )
+
+
 def bench_terminal_figures() -> list[Figure]:
     """Shift+Tab to the redrawn badge, and `planrun` start to an interactive prompt."""
     from benchmarks.terminal import (
@@ -434,6 +444,9 @@ def main() -> int:
         figures.append(measured("first line", lambda: bench_first_line(repo, Path(scratch))))
         figures.append(measured("work-session guard", bench_guard_figure))
         figures.append(measured("first streamed token", bench_streaming_figure))
+        figures.append(
+            measured("scratch run", lambda: bench_scratch_figure(client, image, Path(scratch)))
+        )
         try:
             figures += bench_terminal_figures()
         except Exception as error:

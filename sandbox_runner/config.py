@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -10,14 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
+from sandbox_runner.config_trust import drop_untrusted
 from sandbox_runner.config_values import (
     CHECKS,
+    SCRATCH,
     check_project_value,
     checked,
-    drop_untrusted,
     field_name,
     from_text,
     normalise,
+    parse_config_text,
 )
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.limits import (
@@ -44,6 +45,7 @@ FLAG_NAMES = {
     "planning_model": "--model",
     "synthesis": "--no-synthesis",
     "work_network": "--network",
+    "plan_commands": "--scratch",
 }
 """Flags whose name differs from the setting they set."""
 
@@ -95,6 +97,13 @@ class Settings:
     """MiB a work session may add to the repository's disk use (a command past it stops)."""
     work_network: bool = False
     """Whether a session's work sandbox may reach the network; never from a project file."""
+    plan_commands: str = "read-only"
+    """What a plan agent's commands may do: `read-only` (only commands that read run), or
+    `scratch` (any command runs, its writes going to a throw-away copy-on-write layer over
+    the repository). A project file may choose read-only, never scratch."""
+    scratch_mb: int = Limits.scratch_mb
+    """Size of a scratch run's layer, in MiB (at most half of memory_mb is used); a project
+    file may only lower it."""
     trusted_projects: list[str] = field(default_factory=list)
     """Repositories (paths) whose config and agent files may choose the model and the
     image; user only."""
@@ -137,28 +146,6 @@ def _find_file(directory: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _parse(path: Path, text: str) -> object:
-    if path.suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ConfigError(
-                f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
-            ) from None
-    import yaml  # only when there is a YAML file: most starts read none
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{path}: invalid YAML{at}: {error.problem}") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(error).split())}") from None
-    # A file of nothing but comments is an empty configuration, not an error.
-    return {} if data is None else data
-
-
 def _file_layer(path: Path, base: Path, *, beneath: Path | None = None) -> _Layer:
     # The project file is the repository author's: a FIFO must not hang planrun, a link
     # to /dev/zero exhaust its memory, nor a link to a host file (beneath) be read.
@@ -175,7 +162,7 @@ def _file_layer(path: Path, base: Path, *, beneath: Path | None = None) -> _Laye
         raise ConfigError(f"{path}: cannot read the config file: {reason}") from None
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: cannot read the config file: {error}") from None
-    data = _parse(path, text)
+    data = parse_config_text(path, text)
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise ConfigError(f"{path}: the top level must be a mapping of settings, got a {kind}")
@@ -251,9 +238,19 @@ class LoadedSettings:
         """The sandbox resource limits; raises ConfigError if this machine cannot grant them."""
         values = self.settings
         try:
-            return Limits(memory_mb=values.memory_mb, cpus=values.cpus, pids=values.pids)
+            return Limits(
+                memory_mb=values.memory_mb,
+                cpus=values.cpus,
+                pids=values.pids,
+                scratch_mb=values.scratch_mb,
+            )
         except LimitError as error:
             raise ConfigError(f"{self.sources[error.field]}: {error}") from None
+
+    @property
+    def scratch(self) -> bool:
+        """Whether plan agents' commands run in a scratch layer (plan_commands: scratch)."""
+        return self.settings.plan_commands == SCRATCH
 
     def run_limits(self) -> RunLimits:
         """The limits of one subagent run."""

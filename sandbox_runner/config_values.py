@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import os
 import re
@@ -18,11 +19,14 @@ from sandbox_runner.web_grant import GrantError, WebGrant, parse_entries
 __all__ = [
     "CHECKS",
     "LOWER_ONLY",
+    "PLAN_COMMANDS",
+    "SCRATCH",
     "check_project_value",
     "checked",
     "field_name",
     "from_text",
     "normalise",
+    "parse_config_text",
 ]
 
 
@@ -129,6 +133,16 @@ def _mcp_servers(value: object) -> dict[str, Any]:
     return value
 
 
+SCRATCH = "scratch"
+PLAN_COMMANDS = ("read-only", SCRATCH)
+
+
+def _plan_commands(value: object) -> str:
+    if value not in PLAN_COMMANDS:
+        raise _Invalid(" or ".join(PLAN_COMMANDS))
+    return str(value)
+
+
 _POSITIVE = "a positive integer"
 CHECKS: dict[str, Callable[[object], Any]] = {
     "model": _model,
@@ -152,6 +166,8 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "synthesis": _boolean,
     "max_plans": _at_least(1, _POSITIVE, integer=True),
     "work_disk_mb": _at_least(1, "a positive integer (MiB)", integer=True),
+    "plan_commands": _plan_commands,
+    "scratch_mb": _at_least(1, "a positive integer (MiB)", integer=True),
     "trusted_projects": _texts,
     "web": _web,
     "mcp_servers": _mcp_servers,
@@ -215,6 +231,7 @@ LOWER_ONLY = (
     "cpus",
     "pids",
     "work_disk_mb",
+    "scratch_mb",
 )
 """Limits a project file may lower but never raise."""
 SWITCHES = {"planning_enabled": "planning", "synthesis": "the synthesis"}
@@ -260,6 +277,12 @@ def check_project_value(
         raise ConfigError(
             f"{where}: key {key!r}: a project config cannot enable {SWITCHES[name]}; "
             f"{limit_source} disables it"
+        )
+    if name == "plan_commands" and value == SCRATCH and limit != SCRATCH:
+        raise ConfigError(
+            f"{where}: key {key!r}: a project config cannot turn scratch runs on (they run "
+            "the repository's code); set plan_commands in ~/.planrun/config.yaml or pass "
+            "--scratch"
         )
     if name == "allowed_tools":
         added = [tool for tool in value if tool not in limit]
@@ -317,45 +340,24 @@ def field_name(key: object, where: str) -> str:
     raise ConfigError(f"{where}: unknown key {key!r}; {hint}")
 
 
-TRUSTED_ONLY = ("model", "planning_model", "image")
-"""What costs the user money or runs as their toolchain: only the user (their file,
-environment, flags) sets these, unless trusted_projects names the repository."""
-USER_ONLY = ("work_network",)
-"""What a project file never sets, trusted or not."""
-UNTRUSTED_MODEL_HINT = (
-    "only your config, PLANRUN_* variables and flags choose the model, unless "
-    "trusted_projects in ~/.planrun/config.yaml names this repository"
-)
-UNTRUSTED_IMAGE_HINT = (
-    "only your config, PLANRUN_IMAGE and --image choose the sandbox image, unless "
-    "trusted_projects in ~/.planrun/config.yaml names this repository"
-)
+def parse_config_text(path: Path, text: str) -> object:
+    """The data of a config file (JSON by its suffix, else YAML); {} for an empty one."""
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(
+                f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from None
+    import yaml  # only when there is a YAML file: most starts read none
 
-
-def drop_untrusted(
-    values: dict[str, Any], sources: dict[str, str], keys: dict[str, str], *, trusted: bool
-) -> list[str]:
-    """Take out of a project file's settings what it may not set; say what was ignored.
-
-    Args:
-        values, sources, keys: the project layer's settings, where and under which key
-            each was set (changed in place).
-        trusted: whether trusted_projects names the repository.
-    """
-    dropped = [name for name in USER_ONLY if name in values]
-    dropped += [name for name in TRUSTED_ONLY if name in values and not trusted]
-    warnings = []
-    for name in dropped:
-        value, where, key = values.pop(name), sources.pop(name), keys.pop(name)
-        if name in USER_ONLY:
-            reason = f"only ~/.planrun/config.yaml, PLANRUN_{name.upper()} and flags grant it"
-            warnings.append(f"{where}: key {key!r} is ignored: {reason}")
-        elif name == "image":
-            warnings.append(
-                f"{where}: key {key!r} asks for image {value!r}; ignored: {UNTRUSTED_IMAGE_HINT}"
-            )
-        else:
-            warnings.append(
-                f"{where}: key {key!r} asks for model {value!r}; ignored: {UNTRUSTED_MODEL_HINT}"
-            )
-    return warnings
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}: invalid YAML{at}: {error.problem}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(error).split())}") from None
+    # A file of nothing but comments is an empty configuration, not an error.
+    return {} if data is None else data

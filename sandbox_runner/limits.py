@@ -33,6 +33,9 @@ class Limits:
     """Files and directories the plan directory can hold (the tmpfs's inodes)."""
     open_files: int = 1024
     """Maximum number of open file descriptors per process."""
+    scratch_mb: int = 512
+    """Size of a scratch run's copy-on-write layer (a tmpfs: the kernel enforces it), in
+    MiB; its pages count against memory_mb, so at most half of it is used."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -42,6 +45,7 @@ class Limits:
             "plan_dir_mb",
             "plan_dir_entries",
             "open_files",
+            "scratch_mb",
         ):
             if getattr(self, name) < 1:
                 raise LimitError(name, f"limit {name} must be at least 1")

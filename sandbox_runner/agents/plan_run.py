@@ -102,6 +102,7 @@ class PlanAgentRun:
         allowed_tools: frozenset[str] | None = None,
         web: WebGrant | None = None,
         mcp: McpTools | None = None,
+        scratch: bool = False,
     ) -> None:
         self.definition = definition
         self.model_id = model_id
@@ -116,7 +117,7 @@ class PlanAgentRun:
         # refused with guidance and kept as a suggestion.
         offer = mcp.offer(definition.gives_mcp_tool, read_only=True) if mcp else None
         self.tools = [*self._offered_tools(allowed_tools), *(offer.specs if offer else ())]
-        rules = Rules(plan_file=paths.container_plan_file)
+        rules = Rules(plan_file=paths.container_plan_file, scratch=scratch)
         config = LoopConfig(
             model=model,
             model_id=model_id,
@@ -236,6 +237,7 @@ class PlanAgentRun:
             plan_text=text,
             check=check,
             suggested_commands=list(dict.fromkeys(state.suggested_commands)),
+            commands_run=list(state.commands_run),
             turns=state.turns,
             tool_calls=state.tool_calls,
             usage=state.usage,

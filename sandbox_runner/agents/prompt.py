@@ -161,6 +161,21 @@ def _others(name: str) -> list[str]:
     return [other for other in accepted_names(name) if other.casefold() != name.casefold()]
 
 
+SCRATCH_SECTION = """## Scratch Sandbox
+
+In this run your Bash commands run in a scratch sandbox: /workspace is a throw-away \
+copy-on-write layer over the repository. Here, and only for Bash commands, the rules \
+above against commands that change state are lifted: you may run the project's tests, \
+builds, linters and tools that write (build outputs, caches, test artefacts) to check \
+your plan against the code as it is. Nothing you do persists: every write is thrown away \
+when you finish, and the repository itself never changes. The layer is small (a command \
+that fills it fails with "No space left on device"), and there is no network, so nothing \
+can be installed or downloaded. Write and Edit still change only your plan file. Every \
+command you run is recorded with its exit status beside the plan: say in the plan what \
+you ran and what it showed."""
+"""Added to a plan agent's prompt in a scratch run (plan_commands: scratch)."""
+
+
 def render_plan_prompt(
     definition: AgentDefinition,
     *,
@@ -170,6 +185,7 @@ def render_plan_prompt(
     sections: list[str] | None = None,
     requirements_context: str = "",
     memory: str = "",
+    scratch: bool = False,
 ) -> str:
     """The full system prompt of a plan agent.
 
@@ -181,6 +197,7 @@ def render_plan_prompt(
         sections: a project template's sections; DEFAULT_SECTIONS when None.
         requirements_context: extra context about the task (issue text, notes), if any.
         memory: the memory files' section (agents.memory.Memory.prompt), if any.
+        scratch: a scratch run: the agent may run commands that write, and is told so.
 
     Returns:
         The prompt, ending with the "## Plan File Info:" block.
@@ -190,6 +207,8 @@ def render_plan_prompt(
         parts.append(perspective_paragraph(perspective))
     if requirements_context.strip():
         parts.append(f"## Requirements Context\n\n{requirements_context.strip()}")
+    if scratch:
+        parts.append(SCRATCH_SECTION)
     parts.append(output_format(sections))
     parts.append(plan_file_info(plan_file, plan_exists))
     return "\n\n".join(part for part in parts if part)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox_runner.plans.results import CommandRun
 from sandbox_runner.types import ToolResult, Usage
 
 
@@ -41,6 +42,8 @@ class RunState:
     turns: int = 0
     tool_calls: int = 0
     suggested_commands: list[str] = field(default_factory=list)
+    commands_run: list[CommandRun] = field(default_factory=list)
+    """The Bash commands that ran, with how each ended."""
     final_text: str = ""
     """The text of the model's last answer without tool calls."""
     host_written_plan: str | None = None

@@ -13,6 +13,7 @@ from sandbox_runner.agents.cancel import Cancel, TurnStop
 from sandbox_runner.agents.conversation import NOT_RUN
 from sandbox_runner.agents.run_state import Interrupted, TurnEnded
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
+from sandbox_runner.plans.results import CommandRun
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.permissions import Allow, Ask, Deny, PermissionMode, check
 from sandbox_runner.tools.policy import ToolContext
@@ -149,6 +150,8 @@ class TurnCalls:
             if failed:
                 text = f"{failed}\n{text}"
             result = ToolResult(call.id, text, is_error=not outcome.ok or bool(failed))
+            if call.name == "Bash":
+                loop.state.commands_run.append(ran(str(call.input.get("command", "")), outcome))
             if call.name in {"Write", "Edit"} and outcome.ok:
                 written = "plan_written" if config.mode() is PermissionMode.PLAN else "file_written"
                 loop.emit(written, tool=call.name, detail=str(call.input.get("file_path")))
@@ -192,6 +195,13 @@ def _brief(arguments: dict[str, Any]) -> str:
         if key in arguments:
             return str(arguments[key])[:120]
     return ""
+
+
+def ran(command: str, outcome: ExecResult) -> CommandRun:
+    """What the plan records of a command that was sent to the sandbox: its exit status
+    (None when it could not start), and whether it was killed for taking too long."""
+    code = outcome.exit_code if outcome.ok else None
+    return CommandRun(command, code, timed_out=outcome.timed_out)
 
 
 def command_failure(outcome: ExecResult) -> str:

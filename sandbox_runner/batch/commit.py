@@ -216,6 +216,7 @@ def write_task_report(
         workspace_check_note=check.note,
         exit_code=3 if check.problem else (0 if valid else 1),
         agent_override=spec.agent_override,
+        scratch=spec.scratch,
     )
     write_report(record)
 

@@ -63,6 +63,8 @@ class BatchOptions:
     """A regular expression: only the tasks whose id matches it."""
     allow_web: tuple[str, ...] = ()
     """Hosts the web tools may reach, besides the `web` setting's (--allow-web)."""
+    scratch: bool = False
+    """Every task's commands may write, into a throw-away layer (`--scratch`)."""
 
 
 @dataclass(frozen=True)
@@ -179,8 +181,17 @@ def _prepared(options: BatchOptions, warn: Warn) -> tuple[BatchFile, list[Prepar
     """The batch file, and its tasks (those --only chooses) prepared as `planrun plan` would."""
     batch_file = load_batch_file(options.file)
     tasks = select_tasks(batch_file, options.only)
-    prepared = prepare_tasks(batch_file, tasks, options.parallel, warn, options.allow_web)
+    prepared = prepare_tasks(
+        batch_file, tasks, options.parallel, warn, options.allow_web, scratch=options.scratch
+    )
     if options.engine == "ray":
+        scratch_tasks = [task.task.id for task in prepared if task.spec.scratch]
+        if scratch_tasks:
+            raise ConfigError(
+                f"scratch runs (task {scratch_tasks[0]!r}) are not available on Ray: its nodes' "
+                "engines are not checked for the copy-on-write layer; use --engine local, or "
+                "plan without --scratch (plan_commands: read-only)"
+            )
         require_ray()
     return batch_file, prepared
 

@@ -88,6 +88,8 @@ def prepare_tasks(
     parallel: int | None,
     warn: Warn,
     allow_web: Sequence[str] = (),
+    *,
+    scratch: bool = False,
 ) -> list[PreparedTask]:
     """Prepare every task; the first bad one is an error naming it.
 
@@ -106,7 +108,7 @@ def prepare_tasks(
             template=task.template,
             context_files=task.context,
             parallel=parallel,
-            overrides=task.overrides,
+            overrides={**task.overrides, **({"plan_commands": "scratch"} if scratch else {})},
             allow_web=allow_web,
         )
         try:
@@ -154,6 +156,8 @@ def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob
             }
             if spec.web:
                 parts["web"] = list(spec.web.entries)
+            if job.scratch:
+                parts["scratch"] = True  # its commands ran: not the same plan as without
             if job.memory:
                 # The user's memory files lie outside the repository's tree fingerprint.
                 parts["memory"] = hashlib.sha256(job.memory.encode("utf-8")).hexdigest()

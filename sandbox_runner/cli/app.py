@@ -86,6 +86,11 @@ class LazyGroup(click.Group):
     help="Let the work session's commands reach the network (plan sandboxes never do).",
 )
 @mcp_options
+@click.option(
+    "--scratch",
+    is_flag=True,
+    help="In plan mode, commands may write (tests, builds): into a throw-away layer.",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -101,6 +106,7 @@ def cli(
     network: bool | None,
     mcp_config: Path | None,
     strict_mcp_config: bool,
+    scratch: bool,
 ) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
@@ -126,5 +132,6 @@ def cli(
         image=image,
         network=network,
         mcp=McpChoice(mcp_config, strict_mcp_config),
+        scratch=scratch,
     )
     start_session(ctx, options)

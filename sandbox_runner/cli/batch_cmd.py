@@ -68,6 +68,9 @@ def batch() -> None:
 @click.option("--only", help="Only the tasks whose id matches this regular expression.")
 @allow_web_option()
 @click.option("--dry-run", is_flag=True, help="Say what would run, run nothing.")
+@click.option(
+    "--scratch", is_flag=True, help="Plans may run any command; writes go to a throw-away layer."
+)
 @json_option("Print summary.json only.")
 @click.pass_context
 @reports_errors
@@ -84,6 +87,7 @@ def batch_run(
     only: str | None,
     allow_web: tuple[str, ...],
     dry_run: bool,
+    scratch: bool,
     as_json: bool,
 ) -> None:
     """Exit status: 0 every job complete and valid; 1 some failed; 2 usage (a bad batch
@@ -98,6 +102,7 @@ def batch_run(
         redo=redo,
         only=only,
         allow_web=allow_web,
+        scratch=scratch,
     )
     if dry_run:
         _print_dry_run(options, as_json=as_json)

@@ -222,10 +222,12 @@ def sandbox_run(
 @click.pass_context
 @reports_errors
 def sandbox_gc(ctx: click.Context, everything: bool) -> None:
-    """Remove planrun containers left behind by processes that are gone."""
+    """Remove planrun containers (and scratch volumes) left behind by processes that are
+    gone."""
     from sandbox_runner.sandbox.docker_provider import collect_garbage
 
     removed = collect_garbage(services(ctx).docker(), everything=everything)
     click.echo(
-        f"removed {len(removed)} container(s)" + (f": {' '.join(removed)}" if removed else "")
+        f"removed {len(removed)} container(s) and volume(s)"
+        + (f": {' '.join(removed)}" if removed else "")
     )

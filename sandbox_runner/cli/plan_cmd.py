@@ -78,6 +78,11 @@ from sandbox_runner.safe_text import one_line
 )
 @allow_web_option()
 @click.option(
+    "--scratch",
+    is_flag=True,
+    help="Let the plans run any command (tests, builds): writes go to a throw-away layer.",
+)
+@click.option(
     "--replay",
     type=click.Path(path_type=Path),
     help="Play a recorded conversation (file or directory) instead of calling the API.",
@@ -109,6 +114,7 @@ def plan(
     timeout: float | None,
     no_synthesis: bool,
     allow_web: tuple[str, ...],
+    scratch: bool,
     replay: Path | None,
     record: Path | None,
     image: str | None,
@@ -136,6 +142,7 @@ def plan(
         timeout=timeout,
         no_synthesis=no_synthesis,
         allow_web=allow_web,
+        scratch=scratch,
         replay=replay,
         record=record,
         image=image,

@@ -71,6 +71,8 @@ class RunRecord:
     """Which file replaced the built-in agent the plans ran with ("" when none did)."""
     synthesis: Synthesis | None = field(default=None, kw_only=True)
     """The synthesis of a recommended plan; None when the run had none (as if off)."""
+    scratch: bool = field(default=False, kw_only=True)
+    """Whether the plans' commands ran in a scratch layer (plan_commands: scratch)."""
 
     def __post_init__(self) -> None:
         if len(self.perspectives) != len(self.results):
@@ -134,6 +136,7 @@ def _document(
         "workspace_unchanged": record.workspace_unchanged,
         "workspace_problem": record.workspace_problem,
         "agent_override": record.agent_override or None,
+        "plan_commands": "scratch" if record.scratch else "read-only",
         "workspace_check": record.workspace_check,
         "workspace_check_note": record.workspace_check_note,
         "synthesis": _synthesis_entry(record.synthesis),
@@ -232,6 +235,7 @@ def _plan_entry(
         "wall_seconds": round(result.wall_seconds, 3),
         "resumable": result.resumable,
         "continued": result.continued,
+        "commands_run": summary["commands_run"],
     }
 
 

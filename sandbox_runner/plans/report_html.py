@@ -8,6 +8,7 @@ from typing import Any
 
 from sandbox_runner.plans.report_html_parts import (
     badge,
+    commands_section,
     critical_files_section,
     disagreements_section,
     failures_section,
@@ -63,6 +64,7 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
         critical_files_section(report),
         disagreements_section(report),
         failures_section(report),
+        commands_section(report),
         usage_section(report),
     ]
     title = html_text(f"Plan report: {one_line(report['run'])}")

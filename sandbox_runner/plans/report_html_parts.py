@@ -182,6 +182,29 @@ def _usage_row(name: str, plan: dict[str, Any]) -> str:
     )
 
 
+def commands_section(report: dict[str, Any]) -> str:
+    """The commands a scratch run's plans ran, with their exit status ("" otherwise)."""
+    ran = [plan for plan in report["plans"] if plan.get("commands_run")]
+    if report.get("plan_commands") != "scratch" or not ran:
+        return ""
+    rows = []
+    for plan in ran:
+        for entry in plan["commands_run"]:
+            code = entry.get("exit_code")
+            status = "did not start" if code is None else f"exit {code}"
+            status += ", timed out" if entry.get("timed_out") else ""
+            rows.append(
+                f"<tr><td>{plan_name(plan)}</td><td><code>{html_text(entry['command'])}</code>"
+                f"</td><td>{html_text(status)}</td></tr>"
+            )
+    table = (
+        '<p>In a scratch layer; nothing they wrote was kept.</p><div class="scroll"><table>'
+        "<thead><tr><th>Plan</th><th>Command</th><th>Status</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    return section("commands", "Commands run", table)
+
+
 def section(anchor: str, title: str, content: str) -> str:
     return f'<section id="{anchor}">\n<h2>{title}</h2>\n{content}\n</section>'
 

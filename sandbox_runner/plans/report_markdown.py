@@ -37,6 +37,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         _critical_files(report),
         _disagreements(report),
         _failures(report),
+        _commands(report),
         _totals(report),
     ]
     return "\n\n".join(part for part in parts if part) + "\n"
@@ -259,6 +260,22 @@ def _failures(report: dict[str, Any]) -> str:
         lines += [f"  - {_safe(problem)}" for problem in recommended["problems"]]
     if len(lines) == 2:
         lines.append("None: every plan is complete and valid, and the workspace is unchanged.")
+    return "\n".join(lines)
+
+
+def _commands(report: dict[str, Any]) -> str:
+    """The commands a scratch run's plans ran, with their exit status."""
+    ran = [plan for plan in report["plans"] if plan.get("commands_run")]
+    if report.get("plan_commands") != "scratch" or not ran:
+        return ""
+    lines = ["## Commands run", "", "In a scratch layer; nothing they wrote was kept.", ""]
+    for plan in ran:
+        lines.append(f"- **{_name(plan)}**")
+        for entry in plan["commands_run"]:
+            code = entry["exit_code"]
+            status = "did not start" if code is None else f"exit {code}"
+            status += ", timed out" if entry.get("timed_out") else ""
+            lines.append(f"  - {_code(_clip(entry['command'], 200))} ({status})")
     return "\n".join(lines)
 
 

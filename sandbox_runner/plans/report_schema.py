@@ -32,6 +32,9 @@ Top level:
 - `workspace_problem`: what changed in the workspace, `""` when nothing did.
 - `agent_override`: which user or project file replaced the built-in agent the plans
   ran with (its prompt, tools or model), or `null`.
+- `plan_commands`: what the plans' commands could do: `read-only` (only commands that
+  read ran) or `scratch` (any command ran, its writes going to a throw-away layer over the
+  repository; `--scratch`).
 - `workspace_check`: what was compared before and after the run: `full` (the tree
   fingerprint and `git status`; outside git, the fingerprint is all there is), `files_only`
   (the fingerprint only: `git status` could not run, or the run was interrupted) or
@@ -87,6 +90,9 @@ Each plan:
 - `problems`: what validation found wrong.
 - `critical_files`: `{"path", "reason", "exists"}`, path relative to the repository.
 - `suggested_commands`: commands the plan asks a human to run.
+- `commands_run`: the Bash commands the agent ran, in order: `{"command", "exit_code"}`
+  (`exit_code` is `null` when the command could not start), with `"timed_out": true` for
+  one killed at its time limit. A resumed plan lists those of its last attempt.
 - `turns`, `tool_calls`: model turns and tool calls used.
 - `tokens`: `input`, `output`, `cache_creation`, `cache_read` and their `total`.
 - `cost_usd`: the estimated cost of those tokens.

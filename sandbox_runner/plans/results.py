@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,31 @@ TOKEN_KEYS = ("input", "output", "cache_creation", "cache_read")
 """The keys of to_dict()'s `tokens`, in the order of Usage's fields."""
 MAX_COUNT = 1e15
 """A larger number in data someone may have edited is not a count."""
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    """A Bash command a plan agent ran, and how it ended."""
+
+    command: str
+    exit_code: int | None
+    """Its exit status; None when it could not start."""
+    timed_out: bool = False
+    """It ran past its time limit and was killed."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a plan's front matter and report.json list it."""
+        entry: dict[str, Any] = {"command": self.command, "exit_code": self.exit_code}
+        return entry | ({"timed_out": True} if self.timed_out else {})
+
+    @classmethod
+    def from_dict(cls, data: object) -> CommandRun | None:
+        """The command an entry describes; None for one that was edited beyond reading."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("command"), str):
+            return None
+        code = data.get("exit_code")
+        exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        return cls(data["command"], exit_code, timed_out=data.get("timed_out") is True)
 
 
 class PlanStatus(StrEnum):
@@ -48,6 +73,8 @@ class PlanResult:
     sandbox failed): a later run can go on with the conversation instead of starting over."""
     continued: bool = False
     """It went on with the conversation of an earlier run that stopped."""
+    commands_run: list[CommandRun] = field(default_factory=list)
+    """The Bash commands it ran, in order, with their exit status."""
 
     @property
     def valid(self) -> bool:
@@ -85,6 +112,7 @@ class PlanResult:
             "transcript": str(self.transcript) if self.transcript else None,
             "resumable": self.resumable,
             "continued": self.continued,
+            "commands_run": [run.to_dict() for run in self.commands_run],
         }
 
     @classmethod
@@ -116,6 +144,7 @@ class PlanResult:
             transcript=_path(data.get("transcript")),
             resumable=data.get("resumable") is True,
             continued=data.get("continued") is True,
+            commands_run=_commands(data.get("commands_run")),
         )
 
 
@@ -148,6 +177,11 @@ class Synthesis:
 def _status(value: object) -> PlanStatus:
     known = {status.value: status for status in PlanStatus}
     return known.get(value, PlanStatus.FAILED) if isinstance(value, str) else PlanStatus.FAILED
+
+
+def _commands(value: object) -> list[CommandRun]:
+    entries = [CommandRun.from_dict(item) for item in value] if isinstance(value, list) else []
+    return [entry for entry in entries if entry is not None]
 
 
 def _text(value: object) -> str:

@@ -164,6 +164,7 @@ def _record(
         exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, comparison.problem),
         agent_override=spec.agent_override,
         synthesis=synthesis,
+        scratch=spec.scratch,
     )
 
 

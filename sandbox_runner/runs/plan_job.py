@@ -54,6 +54,8 @@ class PlanJob:
     """For a synthesis: the labels of the plans it merges (in its front matter)."""
     memory: str = ""
     """The memory files' section of the prompt (agents.memory), "" when there are none."""
+    scratch: bool = False
+    """A scratch run: its commands may write, into a throw-away layer over the repository."""
 
     @property
     def label(self) -> str:
@@ -136,6 +138,7 @@ def run_plan(
         sections=list(job.sections) if job.sections else None,
         requirements_context=job.context,
         memory=job.memory,
+        scratch=job.scratch,
     )
     continuation = _continuation(earlier, prompt, resolved_model)
     if continuation is not None and continuation.has_plan and earlier is not None:
@@ -158,6 +161,7 @@ def run_plan(
         allowed_tools=allowed_tools,
         web=web,
         mcp=mcp,
+        scratch=job.scratch,
     )
     sandbox.start()
     try:
@@ -231,6 +235,7 @@ def plan_metadata(
         "critical_files": [entry["path"] for entry in summary["critical_files"]],
         "problems": summary["problems"],
         "suggested_commands": result.suggested_commands,
+        "commands_run": summary["commands_run"],
         **({"synthesised_from": list(job.sources)} if job.sources else {}),
     }
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from sandbox_runner import Model
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.config import LoadedSettings
+from sandbox_runner.config_values import SCRATCH
 from sandbox_runner.mcp.launch import McpChoice, open_hub
 from sandbox_runner.model import check_model_options, create_model
 from sandbox_runner.plans.history import remember_run
@@ -71,6 +72,8 @@ class PlanOptions:
     """`--mcp-config` and `--strict-mcp-config`."""
     image: str | None = None
     """The user's toolchain image (--image); None: the configured one."""
+    scratch: bool = False
+    """Commands may write, into a throw-away layer over the repository (`--scratch`)."""
 
     def request(self, requirements: str) -> PlanRequest:
         """The run's request, with the requirements as read."""
@@ -87,7 +90,10 @@ class PlanOptions:
             timeout=self.timeout,
             synthesis=False if self.no_synthesis else None,
             allow_web=self.allow_web,
-            overrides={"image": self.image} if self.image else {},
+            overrides={
+                **({"image": self.image} if self.image else {}),
+                **({"plan_commands": SCRATCH} if self.scratch else {}),
+            },
         )
 
 

@@ -20,7 +20,7 @@ from sandbox_runner.agents.memory import load_memory
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.synthesis import SYNTHESIS_AGENT
 from sandbox_runner.config import LoadedSettings, load_settings
-from sandbox_runner.config_values import UNTRUSTED_MODEL_HINT
+from sandbox_runner.config_trust import UNTRUSTED_MODEL_HINT
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.inputs import read_context_files, read_template
@@ -182,6 +182,7 @@ def prepare(request: PlanRequest, warn: Warn) -> tuple[PlanRunSpec, LoadedSettin
         request=request.to_json(workspace, model_id),
         memory=memory.prompt(),
         web=web,
+        scratch=loaded.scratch,
     )
     return spec, loaded
 

@@ -52,6 +52,8 @@ class PlanRunSpec:
     """The memory files' section of every plan agent's prompt (agents.memory)."""
     web: WebGrant = field(default_factory=WebGrant)
     """The hosts the web tools may reach; none: WebFetch and WebSearch are not offered."""
+    scratch: bool = False
+    """Whether the plans' commands run in a scratch layer (plan_commands: scratch)."""
 
     @property
     def agent_override(self) -> str:
@@ -81,6 +83,7 @@ class PlanRunSpec:
                 self.context,
                 self.sections,
                 memory=self.memory,
+                scratch=self.scratch,
             )
             label, n = job.label, 2
             while label in used:

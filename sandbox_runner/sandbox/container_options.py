@@ -47,6 +47,8 @@ def toolserver_command(spec: SandboxSpec) -> list[str]:
         command += ["--extra-dir", mount.target]
     if spec.profile is Profile.WORK:
         command += ["--writable", WORKSPACE_MOUNT]
+    if spec.scratch:
+        command += ["--scratch-layer"]
     return command
 
 
@@ -64,7 +66,11 @@ def plan_tmpfs(spec: SandboxSpec, uid: int, gid: int) -> str:
 
 
 def container_options(
-    spec: SandboxSpec, user: tuple[int, int] | None = None, *, recursive_read_only: bool = False
+    spec: SandboxSpec,
+    user: tuple[int, int] | None = None,
+    *,
+    recursive_read_only: bool = False,
+    workspace_volume: str | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments for docker's `containers.create`, as plain data.
 
@@ -73,6 +79,10 @@ def container_options(
     mounts), no network (unless a work sandbox was granted it), no capabilities, no
     privilege escalation, planrun's seccomp profile, no shared IPC, no log copy, bounded
     memory, processes, CPU and file size.
+
+    A scratch sandbox mounts workspace_volume (its copy-on-write layer, sandbox/scratch.py)
+    at /workspace instead of the repository; every other mount is the same, the clean git
+    configs included, read-only over the layer.
     """
     uid, gid = user or sandbox_user(spec.workspace)
     limits = spec.limits
@@ -80,11 +90,16 @@ def container_options(
         _bind(m.source, m.target, read_only=not m.writable, recursive=recursive_read_only)
         for m in spec.mounts
     ]
+    if workspace_volume is not None:
+        mounts = [
+            _scratch_mount(workspace_volume) if mount["Target"] == WORKSPACE_MOUNT else mount
+            for mount in mounts
+        ]
     mounts.append(_bind(TOOLSERVER_SOURCE, TOOLSERVER_MOUNT, read_only=True))
     if not spec.network:
         mounts.append(_bind(EMPTY_RESOLV_CONF, RESOLV_CONF_MOUNT, read_only=True))
     # A work session builds and runs tests, which may execute what they put in /tmp.
-    tmp_exec = "exec" if spec.profile is Profile.WORK else "noexec"
+    tmp_exec = "exec" if spec.profile is Profile.WORK or spec.scratch else "noexec"
     file_bytes = limits.plan_dir_mb * 1024 * 1024
     return {
         "image": spec.image,
@@ -128,6 +143,12 @@ def container_options(
         # Tool output is not copied into a log file on the host.
         "log_config": {"Type": "none", "Config": {}},
     }
+
+
+def _scratch_mount(volume: str) -> dict[str, Any]:
+    # NoCopy: Docker would otherwise copy what the image holds at /workspace into it.
+    return {"Type": "volume", "Source": volume, "Target": WORKSPACE_MOUNT, "ReadOnly": False,
+            "VolumeOptions": {"NoCopy": True}}  # fmt: skip
 
 
 def _bind(source: Path, target: str, *, read_only: bool, recursive: bool = False) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import docker.errors
 from sandbox_runner.sandbox.container_options import MANAGED_LABEL
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.provider import LiveSandboxes
+from sandbox_runner.sandbox.scratch import SCRATCH_LABEL
 from sandbox_runner.sandbox.spec import SandboxSpec
 
 CONFLICT = 409
@@ -48,8 +49,11 @@ def collect_garbage(
     everything); those of other hosts are left alone unless everything is asked for.
     With session, only that session's containers are considered (a batch's, say).
 
+    Scratch runs' volumes (sandbox/scratch.py) are removed after the containers, by the
+    same rule.
+
     Returns:
-        The short ids of the removed containers.
+        The short ids of the removed containers, then the names of the removed volumes.
     """
     removed = []
     hostname = os.uname().nodename
@@ -67,6 +71,30 @@ def collect_garbage(
             continue
         except docker.errors.APIError as error:
             if error.status_code != CONFLICT:  # 409: another gc is removing it already
+                raise
+    return removed + _collect_volumes(docker_client, labels, hostname, everything=everything)
+
+
+def _collect_volumes(
+    docker_client: Any, labels: list[str], hostname: str, *, everything: bool
+) -> list[str]:
+    """Remove the abandoned scratch volumes, each overlay before the tmpfs it lies on."""
+    listed = docker_client.volumes.list(filters={"label": [*labels, SCRATCH_LABEL]})
+    # The overlay names directories of the tmpfs: it goes first.
+    listed.sort(
+        key=lambda volume: (volume.attrs.get("Labels") or {}).get(SCRATCH_LABEL) != "overlay"
+    )
+    removed = []
+    for volume in listed:
+        if not everything and not _abandoned(volume.attrs.get("Labels") or {}, hostname):
+            continue
+        try:
+            volume.remove(force=True)
+            removed.append(volume.name)
+        except docker.errors.NotFound:
+            continue
+        except docker.errors.APIError as error:
+            if error.status_code != CONFLICT:  # 409: still in use (its sandbox runs)
                 raise
     return removed
 

@@ -25,6 +25,7 @@ from sandbox_runner.sandbox.plan_copy import (
     seed,
 )
 from sandbox_runner.sandbox.provider import LiveSandboxes
+from sandbox_runner.sandbox.scratch import ScratchLayer
 from sandbox_runner.sandbox.spec import Profile, SandboxSpec
 from sandbox_runner.types import ExecResult, ToolRequest
 
@@ -62,6 +63,8 @@ class DockerSandbox(SandboxBase):
         """Files of /plan the last copy did not take (over its limits, odd names)."""
         self._host_copy = HostCopy(spec.plan_dir) if spec.plan_dir is not None else None
         """Where /plan is copied to on the host, and how many bytes that holds."""
+        self._scratch: ScratchLayer | None = None
+        """A scratch sandbox's copy-on-write layer, from start until it is removed."""
 
     @property
     def container_id(self) -> str | None:
@@ -82,10 +85,13 @@ class DockerSandbox(SandboxBase):
         problem = work_owner_problem(self.spec.workspace)
         if self.spec.profile is Profile.WORK and problem:
             raise WorkspaceError(problem)
-        options = container_options(self.spec, self._user, recursive_read_only=recursive)
         if self._live is not None:
             self._live.add(self)
         try:
+            volume = self._make_scratch_layer() if self.spec.scratch else None
+            options = container_options(
+                self.spec, self._user, recursive_read_only=recursive, workspace_volume=volume
+            )
             container = self._docker.containers.create(**options)
             with self._state_lock:
                 # stop() may have run in another thread (Ctrl-C) while create() was under way.
@@ -113,6 +119,20 @@ class DockerSandbox(SandboxBase):
         except BaseException:
             self._stop_quietly()
             raise
+
+    def _make_scratch_layer(self) -> str:
+        """Make the scratch layer; return the volume to mount at /workspace."""
+        layer = ScratchLayer(self._docker, self.spec, self._user)
+        with self._state_lock:
+            self._scratch = layer
+        volume = layer.create()
+        with self._state_lock:
+            stopped = self._stopping
+        if stopped:
+            # stop() ran (Ctrl-C) while the layer was being made: what it missed goes now.
+            layer.remove()
+            raise SandboxError("the sandbox was stopped while it was starting")
+        return volume
 
     def call(self, request: ToolRequest) -> ExecResult:
         """Run one tool operation inside the container."""
@@ -152,6 +172,7 @@ class DockerSandbox(SandboxBase):
             was_stopping, self._stopping = self._stopping, True
             client, self._client = self._client, None
             container, self._container = self._container, None
+            scratch, self._scratch = self._scratch, None
         if client is not None:
             if not was_stopping:
                 self._copy_everything(client)
@@ -170,6 +191,12 @@ class DockerSandbox(SandboxBase):
                     ) from None
                 # Docker is removing it already (auto-remove): wait until it is gone.
                 self._wait_removed(container.id)
+        if scratch is not None:
+            try:
+                scratch.remove()
+            except SandboxError:
+                self._leave_live()
+                raise
         self._leave_live()
 
     def _leave_live(self) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sandbox_runner import Sandbox
 from sandbox_runner.config import LoadedSettings
+from sandbox_runner.errors import ConfigError
 from sandbox_runner.sandbox.image_choice import ImageChoice, sandbox_image
 from sandbox_runner.sandbox.mcp_container import McpContainer, McpContainerSpec
 from sandbox_runner.sandbox.spec import SandboxSpec
@@ -54,6 +55,8 @@ class DockerSandboxes:
         self.limits = loaded.limits()
         self.work_network = loaded.settings.work_network
         self._progress = progress
+        self.scratch = loaded.scratch
+        """Whether plan sandboxes have a scratch layer (plan_commands: scratch)."""
         self._lock = threading.Lock()
         self._docker: tuple[DockerProvider, str, str] | None = None
 
@@ -65,6 +68,7 @@ class DockerSandboxes:
             DockerUnavailableError: no Docker engine answers.
             ImageMissingError: the image is not there (the message says how to get it).
             ImageError: the derived image could not be built.
+            ConfigError: a scratch run this engine or repository path cannot have.
         """
         return self._connected()[1]
 
@@ -80,7 +84,7 @@ class DockerSandboxes:
         provider, image, python = self._connected()
         spec = SandboxSpec.plan(
             self.workspace, plan_dir, image, self.extra_dirs, self.limits,
-            session=session, agent=agent, python=python,
+            session=session, agent=agent, python=python, scratch=self.scratch,
         )  # fmt: skip
         return provider.create(spec)
 
@@ -133,5 +137,16 @@ class DockerSandboxes:
                 image, python = sandbox_image(
                     provider.docker_client, self.workspace, self._choice, self._progress
                 )
+                if self.scratch:
+                    _require_scratch(provider.docker_client, self.workspace)
                 self._docker = provider, image, python
             return self._docker
+
+
+def _require_scratch(docker_client: object, workspace: Path) -> None:
+    """Refuse a scratch run that the engine or the repository's path cannot have."""
+    from sandbox_runner.sandbox.scratch import engine_problem, path_problem
+
+    problem = path_problem(workspace) or engine_problem(docker_client)
+    if problem:
+        raise ConfigError(problem)

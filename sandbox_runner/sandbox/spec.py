@@ -78,6 +78,10 @@ class SandboxSpec:
     python: str = DEFAULT_PYTHON
     """The tool server's interpreter in the image: the image's python3, or planrun's
     runtime in an image derived from the user's (derived_image.RUNTIME_PYTHON)."""
+    scratch: bool = False
+    """A scratch run (plan sandboxes only): /workspace is the repository under a
+    copy-on-write layer that commands may write, capped by the kernel and thrown away
+    with the sandbox (sandbox/scratch.py); the repository itself is never written."""
 
     def __post_init__(self) -> None:
         targets = [mount.target for mount in self.mounts]
@@ -95,6 +99,8 @@ class SandboxSpec:
                 raise ValueError(f"a {self.profile} sandbox has no network")
         if (self.plan_dir is not None) != (self.profile is Profile.PLAN):
             raise ValueError("a plan directory belongs to a plan sandbox, and only to one")
+        if self.scratch and self.profile is not Profile.PLAN:
+            raise ValueError("only a plan sandbox has a scratch layer")
 
     @classmethod
     def plan(
@@ -108,13 +114,15 @@ class SandboxSpec:
         session: str = "adhoc",
         agent: str = "sandbox",
         python: str = DEFAULT_PYTHON,
+        scratch: bool = False,
     ) -> SandboxSpec:
         """A Plan subagent's sandbox: reads everything, writes only /plan (copied to
-        plan_dir on the host)."""
+        plan_dir on the host); with scratch, commands also write a throw-away layer over
+        the repository."""
         mounts = _mounts(workspace, extra_dirs, writable_workspace=False)
         return cls(
             mounts, image, Profile.PLAN, plan_dir, limits or Limits(),
-            session=session, agent=agent, python=python,
+            session=session, agent=agent, python=python, scratch=scratch,
         )  # fmt: skip
 
     @classmethod

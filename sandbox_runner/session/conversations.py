@@ -140,9 +140,9 @@ class Conversations:
             checklist = bool(work_extras(definition))
             text = prompts.work_session_prompt(definition, agents, memory, checklist)
             return lambda: text
-        plan_file = self.session.plan_file
+        plan_file, scratch = self.session.plan_file, self.session.scratch
         return lambda: prompts.plan_session_prompt(
-            definition, plan_file.container_path, plan_file.exists(), agents, memory
+            definition, plan_file.container_path, plan_file.exists(), agents, memory, scratch
         )
 
     def has_checklist(self) -> bool:
@@ -158,7 +158,8 @@ class Conversations:
     def _rules_of(self, which: str) -> Callable[[], Rules]:
         if which == "plan":
             plan_file = self.session.plan_file
-            return lambda: Rules(plan_file=plan_file.container_path)
+            scratch = self.session.scratch
+            return lambda: Rules(plan_file=plan_file.container_path, scratch=scratch)
         return self.session.state.rules
 
     def task_agents(self, which: str) -> list[AgentDefinition]:

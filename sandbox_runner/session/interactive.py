@@ -13,6 +13,7 @@ from sandbox_runner import Model
 from sandbox_runner.agents.definitions import ungranted_note
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.config_values import SCRATCH
 from sandbox_runner.errors import ConfigError, WorkspaceError
 from sandbox_runner.mcp.launch import McpChoice, open_hub
 from sandbox_runner.sandbox.host_paths import work_owner_problem
@@ -58,6 +59,8 @@ class SessionOptions:
     """--network: the work sandbox reaches the network; None: the work_network setting."""
     mcp: McpChoice = field(default_factory=McpChoice)
     """`--mcp-config` and `--strict-mcp-config`."""
+    scratch: bool = False
+    """Plan mode's commands may write, into a throw-away layer (`--scratch`)."""
 
 
 class SessionHost(Protocol):
@@ -78,7 +81,12 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     problem = work_owner_problem(workspace)
     if problem:
         raise WorkspaceError(problem)
-    flags = {"planning_model": None, "image": options.image, "work_network": options.network}
+    flags = {
+        "planning_model": None,
+        "image": options.image,
+        "work_network": options.network,
+        "plan_commands": SCRATCH if options.scratch else None,
+    }
     loaded = load_settings(workspace, flags=flags)
     web = granted(loaded.settings.web, options.allow_web)
     registry = _registry(workspace, loaded, warn, web)
@@ -119,6 +127,7 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         task_budget=loaded.settings.parallel,
         web=web,
         mcp=servers,
+        scratch=loaded.scratch,
     )
     if not isinstance(ui, LineUI):
         ui.session = session

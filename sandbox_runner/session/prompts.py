@@ -23,7 +23,12 @@ READ_ONLY_DISPATCH = ("Plan", "Explore")
 
 
 def plan_session_prompt(
-    definition: AgentDefinition, plan_file: str, plan_exists: bool, agents: str, memory: str = ""
+    definition: AgentDefinition,
+    plan_file: str,
+    plan_exists: bool,
+    agents: str,
+    memory: str = "",
+    scratch: bool = False,
 ) -> str:
     """The plan session's system prompt: the plan agent's, the plan-mode rules, the plan-file
     "## Plan File Info:" reminder (it is part of render_plan_prompt), and how to finish."""
@@ -31,7 +36,12 @@ def plan_session_prompt(
     from sandbox_runner.agents.prompt import render_plan_prompt
 
     base = render_plan_prompt(
-        definition, perspective=None, plan_file=plan_file, plan_exists=plan_exists, memory=memory
+        definition,
+        perspective=None,
+        plan_file=plan_file,
+        plan_exists=plan_exists,
+        memory=memory,
+        scratch=scratch,
     )
     return "\n\n".join([PLAN_MODE_RULES, base, EXIT_PLAN_MODE_GUIDANCE, agents])
 

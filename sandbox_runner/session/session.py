@@ -53,10 +53,13 @@ class Session:
         task_budget: int = 4,
         web: WebGrant | None = None,
         mcp: SessionServers | None = None,
+        scratch: bool = False,
     ) -> None:
         self.store, self.state = store, state
         self.web = web or WebGrant()
         """The hosts WebFetch and WebSearch may reach; none: they are not offered."""
+        self.scratch = scratch
+        """Plan mode's commands may write, into a throw-away layer (plan_commands: scratch)."""
         self.workspace = workspace
         self.registry = registry
         self.sandboxes = sandboxes

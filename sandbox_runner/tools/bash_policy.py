@@ -39,11 +39,21 @@ class BashVerdict:
     allowed: bool
     reason: str = ""
     offending: str = ""
+    scratch: bool = False
+    """Judged for a scratch run (tools/scratch_policy.py), where commands may write."""
 
     def guidance(self) -> str:
         """The message returned to the model instead of output when the command was refused."""
         if self.allowed:
             return ""
+        if self.scratch:
+            return (
+                f"`{self.offending}` was not run: {self.reason}. Your commands run in a "
+                "scratch sandbox without network, privileges or other machines: they may "
+                "read, build, test and write (the writes are thrown away), but nothing "
+                "they do can leave the sandbox. If the plan needs this command, record it in "
+                "the plan instead (for example under next actions)."
+            )
         return (
             f"Plan mode is read-only, so `{self.offending}` was not run: {self.reason}. "
             "Only read-only commands are allowed (ls, cat, head, tail, wc, find, grep, rg, "

@@ -6,6 +6,7 @@
 | read (Read, Glob, ...)    | allow                        | allow   | allow       |
 | read-only command         | allow                        | allow   | allow       |
 | other command             | deny, with guidance          | ask     | ask         |
+| command in a scratch run  | allow, unless it would leave | -       | -           |
 | edit of the plan file     | allow                        | ask     | allow       |
 | other edit                | deny, with guidance          | ask     | allow       |
 | edit of a protected file  | deny, with guidance          | ask     | ask, each time |
@@ -104,6 +105,9 @@ class Rules:
     """The user answered "always" to an edit: edits run without asking."""
     approved_prefixes: frozenset[str] = field(default_factory=frozenset)
     """Command prefixes the user answered "always" to."""
+    scratch: bool = False
+    """A scratch run: in plan mode, commands may write (into a throw-away layer); only
+    what would leave the sandbox is refused. Write and Edit still reach the plan only."""
 
     def approves(self, command: str) -> bool:
         """Whether an "always" answer covers this command line (never one that chains,
@@ -156,7 +160,12 @@ def _command(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
     # Imported at the first Bash decision: the session's prompt is drawn without it.
     from sandbox_runner.tools.bash_policy import classify
 
-    verdict = classify(command)
+    if rules.scratch and mode is PermissionMode.PLAN:
+        from sandbox_runner.tools.scratch_policy import classify_scratch
+
+        verdict = classify_scratch(command)
+    else:
+        verdict = classify(command)
     if verdict.allowed:
         return Allow(use.request)
     if mode is PermissionMode.PLAN:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "sandbox_runner"
-BASE = {"types", "errors", "paths", "config", "config_values", "catalog", "limits"}
+BASE = {"types", "errors", "paths", "config", "config_values", "config_trust", "catalog", "limits"}
 BASE |= {"safe_io", "safe_text", "input_depth", "protected", "redact", "git_config"}
 BASE |= {"git_ignore", "git_index", "secret_names"}
 BASE |= {"web_grant"}

@@ -46,6 +46,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--extra-dir", action="append", default=[], help="a read-only directory")
     parser.add_argument("--max-plan-bytes", type=int, default=DEFAULT_MAX_PLAN_BYTES)
     parser.add_argument("--max-plan-entries", type=int, default=DEFAULT_MAX_PLAN_ENTRIES)
+    parser.add_argument(
+        "--scratch-layer", action="store_true", help="the workspace is a throw-away layer"
+    )
     return parser.parse_args(argv)
 
 
@@ -59,6 +62,7 @@ def main(argv: list[str] | None = None) -> None:
         (options.max_plan_bytes, options.max_plan_entries),
         options.writable,
     )
+    server.scratch_layer = options.scratch_layer
     if os.getpid() == 1:
         # As the container's init: no signal handlers, so that no process inside can stop
         # the server (the kernel drops signals to PID 1 that it does not handle), and

@@ -70,6 +70,8 @@ class ToolServer:
         self.spawn_lock = threading.Lock()
         self.git = GitGuard([self.workspace, *self.extra_dirs])
         self.warmed_up = threading.Event()
+        self.scratch_layer = False
+        """Whether the workspace is a scratch run's size-capped copy-on-write layer."""
         self.dumpable: int | None = None
 
     def resolve(self, raw: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ..arguments import clamp_timeout, describe_os_error, str_arg
 from ..processes import ProcessResult, new_token, run_process, shell
 from ..protocol import JsonDict, Outcome, ToolError
@@ -43,6 +45,11 @@ def op_bash(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
             "\n[a process was killed by the kernel: out of memory "
             "(the sandbox's memory limit was reached)]"
         )
+    if server.scratch_layer and layer_full(server.workspace):
+        text += (
+            "\n[the scratch layer is full: writes to the repository fail with 'No space left "
+            "on device' (the kernel caps it at scratch_mb); remove what the command wrote]"
+        )
     code = result.returncode
     return Outcome(
         text,
@@ -51,6 +58,21 @@ def op_bash(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
         timed_out=result.timed_out,
         meta={"token": token, "timeout": timeout},
     )
+
+
+FULL_LAYER_BYTES = 256 * 1024
+
+
+def layer_full(workspace: str) -> bool:
+    """Whether the scratch layer under the workspace has no room left, in bytes or files."""
+    try:
+        usage = os.statvfs(workspace)
+    except OSError:
+        return False
+    total = usage.f_blocks * usage.f_frsize
+    # A write that failed for want of room leaves less than a page or so.
+    room = min(FULL_LAYER_BYTES, total // 16)
+    return usage.f_bavail * usage.f_frsize < room or (usage.f_files > 0 and usage.f_favail == 0)
 
 
 OOM_COUNTER_FILES = (
