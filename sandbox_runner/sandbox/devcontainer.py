@@ -16,6 +16,7 @@ from typing import Any
 
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath
+from sandbox_runner.sandbox.dockerfile_check import dockerfile_problem
 from sandbox_runner.sandbox.image import Progress
 
 DEVCONTAINER_FILES = (".devcontainer/devcontainer.json", ".devcontainer.json")
@@ -163,6 +164,8 @@ def devcontainer_image(client: Any, found: Devcontainer, progress: Progress) -> 
     """The image FOUND names, or the one its Dockerfile builds (built once, no network).
 
     Raises:
+        ConfigError: the Dockerfile would make the daemon reach the network (ADD, ONBUILD,
+            a base image to pull).
         ImageError: the build failed (the message says it ran without network).
     """
     if found.image is not None:
@@ -173,6 +176,11 @@ def devcontainer_image(client: Any, found: Devcontainer, progress: Progress) -> 
     if image_present(client, tag):
         return tag
     assert found.dockerfile is not None and found.context is not None
+    problem = dockerfile_problem(
+        found.dockerfile.read_text(errors="replace"), lambda name: image_present(client, name)
+    )
+    if problem:
+        raise ConfigError(f"{found.dockerfile}: cannot build it without network: {problem}")
     progress(f"building {found.dockerfile} as {tag} (without network)")
     docker_build(
         client,

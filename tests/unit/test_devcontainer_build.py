@@ -1,0 +1,92 @@
+"""A devcontainer Dockerfile cannot make the Docker daemon reach the network for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+
+from sandbox_runner.errors import ConfigError
+from sandbox_runner.sandbox.devcontainer import devcontainer_image, find_devcontainer
+from sandbox_runner.sandbox.dockerfile_check import dockerfile_problem
+
+
+class _Images:
+    def __init__(self, present: set[str]) -> None:
+        self.present = present
+
+    def get(self, name: str) -> object:
+        if name not in self.present:
+            raise docker.errors.ImageNotFound(name)
+        return object()
+
+
+class _Api:
+    def __init__(self) -> None:
+        self.builds: list[dict[str, Any]] = []
+
+    def build(self, **options: Any) -> list[dict[str, Any]]:
+        self.builds.append(options)
+        return []
+
+
+class _Client:
+    """The engine: the images it has, and the builds asked of it."""
+
+    def __init__(self, present: set[str]) -> None:
+        self.images = _Images(present)
+        self.api = _Api()
+
+
+def _repo(tmp_path: Path, dockerfile: str) -> Path:
+    (tmp_path / ".devcontainer").mkdir()
+    (tmp_path / ".devcontainer/Dockerfile").write_text(dockerfile)
+    (tmp_path / ".devcontainer/devcontainer.json").write_text(
+        '{"build": {"dockerfile": "Dockerfile"}}'
+    )
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "dockerfile",
+    [
+        # The daemon downloads ADD's URL on the host's network: a host-only service.
+        "FROM base:1\nADD http://127.0.0.1:8080/secret /secret\n",
+        "FROM base:1\nadd \\\n  http://169.254.169.254/latest/meta-data/ /m\n",
+        "# escape=`\nFROM base:1\nRUN true\nADD `\n http://10.0.0.1/ /x\n",
+        # A registry the file names, the host's loopback included, is pulled from.
+        "FROM 127.0.0.1:5000/private/image:1\n",
+        "ARG BASE=127.0.0.1:5000/private/image:1\nFROM ${BASE}\n",
+        "FROM base:1\nCOPY --from=127.0.0.1:5000/private/image:1 /etc/x /x\n",
+        "FROM base:1\nONBUILD ADD http://127.0.0.1/ /x\n",
+    ],
+)
+def test_a_dockerfile_that_would_reach_the_network_is_not_built(
+    tmp_path: Path, dockerfile: str
+) -> None:
+    client = _Client({"base:1"})
+    found = find_devcontainer(_repo(tmp_path, dockerfile))
+    assert found is not None
+    with pytest.raises(ConfigError, match="cannot build it without network"):
+        devcontainer_image(client, found, lambda text: None)
+    assert client.api.builds == []
+
+
+def test_copy_stages_and_local_images_are_built(tmp_path: Path) -> None:
+    dockerfile = (
+        "FROM --platform=linux/amd64 base:1 AS tools\nRUN true\n"
+        "# ADD in a comment\nFROM scratch\nCOPY --from=tools /bin /bin\nCOPY --from=0 /a /a\n"
+        "COPY . /src\n"
+    )
+    client = _Client({"base:1"})
+    found = find_devcontainer(_repo(tmp_path, dockerfile))
+    assert found is not None
+    assert devcontainer_image(client, found, lambda text: None) == found.tag()
+    assert len(client.api.builds) == 1 and client.api.builds[0]["network_mode"] == "none"
+
+
+def test_a_missing_base_image_is_named_with_how_to_get_it() -> None:
+    problem = dockerfile_problem("FROM python:3.12-slim\n", lambda name: False)
+    assert "docker pull python:3.12-slim" in problem
