@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 import threading
 import time
 from pathlib import Path
@@ -194,6 +195,35 @@ def test_a_body_that_trickles_stops_at_the_total_deadline() -> None:
         result = web_fetch(server.url("/drip"), "127.0.0.1", limits=limits)
     assert result.is_error and "took longer than the 1.5 s a fetch may take" in result.content
     assert time.monotonic() - started < 4
+
+
+def _header_dripper(listener: socket.socket, seconds: float) -> None:
+    """A server that answers a status line, then one header line every 0.1 s."""
+    connection, _ = listener.accept()
+    with connection:
+        connection.sendall(b"HTTP/1.1 200 OK\r\n")
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends:
+            try:
+                connection.sendall(b"X-Slow: 1\r\n")
+            except OSError:
+                return
+            time.sleep(0.1)
+
+
+def test_headers_that_trickle_stop_at_the_total_deadline() -> None:
+    # Each header line arrives well within the read timeout, so only the total deadline
+    # can end the fetch (http.client reads headers in one call, up to 100 x 64 KiB).
+    limits = WebLimits(read_seconds=1, total_seconds=1.5)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        server = threading.Thread(target=_header_dripper, args=(listener, 8), daemon=True)
+        server.start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+        started = time.monotonic()
+        result = web_fetch(url, "127.0.0.1", limits=limits)
+        took = time.monotonic() - started
+    assert result.is_error and "took longer than the 1.5 s a fetch may take" in result.content
+    assert took < 4
 
 
 def test_text_and_json_pass_through_and_binary_is_refused() -> None:
