@@ -160,8 +160,8 @@ def derive(
         Path(context, IMAGE_ENV_NAME).write_text(json.dumps(config.get("Env") or []))
         if config.get("Volumes"):
             volumes = ", ".join(sorted(config["Volumes"]))
-            progress(f"warning: {image} declares volumes ({volumes}): each sandbox gets them "
-                     "as writable anonymous volumes; prefer an image without VOLUME")  # fmt: skip
+            progress(f"warning: {image} declares volumes ({volumes}): each sandbox gets an "
+                     "empty tmpfs capped like /tmp there, without the image's files")  # fmt: skip
         dockerfile = DERIVED_DOCKERFILE.format(
             base=base_id,
             runtime=runtime,
