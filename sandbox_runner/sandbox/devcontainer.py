@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,12 +102,29 @@ class Devcontainer:
     """Build arguments (`build.args`)."""
 
     def tag(self) -> str:
-        """The tag of the image the Dockerfile builds: a hash of its recipe."""
+        """The tag of the image the Dockerfile builds: a hash of its recipe and of its
+        context's files (names, sizes, times), so an image built from other files (a pull
+        request's) is never taken for this one."""
         assert self.dockerfile is not None and self.context is not None
         recipe = [self.dockerfile.read_bytes(), str(self.context).encode()]
         recipe += [f"{key}={value}".encode() for key, value in sorted(self.args.items())]
+        recipe += _context_listing(self.context)
         digest = hashlib.sha256(b"\0".join(recipe)).hexdigest()[:12]
         return f"{DEVCONTAINER_REPOSITORY}:{digest}"
+
+
+def _context_listing(context: Path) -> list[bytes]:
+    """Each entry of the build context, links not followed: its path, mode, size and
+    modification time (a checkout rewrites the times of the files it changes)."""
+    listing = []
+    for directory, subdirs, files in os.walk(context):
+        subdirs.sort()
+        for name in sorted([*subdirs, *files]):
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            relative = os.path.relpath(path, context)
+            listing.append(f"{relative}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}")
+    return [entry.encode("utf-8", "surrogateescape") for entry in listing]
 
 
 def find_devcontainer(root: Path) -> Devcontainer | None:

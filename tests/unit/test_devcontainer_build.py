@@ -90,3 +90,19 @@ def test_copy_stages_and_local_images_are_built(tmp_path: Path) -> None:
 def test_a_missing_base_image_is_named_with_how_to_get_it() -> None:
     problem = dockerfile_problem("FROM python:3.12-slim\n", lambda name: False)
     assert "docker pull python:3.12-slim" in problem
+
+
+def test_a_changed_file_of_the_build_context_makes_a_new_tag(tmp_path: Path) -> None:
+    # A pull request that changes only a script the Dockerfile copies and runs must not
+    # leave its image behind under the tag the unchanged Dockerfile keeps using later.
+    repo = _repo(tmp_path, "FROM base:1\nCOPY setup.sh /\nRUN sh /setup.sh\n")
+    script = repo / ".devcontainer/setup.sh"
+    script.write_text("echo main\n")
+    found = find_devcontainer(repo)
+    assert found is not None
+    before = found.tag()
+    script.write_text("echo from the pull request; plant a trojan\n")
+    assert found.tag() != before
+    script.write_text("echo main\n")
+    (repo / ".devcontainer/extra").write_text("new file\n")
+    assert found.tag() != before
