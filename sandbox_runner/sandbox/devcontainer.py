@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.safe_io import UnsafeFileError, read_beneath
+from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 from sandbox_runner.sandbox.dockerfile_check import dockerfile_problem
 from sandbox_runner.sandbox.image import Progress
 
 DEVCONTAINER_FILES = (".devcontainer/devcontainer.json", ".devcontainer.json")
 MAX_DEVCONTAINER_BYTES = 256 * 1024
+MAX_DOCKERFILE_BYTES = 1024 * 1024
 DEVCONTAINER_REPOSITORY = "planrun-devcontainer"
 
 
@@ -105,12 +106,24 @@ class Devcontainer:
         """The tag of the image the Dockerfile builds: a hash of its recipe and of its
         context's files (names, sizes, times), so an image built from other files (a pull
         request's) is never taken for this one."""
-        assert self.dockerfile is not None and self.context is not None
-        recipe = [self.dockerfile.read_bytes(), str(self.context).encode()]
+        assert self.context is not None
+        recipe = [self.dockerfile_bytes(), str(self.context).encode()]
         recipe += [f"{key}={value}".encode() for key, value in sorted(self.args.items())]
         recipe += _context_listing(self.context)
         digest = hashlib.sha256(b"\0".join(recipe)).hexdigest()[:12]
         return f"{DEVCONTAINER_REPOSITORY}:{digest}"
+
+    def dockerfile_bytes(self) -> bytes:
+        """The Dockerfile's content (ConfigError when it is not a regular file of at most
+        MAX_DOCKERFILE_BYTES: a FIFO there must not hang planrun)."""
+        assert self.dockerfile is not None
+        try:
+            content = read_untrusted_bytes(self.dockerfile, MAX_DOCKERFILE_BYTES)
+        except UnsafeFileError as error:
+            raise ConfigError(f"{self.path}: build.dockerfile: {error}") from None
+        if content is None:
+            raise ConfigError(f"{self.path}: build.dockerfile {self.dockerfile} does not exist")
+        return content
 
 
 def _context_listing(context: Path) -> list[bytes]:
@@ -195,7 +208,7 @@ def devcontainer_image(client: Any, found: Devcontainer, progress: Progress) -> 
         return tag
     assert found.dockerfile is not None and found.context is not None
     problem = dockerfile_problem(
-        found.dockerfile.read_text(errors="replace"), lambda name: image_present(client, name)
+        found.dockerfile_bytes().decode(errors="replace"), lambda name: image_present(client, name)
     )
     if problem:
         raise ConfigError(f"{found.dockerfile}: cannot build it without network: {problem}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +109,34 @@ def test_a_changed_file_of_the_build_context_makes_a_new_tag(tmp_path: Path) -> 
     script.write_text("echo main\n")
     (repo / ".devcontainer/extra").write_text("new file\n")
     assert found.tag() != before
+
+
+def test_a_dockerfile_that_is_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
+    # A work session may write where .devcontainer/devcontainer.json points its Dockerfile
+    # (outside the protected .devcontainer): a FIFO there would hang the next start.
+    (tmp_path / ".devcontainer").mkdir()
+    (tmp_path / ".devcontainer/devcontainer.json").write_text(
+        '{"build": {"dockerfile": "../Dockerfile", "context": ".."}}'
+    )
+    os.mkfifo(tmp_path / "Dockerfile")
+    found = find_devcontainer(tmp_path)
+    assert found is not None
+    outcome: list[BaseException] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(_raised(lambda: found.tag())), daemon=True
+    )
+    worker.start()
+    worker.join(5)
+    if worker.is_alive():
+        with open(tmp_path / "Dockerfile", "wb"):  # unblock the reader
+            pass
+        pytest.fail("reading the Dockerfile hung on a FIFO")
+    assert isinstance(outcome[0], ConfigError) and "not a regular file" in str(outcome[0])
+
+
+def _raised(action: Callable[[], object]) -> BaseException:
+    try:
+        action()
+    except BaseException as error:
+        return error
+    raise AssertionError("nothing was raised")
