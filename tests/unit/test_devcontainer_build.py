@@ -11,7 +11,7 @@ from typing import Any
 import docker.errors
 import pytest
 
-from sandbox_runner.errors import ConfigError
+from sandbox_runner.errors import ConfigError, ImageError
 from sandbox_runner.sandbox.devcontainer import devcontainer_image, find_devcontainer
 from sandbox_runner.sandbox.dockerfile_check import dockerfile_problem
 
@@ -140,3 +140,18 @@ def _raised(action: Callable[[], object]) -> BaseException:
     except BaseException as error:
         return error
     raise AssertionError("nothing was raised")
+
+
+def test_an_unreadable_file_in_the_context_is_a_one_line_error(tmp_path: Path) -> None:
+    # docker-py reads the context on the host; a file the session made unreadable there
+    # (chmod 000, as a user other than root) raised a bare OSError: a traceback.
+    class Unreadable(_Api):
+        def build(self, **options: Any) -> list[dict[str, Any]]:
+            raise OSError(f"Can not read file in context: {tmp_path}/secret")
+
+    client = _Client({"base:1"})
+    client.api = Unreadable()
+    found = find_devcontainer(_repo(tmp_path, "FROM base:1\nCOPY . /src\n"))
+    assert found is not None
+    with pytest.raises(ImageError, match="Can not read file in context"):
+        devcontainer_image(client, found, lambda text: None)
