@@ -320,3 +320,22 @@ def test_only_the_start_of_a_large_html_page_is_converted_and_that_is_said() -> 
         result.content
     )
     assert "## Part" in result.content and "THE END" not in result.content
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/plain; charset=punycode", b"plain-ab"),
+        ("text/html; charset=PUNYCODE", b"<p>plain</p>-ab"),
+        ("text/html", b'<meta charset="PunyCode"><p>plain</p>-ab'),
+    ],
+)
+def test_a_charset_that_decodes_in_quadratic_time_is_not_used(
+    content_type: str, body: bytes
+) -> None:
+    # Python's punycode (and idna, label by label) decoding is quadratic: 320 KB took 7 s,
+    # a 5 MiB page would take half an hour of the host's CPU, with no way to stop it.
+    with WebServer({"/p": Route(body, content_type)}) as server:
+        result = web_fetch(server.url("/p"), "127.0.0.1")
+    # Read as punycode, "-ab" would have become a character inserted into the text.
+    assert not result.is_error and "-ab" in result.content
