@@ -10,25 +10,19 @@ this machine already, named without a variable.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 
-_DIRECTIVE = re.compile(r"#\s*escape\s*=\s*(\S)", re.IGNORECASE)
+ESCAPES = ("\\", "`")
 REFUSED = {
     "ADD": "ADD can download a URL with the host's network; use COPY",
     "ONBUILD": "ONBUILD triggers run outside the build's sandbox",
 }
 
 
-def _logical_lines(text: str) -> Iterator[str]:
-    """The instructions of a Dockerfile, continuation lines joined, comments left out."""
+def _logical_lines(text: str, escape: str) -> Iterator[str]:
+    """The instructions of a Dockerfile read with ESCAPE as its escape character,
+    continuation lines joined, comments left out."""
     text = text.lstrip("\ufeff")
-    escape = "\\"
-    for line in text.splitlines():
-        directive = _DIRECTIVE.fullmatch(line.strip())
-        if directive is None:
-            break
-        escape = directive.group(1)
     pending = ""
     for line in text.splitlines():
         stripped = line.strip()
@@ -46,9 +40,22 @@ def _logical_lines(text: str) -> Iterator[str]:
 def dockerfile_problem(text: str, image_present: Callable[[str], bool]) -> str:
     """Why a Dockerfile cannot be built without network ("" when it can): an ADD or
     ONBUILD instruction, or a base image (FROM, COPY --from) missing here or named by a
-    variable. IMAGE_PRESENT says whether the engine has an image."""
+    variable. IMAGE_PRESENT says whether the engine has an image.
+
+    The file is read with both escape characters Docker knows (\\ and `, chosen by an
+    `# escape=` directive whose place among the others Docker's versions read
+    differently): a line one reading joins to the one before is an instruction in the
+    other."""
+    for escape in ESCAPES:
+        problem = _problem(_logical_lines(text, escape), image_present)
+        if problem:
+            return problem
+    return ""
+
+
+def _problem(lines: Iterator[str], image_present: Callable[[str], bool]) -> str:
     stages: set[str] = set()
-    for line in _logical_lines(text):
+    for line in lines:
         words = line.split()
         instruction = words[0].upper()
         if instruction in REFUSED:

@@ -59,6 +59,9 @@ def _repo(tmp_path: Path, dockerfile: str) -> Path:
         "FROM base:1\nADD http://127.0.0.1:8080/secret /secret\n",
         "FROM base:1\nadd \\\n  http://169.254.169.254/latest/meta-data/ /m\n",
         "# escape=`\nFROM base:1\nRUN true\nADD `\n http://10.0.0.1/ /x\n",
+        # With ` as the escape, a backslash does not continue RUN's line into ADD's.
+        "# syntax=docker/dockerfile:1\n# escape=`\n"
+        "FROM base:1\nRUN echo \\\nADD http://10.0.0.1/ /x\n",
         # A registry the file names, the host's loopback included, is pulled from.
         "FROM 127.0.0.1:5000/private/image:1\n",
         "ARG BASE=127.0.0.1:5000/private/image:1\nFROM ${BASE}\n",
