@@ -95,7 +95,7 @@ class WebLimits:
 
     max_bytes: int = 5 * 1024 * 1024
     """The most of a response read; the rest is left unread, and the result says so."""
-    max_html_bytes: int = 1024 * 1024
+    max_html_bytes: int = 256 * 1024
     """The most HTML turned into Markdown: converting takes seconds per MiB, and a result
     keeps 30,000 characters at most anyway."""
     max_redirects: int = 5

@@ -24,7 +24,7 @@ ROOT_NAMES = frozenset(
         "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md", "GEMINI.md", ".cursorrules",
         ".windsurfrules", ".clinerules", ".continue", ".aider.conf.yml", ".github",
         # Editors and IDEs: tasks and launch configurations run commands.
-        ".vscode", ".idea", ".devcontainer", ".fleet", ".zed",
+        ".vscode", ".idea", ".devcontainer", ".devcontainer.json", ".fleet", ".zed",
         # Shell and environment hooks.
         ".envrc", ".envrc.local", ".env", ".env.local", ".direnv", ".tool-versions",
         ".mise.toml", "mise.toml", ".mise.local.toml", "mise.local.toml", ".mise", "mise",
@@ -108,7 +108,7 @@ def _why(name: str) -> str:
         ".bundle",
     ):
         return "your package manager or build tool runs what it says"
-    if name in (".vscode", ".idea", ".devcontainer", ".fleet", ".zed"):
+    if name in (".vscode", ".idea", ".devcontainer", ".devcontainer.json", ".fleet", ".zed"):
         return "your editor runs the tasks it defines"
     if name.startswith(
         (

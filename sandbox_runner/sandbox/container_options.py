@@ -71,6 +71,7 @@ def container_options(
     *,
     recursive_read_only: bool = False,
     workspace_volume: str | None = None,
+    image_volumes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The keyword arguments for docker's `containers.create`, as plain data.
 
@@ -78,7 +79,8 @@ def container_options(
     work sandbox's workspace alone is writable; /plan and /tmp are size-capped tmpfs
     mounts), no network (unless a work sandbox was granted it), no capabilities, no
     privilege escalation, planrun's seccomp profile, no shared IPC, no log copy, bounded
-    memory, processes, CPU and file size.
+    memory, processes, CPU and file size. A VOLUME the image declares (IMAGE_VOLUMES)
+    gets a tmpfs capped like /tmp instead of Docker's uncapped volume on the host's disk.
 
     A scratch sandbox mounts workspace_volume (its copy-on-write layer, sandbox/scratch.py)
     at /workspace instead of the repository; every other mount is the same, the clean git
@@ -101,6 +103,14 @@ def container_options(
     # A work session builds and runs tests, which may execute what they put in /tmp.
     tmp_exec = "exec" if spec.profile is Profile.WORK or spec.scratch else "noexec"
     file_bytes = limits.plan_dir_mb * 1024 * 1024
+    tmpfs = {
+        "/tmp": f"rw,{tmp_exec},nosuid,nodev,size={limits.tmp_mb}m,mode=1777",
+        PLAN_MOUNT: plan_tmpfs(spec, uid, gid),
+    }
+    targets = {mount["Target"] for mount in mounts}
+    for volume in image_volumes:
+        if volume not in targets and volume not in tmpfs:
+            tmpfs[volume] = f"rw,noexec,nosuid,nodev,size={limits.tmp_mb}m,mode=1777"
     return {
         "image": spec.image,
         "command": toolserver_command(spec),
@@ -111,10 +121,7 @@ def container_options(
         "labels": labels(spec),
         "mounts": mounts,
         "read_only": True,
-        "tmpfs": {
-            "/tmp": f"rw,{tmp_exec},nosuid,nodev,size={limits.tmp_mb}m,mode=1777",
-            PLAN_MOUNT: plan_tmpfs(spec, uid, gid),
-        },
+        "tmpfs": tmpfs,
         "network_mode": "bridge" if spec.network else "none",
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true", f"seccomp={seccomp_profile()}"],

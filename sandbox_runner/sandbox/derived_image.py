@@ -160,8 +160,8 @@ def derive(
         Path(context, IMAGE_ENV_NAME).write_text(json.dumps(config.get("Env") or []))
         if config.get("Volumes"):
             volumes = ", ".join(sorted(config["Volumes"]))
-            progress(f"warning: {image} declares volumes ({volumes}): each sandbox gets them "
-                     "as writable anonymous volumes; prefer an image without VOLUME")  # fmt: skip
+            progress(f"warning: {image} declares volumes ({volumes}): each sandbox gets an "
+                     "empty tmpfs capped like /tmp there, without the image's files")  # fmt: skip
         dockerfile = DERIVED_DOCKERFILE.format(
             base=base_id,
             runtime=runtime,
@@ -226,18 +226,20 @@ def docker_build(
     Raises:
         ImageError: the build failed, with docker's reason (and that it had no network).
     """
-    stream = client.api.build(
-        path=context,
-        dockerfile=dockerfile,
-        buildargs=buildargs or {},
-        tag=tag,
-        labels={**labels, "io.planrun.image-version": __version__},
-        network_mode="default" if network else "none",
-        rm=True,
-        forcerm=True,
-        decode=True,
-    )
     try:
+        # docker-py reads and sends the context from here: a file it cannot read is an
+        # OSError before the daemon sees anything.
+        stream = client.api.build(
+            path=context,
+            dockerfile=dockerfile,
+            buildargs=buildargs or {},
+            tag=tag,
+            labels={**labels, "io.planrun.image-version": __version__},
+            network_mode="default" if network else "none",
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
         for chunk in stream:
             if "error" in chunk:
                 reason = " ".join(str(chunk["error"]).split())[:300]
@@ -248,6 +250,8 @@ def docker_build(
                 progress(text if len(text) <= 100 else text[:97] + "...")
     except docker.errors.APIError as error:
         raise ImageError(f"{what} failed: {_reason(error)}") from None
+    except OSError as error:
+        raise ImageError(f"{what} failed: {' '.join(str(error).split())[:300]}") from None
 
 
 def _reason(error: docker.errors.APIError) -> str:

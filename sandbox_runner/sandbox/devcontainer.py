@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sandbox_runner.errors import ConfigError
-from sandbox_runner.safe_io import UnsafeFileError, read_beneath
+from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
+from sandbox_runner.sandbox.dockerfile_check import dockerfile_problem
 from sandbox_runner.sandbox.image import Progress
 
 DEVCONTAINER_FILES = (".devcontainer/devcontainer.json", ".devcontainer.json")
 MAX_DEVCONTAINER_BYTES = 256 * 1024
+MAX_DOCKERFILE_BYTES = 1024 * 1024
 DEVCONTAINER_REPOSITORY = "planrun-devcontainer"
 
 
@@ -100,12 +103,41 @@ class Devcontainer:
     """Build arguments (`build.args`)."""
 
     def tag(self) -> str:
-        """The tag of the image the Dockerfile builds: a hash of its recipe."""
-        assert self.dockerfile is not None and self.context is not None
-        recipe = [self.dockerfile.read_bytes(), str(self.context).encode()]
+        """The tag of the image the Dockerfile builds: a hash of its recipe and of its
+        context's files (names, sizes, times), so an image built from other files (a pull
+        request's) is never taken for this one."""
+        assert self.context is not None
+        recipe = [self.dockerfile_bytes(), str(self.context).encode()]
         recipe += [f"{key}={value}".encode() for key, value in sorted(self.args.items())]
+        recipe += _context_listing(self.context)
         digest = hashlib.sha256(b"\0".join(recipe)).hexdigest()[:12]
         return f"{DEVCONTAINER_REPOSITORY}:{digest}"
+
+    def dockerfile_bytes(self) -> bytes:
+        """The Dockerfile's content (ConfigError when it is not a regular file of at most
+        MAX_DOCKERFILE_BYTES: a FIFO there must not hang planrun)."""
+        assert self.dockerfile is not None
+        try:
+            content = read_untrusted_bytes(self.dockerfile, MAX_DOCKERFILE_BYTES)
+        except UnsafeFileError as error:
+            raise ConfigError(f"{self.path}: build.dockerfile: {error}") from None
+        if content is None:
+            raise ConfigError(f"{self.path}: build.dockerfile {self.dockerfile} does not exist")
+        return content
+
+
+def _context_listing(context: Path) -> list[bytes]:
+    """Each entry of the build context, links not followed: its path, mode, size and
+    modification time (a checkout rewrites the times of the files it changes)."""
+    listing = []
+    for directory, subdirs, files in os.walk(context):
+        subdirs.sort()
+        for name in sorted([*subdirs, *files]):
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            relative = os.path.relpath(path, context)
+            listing.append(f"{relative}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}")
+    return [entry.encode("utf-8", "surrogateescape") for entry in listing]
 
 
 def find_devcontainer(root: Path) -> Devcontainer | None:
@@ -163,6 +195,8 @@ def devcontainer_image(client: Any, found: Devcontainer, progress: Progress) -> 
     """The image FOUND names, or the one its Dockerfile builds (built once, no network).
 
     Raises:
+        ConfigError: the Dockerfile would make the daemon reach the network (ADD, ONBUILD,
+            a base image to pull).
         ImageError: the build failed (the message says it ran without network).
     """
     if found.image is not None:
@@ -173,6 +207,11 @@ def devcontainer_image(client: Any, found: Devcontainer, progress: Progress) -> 
     if image_present(client, tag):
         return tag
     assert found.dockerfile is not None and found.context is not None
+    problem = dockerfile_problem(
+        found.dockerfile_bytes().decode(errors="replace"), lambda name: image_present(client, name)
+    )
+    if problem:
+        raise ConfigError(f"{found.dockerfile}: cannot build it without network: {problem}")
     progress(f"building {found.dockerfile} as {tag} (without network)")
     docker_build(
         client,

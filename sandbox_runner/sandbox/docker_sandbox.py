@@ -85,12 +85,17 @@ class DockerSandbox(SandboxBase):
         problem = work_owner_problem(self.spec.workspace)
         if self.spec.profile is Profile.WORK and problem:
             raise WorkspaceError(problem)
+        image_volumes = _image_volumes(self._docker, self.spec.image)
         if self._live is not None:
             self._live.add(self)
         try:
             volume = self._make_scratch_layer() if self.spec.scratch else None
             options = container_options(
-                self.spec, self._user, recursive_read_only=recursive, workspace_volume=volume
+                self.spec,
+                self._user,
+                recursive_read_only=recursive,
+                workspace_volume=volume,
+                image_volumes=image_volumes,
             )
             container = self._docker.containers.create(**options)
             with self._state_lock:
@@ -302,3 +307,9 @@ def _api_reason(error: Exception) -> str:
 
 
 __all__ = ["DockerSandbox", "SandboxDiedError", "explain_death", "supports_recursive_read_only"]
+
+
+def _image_volumes(client: Any, image: str) -> tuple[str, ...]:
+    """The paths IMAGE declares as VOLUME (a user's image may; planrun's own does not)."""
+    config = client.images.get(image).attrs.get("Config") or {}
+    return tuple(sorted(config.get("Volumes") or {}))

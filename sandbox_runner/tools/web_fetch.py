@@ -11,10 +11,12 @@ in bytes and time (limits.WebLimits).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -155,10 +157,18 @@ def _get(
     """One GET for URL to one of ADDRESSES (the checked ones); a redirect's Location, if
     it is one."""
     parts = urlsplit(url)
-    connection = _connection(parts.scheme, host, port, addresses, limits)
+    connection = _connection(parts.scheme, host, port, addresses, limits, until[0])
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
+    # A server can send its headers (or a chunk's size line) a byte at a time, each within
+    # the read timeout, inside one call of http.client: only closing the socket ends that.
+    expired = threading.Event()
+    watchdog = threading.Timer(
+        max(0.0, until[0] - time.monotonic()), _expire, (connection, expired)
+    )
+    watchdog.daemon = True
+    watchdog.start()
     try:
         connection.request("GET", path, headers=_headers())
         _bound(connection, limits.read_seconds, until)
@@ -170,6 +180,8 @@ def _get(
             reason = f"{response.status} {response.reason}".strip()
             raise FetchRefused(f"{url} answered HTTP {reason}")
         body, cut = _read(connection, response, limits, until)
+        if expired.is_set():  # the body ended because the watchdog closed the socket
+            raise TimeoutError
         body, cut = _inflated(url, response.getheader("content-encoding"), body, cut, limits)
         return Page(url, response.status, response.msg, body, cut), None
     except TimeoutError:
@@ -177,17 +189,28 @@ def _get(
     except ssl.SSLError as error:
         raise FetchRefused(f"{url}: TLS failed: {error.reason or error}") from None
     except (OSError, http.client.HTTPException) as error:
+        if expired.is_set():
+            raise FetchRefused(_timeout(url, limits, until[0])) from None
         reason = " ".join(str(error).split()) or type(error).__name__
         raise FetchRefused(f"{url}: the request failed: {reason}") from None
     finally:
+        watchdog.cancel()
         connection.close()
 
 
+def _expire(connection: http.client.HTTPConnection, expired: threading.Event) -> None:
+    """At the fetch's deadline: shut the connection's socket, so any read ends now."""
+    expired.set()
+    if connection.sock is not None:
+        with contextlib.suppress(OSError):  # already closed: nothing to end
+            connection.sock.shutdown(socket.SHUT_RDWR)
+
+
 def _connection(
-    scheme: str, host: str, port: int, addresses: list[str], limits: WebLimits
+    scheme: str, host: str, port: int, addresses: list[str], limits: WebLimits, deadline: float
 ) -> http.client.HTTPConnection:
     """A connection that names HOST (Host header, TLS server name) but opens one of
-    ADDRESSES, in turn until one answers."""
+    ADDRESSES, in turn until one answers, none of them past DEADLINE."""
     connection: http.client.HTTPConnection
     if scheme == "https":
         context = ssl.create_default_context()
@@ -200,8 +223,11 @@ def _connection(
     def pinned(_: Any, timeout: float, source: Any = None) -> socket.socket:
         failure: OSError = OSError(f"no address to connect to for {host}")
         for address in addresses:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
             try:
-                return socket.create_connection((address, port), timeout, source)
+                return socket.create_connection((address, port), min(timeout, remaining), source)
             except OSError as error:
                 failure = error
         raise failure

@@ -3,6 +3,7 @@ anything else (images, archives, PDFs) refused."""
 
 from __future__ import annotations
 
+import codecs
 from html.parser import HTMLParser
 
 from sandbox_runner.tools.web_fetch import FetchRefused, Page
@@ -21,6 +22,9 @@ TEXT_TYPES = frozenset(
         "application/x-sh",
     }
 )
+SLOW_CODECS = frozenset({"punycode", "idna"})
+"""Python text codecs whose decoding takes time quadratic in the text: a 5 MiB page
+declared in one would take half an hour of the host's CPU. Such a page is read as UTF-8."""
 DROPPED_ELEMENTS = ("script", "style", "noscript", "template", "svg", "iframe", "object")
 """Elements whose content is code or markup, not text a reader sees."""
 
@@ -57,7 +61,13 @@ def html_to_markdown(body: bytes, charset: str | None) -> str:
     from markdownify import MarkdownConverter
 
     try:
-        soup = BeautifulSoup(body, "html.parser", from_encoding=charset)
+        soup = BeautifulSoup(
+            body,
+            "html.parser",
+            from_encoding=_usable(charset),
+            # A charset the page declares in a <meta> is not one of them either.
+            exclude_encodings=sorted(SLOW_CODECS),
+        )
         for element in soup(list(DROPPED_ELEMENTS)):
             element.decompose()
         markdown = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
@@ -103,10 +113,19 @@ def _without_blank_runs(lines: list[str]) -> list[str]:
     return kept
 
 
+def _usable(charset: str | None) -> str | None:
+    """CHARSET, unless Python does not know it or decodes it slowly (SLOW_CODECS)."""
+    try:
+        known = charset is not None and codecs.lookup(charset).name not in SLOW_CODECS
+    except LookupError:
+        return None
+    return charset if known else None
+
+
 def _decoded(body: bytes, charset: str | None) -> str:
     try:
-        return body.decode(charset or "utf-8", errors="replace")
-    except LookupError:  # a charset Python does not know
+        return body.decode(_usable(charset) or "utf-8", errors="replace")
+    except LookupError:  # a codec that is not a text encoding (zlib_codec, rot13)
         return body.decode("utf-8", errors="replace")
 
 

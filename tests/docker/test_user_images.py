@@ -293,3 +293,27 @@ def test_a_path_into_the_repository_is_not_searched(
     assert "planted" not in listed.output.splitlines()[0]
     assert listed.output.splitlines()[-1] == "/bin:/opt/planrun/runtime/tools"
     assert found.ok and "bin/ls" in found.output, found.output
+
+
+def test_a_volume_the_image_declares_is_a_capped_tmpfs_not_a_docker_volume(
+    docker_client: Any, busybox: str, make: Made, tmp_path: Path
+) -> None:
+    # A VOLUME would be an uncapped writable Docker volume on the host's disk, in every
+    # sandbox, a read-only plan one included: a repository's devcontainer Dockerfile
+    # could declare one to escape the disk caps.
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "Dockerfile").write_text(
+        f"FROM {busybox}\nRUN mkdir -p /data && chmod 1777 /data\nVOLUME /data\n"
+    )
+    docker_client.images.build(path=str(context), tag="planrun-test-volume:1", network_mode="none")
+    image = derive(docker_client, "planrun-test-volume:1", "test")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sandbox = make(image, workspace)
+    sandbox.start()
+    container = docker_client.containers.get(sandbox.container_id)
+    assert not [m for m in container.attrs["Mounts"] if m["Type"] == "volume"]
+    over = LIMITS.tmp_mb + 8
+    wrote = bash(sandbox, f"dd if=/dev/zero of=/data/f bs=1M count={over} 2>&1; ls -l /data/f")
+    assert f"{over}+0 records out" not in wrote.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 import threading
 import time
 from pathlib import Path
@@ -196,6 +197,35 @@ def test_a_body_that_trickles_stops_at_the_total_deadline() -> None:
     assert time.monotonic() - started < 4
 
 
+def _header_dripper(listener: socket.socket, seconds: float) -> None:
+    """A server that answers a status line, then one header line every 0.1 s."""
+    connection, _ = listener.accept()
+    with connection:
+        connection.sendall(b"HTTP/1.1 200 OK\r\n")
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends:
+            try:
+                connection.sendall(b"X-Slow: 1\r\n")
+            except OSError:
+                return
+            time.sleep(0.1)
+
+
+def test_headers_that_trickle_stop_at_the_total_deadline() -> None:
+    # Each header line arrives well within the read timeout, so only the total deadline
+    # can end the fetch (http.client reads headers in one call, up to 100 x 64 KiB).
+    limits = WebLimits(read_seconds=1, total_seconds=1.5)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        server = threading.Thread(target=_header_dripper, args=(listener, 8), daemon=True)
+        server.start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+        started = time.monotonic()
+        result = web_fetch(url, "127.0.0.1", limits=limits)
+        took = time.monotonic() - started
+    assert result.is_error and "took longer than the 1.5 s a fetch may take" in result.content
+    assert took < 4
+
+
 def test_text_and_json_pass_through_and_binary_is_refused() -> None:
     data = json.dumps({"version": "1.2.3"})
     routes = {
@@ -290,3 +320,22 @@ def test_only_the_start_of_a_large_html_page_is_converted_and_that_is_said() -> 
         result.content
     )
     assert "## Part" in result.content and "THE END" not in result.content
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/plain; charset=punycode", b"plain-ab"),
+        ("text/html; charset=PUNYCODE", b"<p>plain</p>-ab"),
+        ("text/html", b'<meta charset="PunyCode"><p>plain</p>-ab'),
+    ],
+)
+def test_a_charset_that_decodes_in_quadratic_time_is_not_used(
+    content_type: str, body: bytes
+) -> None:
+    # Python's punycode (and idna, label by label) decoding is quadratic: 320 KB took 7 s,
+    # a 5 MiB page would take half an hour of the host's CPU, with no way to stop it.
+    with WebServer({"/p": Route(body, content_type)}) as server:
+        result = web_fetch(server.url("/p"), "127.0.0.1")
+    # Read as punycode, "-ab" would have become a character inserted into the text.
+    assert not result.is_error and "-ab" in result.content

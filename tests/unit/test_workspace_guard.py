@@ -53,6 +53,17 @@ def test_a_planted_hook_config_is_moved_out_and_said(tmp_path: Path) -> None:
     assert guard.check() == []
 
 
+def test_a_planted_root_devcontainer_json_is_moved_out(tmp_path: Path) -> None:
+    # planrun itself (for a trusted repository) and editors read .devcontainer.json at the
+    # top as they read .devcontainer/devcontainer.json: the next run would build the image
+    # it names, with a Dockerfile the session wrote, without the user looking.
+    repo = _repo(tmp_path)
+    guard = _guard(tmp_path, repo)
+    (repo / ".devcontainer.json").write_text('{"build": {"dockerfile": "src/Dockerfile"}}')
+    assert [f.path for f in guard.check()] == [".devcontainer.json"]
+    assert not (repo / ".devcontainer.json").exists()
+
+
 def test_a_directory_made_into_a_repository_loses_its_head(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     guard = _guard(tmp_path, repo)
