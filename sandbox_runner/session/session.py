@@ -22,6 +22,7 @@ from sandbox_runner.agents.run_state import LimitReached
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.session import accounting, prompts
+from sandbox_runner.session.checkpoints import Checkpoints
 from sandbox_runner.session.conversations import Conversations
 from sandbox_runner.session.hooks import Notes
 from sandbox_runner.session.plan_file import PlanFile
@@ -62,6 +63,8 @@ class Session:
         self.conversations = Conversations(self, task_budget)
         self.ledger = accounting.Ledger()
         self.plan_mode = PlanMode(self)
+        self.checkpoints = Checkpoints(store.directory / "checkpoints", workspace)
+        """Each work turn's changes to the repository (/diff, /undo)."""
         self._mode_lock = threading.Lock()
         self._busy = 0
         self._pending_mode: PermissionMode | None = None
@@ -83,6 +86,8 @@ class Session:
             # What the plan agent wrote before a crash is newer than the plan file.
             self.plan_file.sync_out()
             self.plan_file.stage()
+        if warning := self.checkpoints.open():
+            self.ui.show(warning)
         self.conversations.sandbox("work")
         self.conversations.sandbox("plan")
 
@@ -131,6 +136,8 @@ class Session:
         loop = self.conversations.loop(which)
         loop.state.final_text = ""  # an interrupted turn must not repeat the last answer
         accepted: PlanReview | None = None
+        if which == "work":
+            self.checkpoints.begin()
         try:
             if loop.state.messages:
                 loop.run_turn(text)
@@ -143,6 +150,8 @@ class Session:
         except PlanrunError as error:
             self.ui.show(f"error: {error}")
         finally:
+            if which == "work" and (note := self.checkpoints.end()):
+                self.ui.show(note)
             self._apply_pending_mode()
             self._after_turn(which, accepted)
         if loop.state.final_text.strip() and which == self.state.active:

@@ -108,7 +108,7 @@ def test_a_written_file_says_how_many_lines_are_cut_and_v_pages_them(
     screen = terminal.screen()
     shown = len(set(re.findall(r"\+line \d+", screen)))
     assert f"… not shown: {101 - shown} lines, " in screen  # the last line is empty
-    assert "Allow the agent to write /workspace/src/big.py?" in screen
+    assert "Allow the agent to write src/big.py?" in screen
     assert pager.read_text().count("+line ") == 100
 
 
