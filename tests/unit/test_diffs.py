@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_runner import SandboxBase
 from sandbox_runner.session.diff_view import after_edit, ansi_lines, use_colour
 from sandbox_runner.session.diffs import build_diff, edit_preview
 from sandbox_runner.session.edit_watch import EditWatch
@@ -118,15 +119,11 @@ def test_an_escape_in_the_file_is_shown_not_run() -> None:
     assert ansi_lines(diff.lines, False)[-1] == "+␛[2Jy"
 
 
-class Writer:
+class Writer(SandboxBase):
     """A sandbox that writes the file the way the tool server would."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
 
     def call(self, request: ToolRequest) -> ExecResult:
         path = self.root / str(request.args["file_path"]).removeprefix("/workspace/")
