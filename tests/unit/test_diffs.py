@@ -125,6 +125,12 @@ class Writer(SandboxBase):
     def __init__(self, root: Path) -> None:
         self.root = root
 
+    def start(self) -> None:
+        """Nothing to start: the files are the directory's."""
+
+    def stop(self) -> None:
+        """Nothing to stop."""
+
     def call(self, request: ToolRequest) -> ExecResult:
         path = self.root / str(request.args["file_path"]).removeprefix("/workspace/")
         text = path.read_text()
