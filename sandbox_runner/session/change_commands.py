@@ -26,7 +26,8 @@ def session_diff(checkpoints: Checkpoints, args: list[str]) -> tuple[list[str], 
         return [f"no changes: {what} as when the session started"], []
     added, removed = sum(d.added for d in diffs), sum(d.removed for d in diffs)
     files = f"{len(diffs)} file{'s' if len(diffs) != 1 else ''}"
-    head = f"{files} changed by the agent this session: {added} lines added, {removed} removed"
+    lines_added = f"{added} line{'s' if added != 1 else ''} added"
+    head = f"{files} changed by the agent this session: {lines_added}, {removed} removed"
     whole = only is not None or sum(len(d.lines) for d in diffs) <= WHOLE_DIFF_LINES
     lines: list[DiffLine] = []
     for diff in diffs:

@@ -93,8 +93,8 @@ class TerminalUI:
                 finished = activity.calls.pop(key, None)
         if finished is not None:
             self.say(tool_line(event, finished))
-        diff = self._diffs.pop(threading.get_ident(), None)
-        if diff is not None and event.kind == "tool_result":
+        diff = self._diffs.pop(threading.get_ident(), None) if finished is not None else None
+        if diff is not None:
             self._emit(lambda console: console.print(rich_text(diff)))
         if event.kind == "notice":
             self.say(f"note: {one_line(event.detail)}")

@@ -109,7 +109,7 @@ def test_diff_shows_the_agents_changes_not_the_users_earlier_work(
     turn(checkpoints, ("src/app.py", "def main():\n    return 43\n"))
     (repo / "notes.txt").write_text("the user's own, during the session\n")
     head, lines = session_diff(checkpoints, [])
-    assert head == ["1 file changed by the agent this session: 1 lines added, 1 removed"]
+    assert head == ["1 file changed by the agent this session: 1 line added, 1 removed"]
     assert [line.text for line in lines] == [
         "--- a/src/app.py",
         "+++ b/src/app.py",
