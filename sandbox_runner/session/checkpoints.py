@@ -61,14 +61,16 @@ class Checkpoints:
             return self._off(error)
         return None
 
-    def begin(self) -> None:
-        """A turn starts: the repository as it is now is what an undo goes back to."""
+    def begin(self) -> str | None:
+        """A turn starts: the repository as it is now is what an undo goes back to. A
+        warning when checkpoints stop here."""
+        self._before = None
         if self.off is None and self.start is not None:
             try:
                 self._before = self.git.snapshot()
             except CheckpointError as error:
-                self._before = None
-                self._off(error)
+                return self._off(error)
+        return None
 
     def end(self) -> str | None:
         """The turn ended: its changes become a checkpoint. A line for the user when it

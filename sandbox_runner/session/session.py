@@ -136,8 +136,8 @@ class Session:
         loop = self.conversations.loop(which)
         loop.state.final_text = ""  # an interrupted turn must not repeat the last answer
         accepted: PlanReview | None = None
-        if which == "work":
-            self.checkpoints.begin()
+        if which == "work" and (warning := self.checkpoints.begin()):
+            self.ui.show(warning)
         try:
             if loop.state.messages:
                 loop.run_turn(text)

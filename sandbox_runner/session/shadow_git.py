@@ -13,6 +13,7 @@ kept as a link to its commit, not its files; a FIFO or socket is skipped.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ from sandbox_runner.errors import PlanrunError
 MAX_SNAPSHOT_FILE_BYTES = 16 * 1024 * 1024
 """A file larger than this is not kept in a checkpoint (a turn that changes one cannot
 be undone)."""
+MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
+"""New content one snapshot may add to the store; past it, checkpoints stop (said)."""
 GIT_TIMEOUT_SECONDS = 120
 ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
 CONFIG = {
@@ -87,6 +90,7 @@ class ShadowGit:
         """The working tree as it is now, as a tree."""
         changed = self._git("ls-files", "-z", "-o", "-m", "--exclude-standard", work=True)
         large: dict[str, tuple[int, int]] = {}
+        sizes: dict[str, int] = {}
         for path in filter(None, changed.split("\0")):
             try:
                 info = os.lstat(self.workspace / path)
@@ -94,6 +98,10 @@ class ShadowGit:
                 continue
             if info.st_size > MAX_SNAPSHOT_FILE_BYTES:
                 large[path] = (info.st_size, info.st_mtime_ns)
+            elif stat.S_ISREG(info.st_mode):
+                sizes[path] = info.st_size
+        if sum(sizes.values()) > MAX_SNAPSHOT_BYTES:
+            self._check_new_bytes(sizes)
         if large:
             listed = "".join(f"{path}\0" for path in large)
             self._git("update-index", "-z", "--force-remove", "--stdin", work=True, stdin=listed)
@@ -103,6 +111,25 @@ class ShadowGit:
             work=True, stdin=specs, allowed=(0, 1),
         )  # fmt: skip
         return Snapshot(self._git("write-tree", work=True).strip(), large)
+
+    def _check_new_bytes(self, sizes: dict[str, int]) -> None:
+        """Refuse a snapshot that would add more than MAX_SNAPSHOT_BYTES to the store
+        (what is stored already, or committed in the repository, costs nothing)."""
+        paths = [path for path in sizes if "\n" not in path]
+        ids = self._git(
+            "hash-object", "--no-filters", "--stdin-paths", work=True, stdin="\n".join(paths)
+        ).split()
+        answers = self._git("cat-file", "--batch-check", stdin="\n".join(ids) + "\n").splitlines()
+        stored = {line.split()[0] for line in answers if not line.endswith(" missing")}
+        new = sum(sizes.values()) - sum(
+            sizes[path] for path, blob in zip(paths, ids, strict=False) if blob in stored
+        )
+        if new > MAX_SNAPSHOT_BYTES:
+            raise CheckpointError(
+                f"{new // (1024 * 1024)} MiB of new files since the last checkpoint, over the "
+                f"{MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB one checkpoint keeps (files "
+                "that .gitignore ignores are not kept)"
+            )
 
     def entries(self, tree: str, paths: list[str] | None = None) -> dict[str, Entry]:
         """The files of TREE (only PATHS, when given), by path."""

@@ -5,6 +5,7 @@ nothing protected touched, and /diff leaving the user's own earlier work out."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,32 @@ def test_a_restored_file_belongs_to_the_repositorys_owner(
     turn(checkpoints, ("src/app.py", None))
     session_undo(checkpoints, [])
     assert (repo / "src" / "app.py").stat().st_uid == 4321
+
+
+def test_a_turn_that_writes_more_than_a_checkpoint_keeps_turns_them_off_and_says_so(
+    checkpoints: Checkpoints, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shadow_git, "MAX_SNAPSHOT_BYTES", 1000)
+    checkpoints.begin()
+    for number in range(20):
+        (repo / f"out{number}.txt").write_text(f"{number}" * 100)
+    note = checkpoints.end()
+    assert note is not None and "checkpoints are off" in note and "MiB of new files" in note
+    with pytest.raises(ConfigError, match="cannot work in this session"):
+        session_undo(checkpoints, [])
+
+
+def test_committed_files_cost_the_store_nothing(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / "data.txt").write_text("d" * 5000)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    git = ["git", "-c", "user.name=u", "-c", "user.email=u@e", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True, env=env)
+    subprocess.run([*git, "add", "-A"], check=True, env=env)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True, env=env)
+    monkeypatch.setattr(shadow_git, "MAX_SNAPSHOT_BYTES", 1000)
+    checkpoints = Checkpoints(tmp_path / "session" / "checkpoints", repo)
+    assert checkpoints.open() is None
+    loose = list((checkpoints.directory / "git" / "objects").glob("??/*"))
+    assert loose == []  # every file and tree is in the repository's objects already
