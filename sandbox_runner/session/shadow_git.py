@@ -73,6 +73,9 @@ class ShadowGit:
         if not (self.git_dir / "HEAD").exists():
             self.git_dir.parent.mkdir(parents=True, exist_ok=True)
             self._git("init", "-q", "--bare", str(self.git_dir), git_dir=False)
+        # A snapshot cut short by a crash or kill -9 leaves its lock; only this session
+        # writes the store, and it starts here.
+        (self.git_dir / "index.lock").unlink(missing_ok=True)
         for key, value in CONFIG.items():
             self._git("config", key, value)
         info = self.git_dir / "info"

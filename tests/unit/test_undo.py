@@ -189,3 +189,15 @@ def test_committed_files_cost_the_store_nothing(
     assert checkpoints.open() is None
     loose = list((checkpoints.directory / "git" / "objects").glob("??/*"))
     assert loose == []  # every file and tree is in the repository's objects already
+
+
+def test_a_snapshot_cut_short_by_a_crash_does_not_stop_the_next_session(
+    checkpoints: Checkpoints, repo: Path
+) -> None:
+    turn(checkpoints, ("src/app.py", "changed\n"))
+    (checkpoints.directory / "git" / "index.lock").write_text("")  # kill -9 mid-snapshot
+    again = Checkpoints(checkpoints.directory, repo)
+    assert again.open() is None
+    turn(again, ("src/app.py", "again\n"))
+    session_undo(again, ["2"])
+    assert (repo / "src" / "app.py").read_text() == "def main():\n    return 42\n"
