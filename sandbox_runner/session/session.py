@@ -86,10 +86,11 @@ class Session:
             # What the plan agent wrote before a crash is newer than the plan file.
             self.plan_file.sync_out()
             self.plan_file.stage()
-        if warning := self.checkpoints.open():
-            self.ui.show(warning)
         self.conversations.sandbox("work")
         self.conversations.sandbox("plan")
+        # While the containers start: the snapshot that /diff and /undo start from.
+        if warning := self.checkpoints.open():
+            self.ui.show(warning)
 
     def close(self) -> None:
         """Save the state and remove every container."""
