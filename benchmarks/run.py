@@ -374,6 +374,8 @@ def bench_terminal_figures() -> list[Figure]:
 
 
 def main() -> int:
+    from benchmarks.user_image import bench_user_image_ready
+
     client = connect()
     image = require_image(client)
     print(
@@ -390,6 +392,10 @@ def main() -> int:
             measured("sandbox ready", lambda: bench_ready(client, image, workspace, plan_dir)),
             measured("grep", lambda: bench_grep(client, image, plan_dir)),
             measured("idle memory", lambda: bench_idle_memory(client, image, workspace, plan_dir)),
+            measured(
+                "sandbox ready on your image",
+                lambda: bench_user_image_ready(client, workspace, plan_dir, SESSION, Figure),
+            ),
         ]
         repo = Path(scratch, "repo")
         for relative in ("src/app.py", "src/util.py", "tests/test_app.py", "README.md"):

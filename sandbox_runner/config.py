@@ -14,6 +14,7 @@ from sandbox_runner.config_values import (
     CHECKS,
     check_project_value,
     checked,
+    drop_untrusted,
     field_name,
     from_text,
     normalise,
@@ -39,10 +40,11 @@ ENV_PREFIX = "PLANRUN_"
 DEFAULT_SOURCE = "default"
 BUILTIN_PERSPECTIVES: dict[str, list[str]] = {"default": []}
 """Presets every configuration has; "default" is one plan without a perspective."""
-MODEL_SETTINGS = ("model", "planning_model")
-"""What costs the user money: only the user (their file, environment, flags) sets these,
-unless trusted_projects names the repository."""
-FLAG_NAMES = {"planning_model": "--model", "synthesis": "--no-synthesis"}
+FLAG_NAMES = {
+    "planning_model": "--model",
+    "synthesis": "--no-synthesis",
+    "work_network": "--network",
+}
 """Flags whose name differs from the setting they set."""
 
 
@@ -81,7 +83,8 @@ class Settings:
     pids: int = Limits.pids
     """Processes and threads per sandbox container."""
     image: str | None = None
-    """Sandbox image tag; unset means the tag computed from the image inputs."""
+    """The user's toolchain image, which planrun derives its sandbox image from; unset
+    means planrun's own image. A project file sets it only when trusted."""
     planning_enabled: bool = True
     """Whether plan runs are allowed at all."""
     synthesis: bool = True
@@ -91,8 +94,13 @@ class Settings:
     work_disk_mb: int = 1024
     """What a work session may add to the repository's disk use, in MiB; a command that
     goes past it is stopped. A project file may only lower it."""
+    work_network: bool = False
+    """Whether a session's work sandbox may reach the network; never from a project file."""
     trusted_projects: list[str] = field(default_factory=list)
-    """Repositories (paths) whose config and agent files may choose the model; user only."""
+    """Repositories (paths) whose config and agent files may choose the model and the
+    image; user only."""
+    web: list[str] = field(default_factory=list)
+    """Hosts WebFetch and WebSearch may reach (`web: {allow: [...]}`); none: no web tools."""
 
 
 _DEFAULTS = Settings()
@@ -231,7 +239,8 @@ class LoadedSettings:
     extra_dirs_base: Path
     """The directory relative extra_dirs resolve against: that of the source that set them."""
     project_trusted: bool = False
-    """Whether trusted_projects names the repository: its files may then choose the model."""
+    """Whether trusted_projects names the repository: its files may then choose the model
+    and the image."""
     warnings: list[str] = field(default_factory=list)
     """Project settings that were ignored, and why."""
 
@@ -353,8 +362,7 @@ def load_settings(
         if project_path is not None:
             layer = _file_layer(project_path, root, beneath=root)
             _check_project(layer, below=user)
-            if not trusted:
-                warnings = _drop_model_settings(layer)
+            warnings = drop_untrusted(layer.values, layer.sources, layer.keys, trusted=trusted)
             project, files = [layer], [*files, project_path]
     layers = [*user, *project, env_layer, _flag_layer(flags or {}, cwd)]
     values: dict[str, Any] = {}
@@ -375,22 +383,3 @@ def _trusts(root: Path, user_layers: list[_Layer]) -> bool:
         entries = layer.values.get("trusted_projects", entries)
     real_root = str(root.resolve())
     return any(str(Path(entry).expanduser().resolve()) == real_root for entry in entries)
-
-
-def _drop_model_settings(project: _Layer) -> list[str]:
-    """Take the model settings out of an untrusted project's layer; say what was ignored."""
-    warnings = []
-    for name in MODEL_SETTINGS:
-        if name in project.values:
-            warnings.append(
-                f"{project.sources[name]}: key {project.keys[name]!r} asks for model "
-                f"{project.values.pop(name)!r}; ignored: {UNTRUSTED_MODEL_HINT}"
-            )
-            del project.sources[name], project.keys[name]
-    return warnings
-
-
-UNTRUSTED_MODEL_HINT = (
-    "only your config, PLANRUN_* variables and flags choose the model, unless "
-    "trusted_projects in ~/.planrun/config.yaml names this repository"
-)

@@ -13,6 +13,7 @@ from typing import Any
 from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_text import MAX_NAME_CHARS, name_problem
+from sandbox_runner.web_grant import GrantError, WebGrant, parse_entries
 
 __all__ = [
     "CHECKS",
@@ -106,6 +107,19 @@ def _presets(value: object) -> dict[str, list[str]]:
     return presets
 
 
+def _web(value: object) -> list[str]:
+    """`web: {allow: [hosts]}` in a file, or the hosts alone (PLANRUN_WEB=a.org,b.org)."""
+    if isinstance(value, dict):
+        unknown = [str(key) for key in value if key != "allow"]
+        if unknown:
+            raise _Invalid("a mapping with one key, allow (a list of hosts)", unknown[0])
+        value = value.get("allow") or []
+    try:
+        return list(parse_entries(_texts(value)))
+    except GrantError as error:
+        raise _Invalid(f"hosts, wildcards (*.example.com) or addresses: {error}") from None
+
+
 _POSITIVE = "a positive integer"
 CHECKS: dict[str, Callable[[object], Any]] = {
     "model": _model,
@@ -124,11 +138,13 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "cpus": _at_least(0.01, "a number of cores, at least 0.01", integer=False),
     "pids": _at_least(1, _POSITIVE, integer=True),
     "image": _optional_text,
+    "work_network": _boolean,
     "planning_enabled": _boolean,
     "synthesis": _boolean,
     "max_plans": _at_least(1, _POSITIVE, integer=True),
     "work_disk_mb": _at_least(1, "a positive integer (MiB)", integer=True),
     "trusted_projects": _texts,
+    "web": _web,
 }
 """Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
 _BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(
@@ -200,10 +216,10 @@ def check_project_value(
     """Refuse a project file's value that loosens what the defaults and the user file allow.
 
     Whoever wrote a repository writes its `.planrun/config.yaml`, so that file may only
-    tighten: lower a limit, remove tools, disable planning, point extra_dirs at its own
-    sub-trees. It cannot choose the sandbox image, nor trust itself (trusted_projects).
-    Its model and planning_model are dropped later, with a warning, unless the user
-    trusts the project (config.load_settings).
+    tighten: lower a limit, remove tools or web hosts, disable planning, point extra_dirs
+    at its own sub-trees. It cannot trust itself (trusted_projects). Its model, planning_model and
+    image are dropped later, with a warning, unless the user trusts the project, and its
+    work_network always is (drop_untrusted).
 
     Args:
         name: the setting, value its checked value, set by `key` in the file `where`.
@@ -218,11 +234,6 @@ def check_project_value(
         raise ConfigError(
             f"{where}: a project config cannot set 'trusted_projects'; only "
             "~/.planrun/config.yaml can trust a repository"
-        )
-    if name == "image":
-        raise ConfigError(
-            f"{where}: a project config cannot choose the sandbox image; "
-            "set it in ~/.planrun/config.yaml or with PLANRUN_IMAGE"
         )
     if name in LOWER_ONLY and value > limit:
         raise ConfigError(
@@ -240,6 +251,14 @@ def check_project_value(
             raise ConfigError(
                 f"{where}: key {key!r} adds {', '.join(added)}, but a project config may only "
                 f"remove tools (allowed by {limit_source}: {', '.join(limit) or 'none'})"
+            )
+    if name == "web":
+        added = [entry for entry in value if not WebGrant(tuple(limit)).covers(entry)]
+        if added:
+            raise ConfigError(
+                f"{where}: key {key!r} grants {', '.join(added)}, but a project config may "
+                f"only narrow the web grant (granted by {limit_source}: "
+                f"{', '.join(limit) or 'none'})"
             )
     if name == "extra_dirs":
         for entry in value:
@@ -280,3 +299,47 @@ def field_name(key: object, where: str) -> str:
     close = difflib.get_close_matches(name, list(CHECKS), n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(CHECKS)}"
     raise ConfigError(f"{where}: unknown key {key!r}; {hint}")
+
+
+TRUSTED_ONLY = ("model", "planning_model", "image")
+"""What costs the user money or runs as their toolchain: only the user (their file,
+environment, flags) sets these, unless trusted_projects names the repository."""
+USER_ONLY = ("work_network",)
+"""What a project file never sets, trusted or not."""
+UNTRUSTED_MODEL_HINT = (
+    "only your config, PLANRUN_* variables and flags choose the model, unless "
+    "trusted_projects in ~/.planrun/config.yaml names this repository"
+)
+UNTRUSTED_IMAGE_HINT = (
+    "only your config, PLANRUN_IMAGE and --image choose the sandbox image, unless "
+    "trusted_projects in ~/.planrun/config.yaml names this repository"
+)
+
+
+def drop_untrusted(
+    values: dict[str, Any], sources: dict[str, str], keys: dict[str, str], *, trusted: bool
+) -> list[str]:
+    """Take out of a project file's settings what it may not set; say what was ignored.
+
+    Args:
+        values, sources, keys: the project layer's settings, where and under which key
+            each was set (changed in place).
+        trusted: whether trusted_projects names the repository.
+    """
+    dropped = [name for name in USER_ONLY if name in values]
+    dropped += [name for name in TRUSTED_ONLY if name in values and not trusted]
+    warnings = []
+    for name in dropped:
+        value, where, key = values.pop(name), sources.pop(name), keys.pop(name)
+        if name in USER_ONLY:
+            reason = f"only ~/.planrun/config.yaml, PLANRUN_{name.upper()} and flags grant it"
+            warnings.append(f"{where}: key {key!r} is ignored: {reason}")
+        elif name == "image":
+            warnings.append(
+                f"{where}: key {key!r} asks for image {value!r}; ignored: {UNTRUSTED_IMAGE_HINT}"
+            )
+        else:
+            warnings.append(
+                f"{where}: key {key!r} asks for model {value!r}; ignored: {UNTRUSTED_MODEL_HINT}"
+            )
+    return warnings

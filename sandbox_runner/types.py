@@ -120,6 +120,8 @@ class ModelRequest:
     max_tokens: int = 8192
     tool_choice: str | None = None
     """The Messages API tool_choice type ("none" for a final turn without tools), or None."""
+    server_tools: tuple[dict[str, Any], ...] = ()
+    """Tools the API itself runs (its web search), as their Messages API definitions."""
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,10 @@ def _apply(
         saved.turns += 1
         saved.usage.add(usage)
         return calls
+    if kind == "usage":
+        # A tool's own model call (a WebSearch): its tokens, outside the conversation.
+        saved.usage.add(Usage(**{k: max(0, int(v)) for k, v in dict(entry["usage"]).items()}))
+        return pending
     if kind == "user":
         block: dict[str, Any] = {"type": "text", "text": str(entry["text"])}
     elif kind == "tool_result":

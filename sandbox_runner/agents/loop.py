@@ -31,7 +31,14 @@ from sandbox_runner.model.errors import ModelRefusal
 from sandbox_runner.plans.files import append_line, append_lines
 from sandbox_runner.redact import redact_data
 from sandbox_runner.tools.permissions import Approval, Ask
-from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, ToolCall, ToolResult
+from sandbox_runner.types import (
+    ModelCall,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 
 MAX_PAUSES = 4
 """How many times in a row the loop goes on with an answer the API paused (pause_turn)."""
@@ -221,6 +228,12 @@ class AgentLoop:
             usage=vars(response.usage),
         )
         return response
+
+    def count_usage(self, usage: Usage, source: str) -> None:
+        """Tokens a tool spent on a model call of its own (a WebSearch): they count in the
+        run's totals, and the transcript keeps them for a resumed run."""
+        self.state.usage.add(usage)
+        self.log("usage", source=source, usage=vars(usage))
 
     def log_result(self, call: ToolCall, result: ToolResult) -> None:
         """Log the answer to CALL in the transcript."""

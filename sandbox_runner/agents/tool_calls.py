@@ -171,7 +171,7 @@ class TurnCalls:
 
 
 def _brief(arguments: dict[str, Any]) -> str:
-    for key in ("command", "file_path", "pattern", "path", "operation"):
+    for key in ("command", "file_path", "pattern", "path", "operation", "url", "query"):
         if key in arguments:
             return str(arguments[key])[:120]
     return ""

@@ -8,7 +8,13 @@ import importlib
 import click
 
 from sandbox_runner import __version__
-from sandbox_runner.cli.options import examples, model_option, repo_option
+from sandbox_runner.cli.options import (
+    allow_web_option,
+    examples,
+    image_option,
+    model_option,
+    repo_option,
+)
 
 COMMAND_MODULES = {
     "agents": "agents",
@@ -68,6 +74,14 @@ class LazyGroup(click.Group):
     help="Resume the latest session of this repository.",
 )
 @model_option("The session's model (default: the configured model).")
+@allow_web_option()
+@image_option()
+@click.option(
+    "--network",
+    is_flag=True,
+    default=None,
+    help="Let the work session's commands reach the network (plan sandboxes never do).",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -78,6 +92,9 @@ def cli(
     resume_id: str | None,
     continue_latest: bool,
     model: str | None,
+    allow_web: tuple[str, ...],
+    image: str | None,
+    network: bool | None,
 ) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
@@ -98,5 +115,8 @@ def cli(
         resume_id=resume_id,
         continue_latest=continue_latest,
         model=model,
+        allow_web=allow_web,
+        image=image,
+        network=network,
     )
     start_session(ctx, options)

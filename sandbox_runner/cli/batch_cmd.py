@@ -13,7 +13,7 @@ import click
 from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_batch
 from sandbox_runner.batch import dry_run as what_would_run
 from sandbox_runner.cli.batch_progress import BatchProgress
-from sandbox_runner.cli.options import examples, json_option, out_option
+from sandbox_runner.cli.options import allow_web_option, examples, json_option, out_option
 from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.safe_text import one_line
@@ -66,6 +66,7 @@ def batch() -> None:
 @click.option("--retry-failed", is_flag=True, help="Run failed jobs again (old attempt kept).")
 @click.option("--redo", "redo", multiple=True, help="Run task ID again although it changed.")
 @click.option("--only", help="Only the tasks whose id matches this regular expression.")
+@allow_web_option()
 @click.option("--dry-run", is_flag=True, help="Say what would run, run nothing.")
 @json_option("Print summary.json only.")
 @click.pass_context
@@ -81,6 +82,7 @@ def batch_run(
     retry_failed: bool,
     redo: tuple[str, ...],
     only: str | None,
+    allow_web: tuple[str, ...],
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -95,6 +97,7 @@ def batch_run(
         retry_failed=retry_failed,
         redo=redo,
         only=only,
+        allow_web=allow_web,
     )
     if dry_run:
         _print_dry_run(options, as_json=as_json)

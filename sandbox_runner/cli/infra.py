@@ -5,11 +5,15 @@ from __future__ import annotations
 import shlex
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from sandbox_runner.cli.options import examples, repo_option
-from sandbox_runner.cli.services import reports_errors, services
+from sandbox_runner.cli.options import examples, image_option, repo_option
+from sandbox_runner.cli.services import reports_errors, services, warn
+
+if TYPE_CHECKING:
+    from sandbox_runner.sandbox.image_choice import ImageChoice
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
 
 # -- engine and image ---------------------------------------------------------------------
@@ -42,45 +46,87 @@ def image() -> None:
     """The sandbox image."""
 
 
-@image.command("build", epilog=examples("planrun image build", "planrun image build --force"))
+@image.command(
+    "build",
+    epilog=examples(
+        "planrun image build", "planrun image build --force", "planrun image build --image node:22"
+    ),
+)
 @click.option("--force", is_flag=True, help="Rebuild even when the image is present.")
+@repo_option("The repository whose image settings (and trusted devcontainer.json) apply.")
+@image_option()
 @click.pass_context
 @reports_errors
-def image_build(ctx: click.Context, force: bool) -> None:
-    """Build the sandbox image (offline with mmdebstrap when no registry is reachable)."""
+def image_build(ctx: click.Context, force: bool, repo: str, image: str | None) -> None:
+    """Build the sandbox image (offline with mmdebstrap when no registry is reachable);
+    with a configured image, the sandbox image derived from it too."""
     from sandbox_runner.sandbox import image as sandbox_image
+    from sandbox_runner.sandbox.image_choice import sandbox_image as chosen_image
 
     svc = services(ctx)
-    tag = sandbox_image.build(svc.docker(), svc.progress, force=force)
+    client = svc.docker()
+    tag = sandbox_image.build(client, svc.progress, force=force)
+    workspace, choice = _choice(repo, image)
+    if choice.image is not None or choice.devcontainer:
+        if force:
+            from sandbox_runner.sandbox.derived_image import derive
+            from sandbox_runner.sandbox.image_choice import configured_image
+
+            user_image, where = configured_image(workspace, choice)
+            if user_image is not None:
+                derive(client, user_image, where, svc.progress, force=True)
+        tag = chosen_image(client, workspace, choice, svc.progress)[0]
     click.echo(tag)
 
 
+def _choice(repo: str, image: str | None) -> tuple[Path, ImageChoice]:
+    from sandbox_runner.config import load_settings
+    from sandbox_runner.sandbox.image_choice import ImageChoice
+
+    workspace = Path(repo).expanduser().resolve()
+    loaded = load_settings(workspace, flags={"image": image})
+    for warning in loaded.warnings:
+        warn(warning)
+    return workspace, ImageChoice.of(loaded, workspace)
+
+
 @image.command("status", epilog=examples("planrun image status"))
+@repo_option("The repository whose image settings (and trusted devcontainer.json) apply.")
+@image_option()
 @click.pass_context
 @reports_errors
-def image_status(ctx: click.Context) -> None:
-    """Say which images planrun needs and whether they are present."""
-    from sandbox_runner.config import load_settings
+def image_status(ctx: click.Context, repo: str, image: str | None) -> None:
+    """Say which images planrun needs and whether they are present: planrun's own, and
+    with a configured image, yours and the one derived from it."""
+    from sandbox_runner.sandbox import derived_image
     from sandbox_runner.sandbox import image as sandbox_image
+    from sandbox_runner.sandbox.image_choice import configured_image
 
-    loaded = load_settings(None)
-    configured = loaded.settings.image
-    state = sandbox_image.status(services(ctx).docker(), configured)
-    origin = f" (set by {loaded.sources['image']})" if configured else ""
+    client = services(ctx).docker()
+    workspace, choice = _choice(repo, image)
+    user_image, where = configured_image(workspace, choice)
+    state = sandbox_image.status(client)
     if state.present:
-        click.echo(
-            f"sandbox image  {state.tag}{origin}  present ({state.image_id}, {state.size_mb} MB)"
-        )
-    elif configured:
-        click.echo(
-            f"sandbox image  {state.tag}{origin}  missing: build or pull it under that tag, "
-            "or remove the setting to use planrun's own image (`planrun image build`)"
-        )
+        click.echo(f"sandbox image  {state.tag}  present ({state.image_id}, {state.size_mb} MB)")
     else:
         click.echo(f"sandbox image  {state.tag}  missing: run `planrun image build`")
     base = "present" if state.base_present else "absent (made by mmdebstrap when needed)"
     click.echo(f"offline base   {state.base_tag}  {base}")
-    if not state.present:
+    ready = state.present
+    if user_image is not None:
+        derived = derived_image.status(client, user_image)
+        if derived.base_id is None:
+            click.echo(
+                f"your image     {user_image} (set by {where})  missing: build or pull it "
+                "under that tag, or remove the setting to use planrun's own image"
+            )
+        else:
+            short_id = derived.base_id.removeprefix("sha256:")[:12]
+            click.echo(f"your image     {user_image} (set by {where})  present ({short_id})")
+            built = "built" if derived.built else "not built: `planrun image build` builds it"
+            click.echo(f"derived image  {derived.tag}  {built}")
+        ready = derived.built
+    if not ready:
         ctx.exit(1)
 
 
@@ -101,6 +147,7 @@ def sandbox() -> None:
     epilog=examples(
         "planrun sandbox run -- ls -la /workspace",
         "planrun sandbox run --repo ../api --memory 512 -- git status",
+        "planrun sandbox run --image node:22 -- node --version",
     ),
 )
 @repo_option("Workspace, mounted read-only.")
@@ -125,6 +172,7 @@ def sandbox() -> None:
 @click.option("--memory", "memory_mb", type=int, help="Memory limit in MB.")
 @click.option("--pids", type=int, help="Process limit.")
 @click.option("--cpus", type=float, help="CPU limit in cores.")
+@image_option()
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
 @reports_errors
@@ -137,6 +185,7 @@ def sandbox_run(
     memory_mb: int | None,
     pids: int | None,
     cpus: float | None,
+    image: str | None,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND through a plan sandbox's bash operation, bypassing the tool policy.
@@ -156,6 +205,8 @@ def sandbox_run(
             command=shlex.join(command) if len(command) > 1 else command[0],
             timeout=timeout,
             limits={key: value for key, value in limits.items() if value is not None},
+            image=image,
+            progress=services(ctx).progress,
         )
     if result.output:
         click.echo(result.output, nl=not result.output.endswith("\n"))

@@ -37,6 +37,28 @@ def model_option(help: str) -> Callable[[F], F]:
     return click.option("--model", help=help)
 
 
+def image_option() -> Callable[[F], F]:
+    """`--image`: the user's toolchain image, which planrun adds its runtime to."""
+    return click.option(
+        "--image",
+        metavar="IMAGE",
+        help="Run the sandboxes on your image (planrun adds its tool server to it).",
+    )
+
+
+def allow_web_option() -> Callable[[F], F]:
+    """`--allow-web HOST` (`allow_web`, repeatable): hosts WebFetch and WebSearch may reach,
+    added to the `web` setting's."""
+    return click.option(
+        "--allow-web",
+        "allow_web",
+        multiple=True,
+        metavar="HOST",
+        help="Let WebFetch and WebSearch reach HOST (docs.python.org, *.readthedocs.io, "
+        "127.0.0.1); repeatable.",
+    )
+
+
 def examples(*command_lines: str) -> str:
     """A help epilog listing COMMAND_LINES as they are typed (`\\b` keeps click from
     rewrapping them); tests/unit/test_cli_examples.py parses each one."""

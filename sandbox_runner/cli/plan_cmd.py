@@ -11,7 +11,9 @@ import click
 
 from sandbox_runner.cli.options import (
     REPORT_JSON_HELP,
+    allow_web_option,
     examples,
+    image_option,
     json_option,
     model_option,
     out_option,
@@ -72,6 +74,7 @@ from sandbox_runner.safe_text import one_line
     is_flag=True,
     help="Do not merge the valid plans into a recommended plan (recommended.md).",
 )
+@allow_web_option()
 @click.option(
     "--replay",
     type=click.Path(path_type=Path),
@@ -82,6 +85,7 @@ from sandbox_runner.safe_text import one_line
     type=click.Path(path_type=Path),
     help="Record the conversations into this directory.",
 )
+@image_option()
 @click.pass_context
 @reports_errors
 def plan(
@@ -101,8 +105,10 @@ def plan(
     max_turns: int | None,
     timeout: float | None,
     no_synthesis: bool,
+    allow_web: tuple[str, ...],
     replay: Path | None,
     record: Path | None,
+    image: str | None,
 ) -> None:
     """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
 
@@ -124,8 +130,10 @@ def plan(
         max_turns=max_turns,
         timeout=timeout,
         no_synthesis=no_synthesis,
+        allow_web=allow_web,
         replay=replay,
         record=record,
+        image=image,
     )
     outcome = plan_run(options, services(ctx), warn=warn, watch=_announce(as_json))
     show_outcome(ctx, outcome, as_json=as_json)

@@ -93,7 +93,7 @@ class Services:
         (Docker is asked nothing yet)."""
         from sandbox_runner.sandbox.factory import DockerSandboxes
 
-        return DockerSandboxes(self.provider, workspace, loaded)
+        return DockerSandboxes(self.provider, workspace, loaded, self.progress)
 
     def provider(self) -> DockerProvider:
         """The provider that makes and owns this invocation's sandboxes (connects to

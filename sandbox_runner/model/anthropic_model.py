@@ -313,7 +313,12 @@ def _block_to_dict(block: Any) -> dict[str, Any]:
     """One content block as the JSON the API would accept back in the next request."""
     kind = getattr(block, "type", None)
     if kind == "text":
-        return {"type": "text", "text": block.text}
+        cited = getattr(block, "citations", None)
+        if not cited:
+            return {"type": "text", "text": block.text}
+        # Citations of a server-side search go back with the text, as the API sent them.
+        citations = [_plain(citation) for citation in cited]
+        return {"type": "text", "text": block.text, "citations": citations}
     if kind == "tool_use":
         # The input is kept as given even when it is not an object: the agent loop
         # answers a malformed call with an error instead of crashing on it.

@@ -150,6 +150,7 @@ class PerspectiveRunner:
                 sandbox_root=self.sandbox_root,
                 allowed_tools=spec.allowed_tools,
                 earlier=earlier,
+                web=spec.web,
             )
         except (PlanrunError, OSError) as error:
             # One subagent failing never stops or loses the others.

@@ -55,10 +55,14 @@ class PlanOptions:
     timeout: float | None = None
     no_synthesis: bool = False
     """Do not merge the valid plans into a recommended plan."""
+    allow_web: tuple[str, ...] = ()
+    """Hosts the web tools may reach, besides the `web` setting's (--allow-web)."""
     replay: Path | None = None
     """Recorded conversations to play instead of calling the API."""
     record: Path | None = None
     """Where to record the conversations."""
+    image: str | None = None
+    """The user's toolchain image (--image); None: the configured one."""
 
     def request(self, requirements: str) -> PlanRequest:
         """The run's request, with the requirements as read."""
@@ -74,6 +78,8 @@ class PlanOptions:
             max_turns=self.max_turns,
             timeout=self.timeout,
             synthesis=False if self.no_synthesis else None,
+            allow_web=self.allow_web,
+            overrides={"image": self.image} if self.image else {},
         )
 
 

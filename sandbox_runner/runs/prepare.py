@@ -14,11 +14,13 @@ from sandbox_runner.agents.definitions import (
     SYNTHESIS,
     AgentDefinition,
     check_read_only,
+    ungranted_note,
 )
 from sandbox_runner.agents.memory import load_memory
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.synthesis import SYNTHESIS_AGENT
-from sandbox_runner.config import UNTRUSTED_MODEL_HINT, LoadedSettings, load_settings
+from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.config_values import UNTRUSTED_MODEL_HINT
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.inputs import read_context_files, read_template
@@ -27,6 +29,7 @@ from sandbox_runner.runs.attempts import ATTEMPTS_DIR
 from sandbox_runner.runs.run_spec import PlanRunSpec, agent_override
 from sandbox_runner.runs.workspace import git_metadata_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
+from sandbox_runner.web_grant import granted
 
 T = TypeVar("T")
 PLAN_FILES = ("report.json", "report.md", "report.html", "run.json")
@@ -54,6 +57,8 @@ class PlanRequest:
     """False turns the synthesis of a recommended plan off (`--no-synthesis`)."""
     overrides: dict[str, object] = field(default_factory=dict)
     """Further settings, with the precedence of flags (a batch task's `overrides`)."""
+    allow_web: Sequence[str] = ()
+    """Hosts `--allow-web` adds to the `web` setting's grant."""
 
     def to_json(self, workspace: Path, model_id: str) -> dict[str, object]:
         """The request as a resumed run repeats it: paths absolute, the model pinned."""
@@ -73,6 +78,7 @@ class PlanRequest:
             "timeout": self.timeout,
             "synthesis": self.synthesis,
             "overrides": self.overrides,
+            "allow_web": list(self.allow_web),
         }
 
     @classmethod
@@ -96,6 +102,7 @@ class PlanRequest:
             timeout=_optional(float, data["timeout"]),
             synthesis=_optional(bool, data["synthesis"]),
             overrides=dict(data["overrides"]),
+            allow_web=[str(host) for host in data.get("allow_web", [])],
         )
 
     def flags(self) -> dict[str, object]:
@@ -155,6 +162,9 @@ def prepare(request: PlanRequest, warn: Warn) -> tuple[PlanRunSpec, LoadedSettin
         if override := agent_override(synthesiser):
             warn(f"agent {override}")
     model_id = loaded.planning_model_id()
+    web = granted(settings.web, request.allow_web)
+    if not web and (note := ungranted_note(agent)):
+        warn(note)
     spec = PlanRunSpec(
         requirements=request.requirements,
         workspace=workspace,
@@ -171,6 +181,7 @@ def prepare(request: PlanRequest, warn: Warn) -> tuple[PlanRunSpec, LoadedSettin
         synthesiser=synthesiser,
         request=request.to_json(workspace, model_id),
         memory=memory.prompt(),
+        web=web,
     )
     return spec, loaded
 
@@ -200,7 +211,7 @@ def plan_agent(registry: Registry, name: str) -> AgentDefinition:
             f"agent {definition.name!r} has no tools, so it cannot plan (it could not read "
             f"the repository); give it some in {definition.file_path}, e.g. Read, Grep, Glob"
         )
-    inert = tuple(tool for tool in INERT_IN_SUBAGENT if tool not in definition.disallowed_tools)
+    inert = tuple(t for t in sorted(INERT_IN_SUBAGENT) if t not in definition.disallowed_tools)
     return replace(definition, disallowed_tools=(*definition.disallowed_tools, *inert))
 
 

@@ -36,8 +36,9 @@ def labels(spec: SandboxSpec) -> dict[str, str]:
 
 
 def toolserver_command(spec: SandboxSpec) -> list[str]:
-    """The container's main process: the tool server, under the image's python3."""
-    command = ["python3", "-I", "-S", TOOLSERVER_MOUNT, "--workspace", WORKSPACE_MOUNT]
+    """The container's main process: the tool server, under the image's python3 (or
+    planrun's runtime, in an image derived from the user's)."""
+    command = [spec.python, "-I", "-S", TOOLSERVER_MOUNT, "--workspace", WORKSPACE_MOUNT]
     command += ["--plan-dir", PLAN_MOUNT]
     megabytes, entries = plan_capacity(spec)
     command += ["--max-plan-bytes", str(megabytes * 1024 * 1024)]

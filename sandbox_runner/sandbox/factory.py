@@ -3,6 +3,7 @@ and interactive sessions."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -10,70 +11,86 @@ from typing import TYPE_CHECKING
 
 from sandbox_runner import Sandbox
 from sandbox_runner.config import LoadedSettings
+from sandbox_runner.sandbox.image_choice import ImageChoice, sandbox_image
 from sandbox_runner.sandbox.spec import SandboxSpec
 
 if TYPE_CHECKING:
     from sandbox_runner.sandbox.docker_provider import DockerProvider
 
 
+def _say(line: str) -> None:
+    print(f"planrun: {line}", file=sys.stderr, flush=True)
+
+
 class DockerSandboxes:
-    """The containers of one workspace: its image, extra read-only directories and
-    limits from the settings, each container labelled with its session (a run, a batch,
-    an interactive session) and agent.
+    """The containers of one workspace: its image (planrun's own, or one derived from the
+    user's), extra read-only directories, limits and the work network from the settings,
+    each container labelled with its session (a run, a batch, an interactive session)
+    and agent.
 
     Docker is asked nothing until check() or the first sandbox: an interactive session
     draws its prompt first.
     """
 
     def __init__(
-        self, provider: Callable[[], DockerProvider], workspace: Path, loaded: LoadedSettings
+        self,
+        provider: Callable[[], DockerProvider],
+        workspace: Path,
+        loaded: LoadedSettings,
+        progress: Callable[[str], None] = _say,
     ) -> None:
         """
         Args:
             provider: the provider of this process (connects to Docker when first called).
             workspace: the repository the sandboxes mount at /workspace.
             loaded: the settings the sandboxes are made to.
+            progress: where building a derived image is told, step by step.
         """
         self._provider = provider
         self.workspace = workspace
-        self._image = loaded.settings.image, loaded.sources["image"]
+        self._choice = ImageChoice.of(loaded, workspace)
         self.extra_dirs = tuple(loaded.resolved_extra_dirs())
         self.limits = loaded.limits()
+        self.work_network = loaded.settings.work_network
+        self._progress = progress
         self._lock = threading.Lock()
-        self._docker: tuple[DockerProvider, str] | None = None
+        self._docker: tuple[DockerProvider, str, str] | None = None
 
     def check(self) -> str:
-        """Connect to Docker and find the image, the first time; return the image.
+        """Connect to Docker and find the image (deriving it from the user's the first
+        time it is needed); return the image.
 
         Raises:
             DockerUnavailableError: no Docker engine answers.
             ImageMissingError: the image is not there (the message says how to get it).
+            ImageError: the derived image could not be built.
         """
         return self._connected()[1]
 
     def probe(self, *, session: str) -> Sandbox:
         """A throwaway sandbox without a plan directory (`git status` before and after)."""
-        provider, image = self._connected()
+        provider, image, python = self._connected()
         spec = SandboxSpec.probe(self.workspace, image, self.extra_dirs, self.limits,
-                                 session=session)  # fmt: skip
+                                 session=session, python=python)  # fmt: skip
         return provider.create(spec)
 
     def plan(self, plan_dir: Path, *, session: str, agent: str) -> Sandbox:
         """A read-only sandbox whose /plan is copied out to plan_dir."""
-        provider, image = self._connected()
+        provider, image, python = self._connected()
         spec = SandboxSpec.plan(
             self.workspace, plan_dir, image, self.extra_dirs, self.limits,
-            session=session, agent=agent,
+            session=session, agent=agent, python=python,
         )  # fmt: skip
         return provider.create(spec)
 
     def work(self, *, session: str, agent: str, protected: tuple[str, ...] = ()) -> Sandbox:
         """A sandbox whose workspace is writable (a work session, a general-purpose Task),
-        but for the PROTECTED entries (relative paths), mounted read-only."""
-        provider, image = self._connected()
+        but for the PROTECTED entries (relative paths), mounted read-only; it reaches the
+        network only when the user granted it (work_network, --network)."""
+        provider, image, python = self._connected()
         spec = SandboxSpec.work(
-            self.workspace, image, self.extra_dirs, self.limits,
-            session=session, agent=agent, protected=protected,
+            self.workspace, image, self.extra_dirs, self.limits, network=self.work_network,
+            session=session, agent=agent, protected=protected, python=python,
         )  # fmt: skip
         return provider.create(spec)
 
@@ -88,13 +105,13 @@ class DockerSandboxes:
 
         return make
 
-    def _connected(self) -> tuple[DockerProvider, str]:
+    def _connected(self) -> tuple[DockerProvider, str, str]:
         # Sandboxes are made from several threads (a session's worker, Task subagents).
         with self._lock:
             if self._docker is None:
-                from sandbox_runner.sandbox.image import require_image
-
                 provider = self._provider()
-                tag, configured_in = self._image
-                self._docker = provider, require_image(provider.docker_client, tag, configured_in)
+                image, python = sandbox_image(
+                    provider.docker_client, self.workspace, self._choice, self._progress
+                )
+                self._docker = provider, image, python
             return self._docker

@@ -17,6 +17,7 @@ from sandbox_runner.sandbox.host_paths import resolve_workspace as resolve_works
 # The tool server is a package directory, started as one: `python3 -I -S TOOLSERVER_MOUNT`.
 TOOLSERVER_MOUNT = "/opt/planrun/toolserver"
 RESOLV_CONF_MOUNT = "/etc/resolv.conf"
+DEFAULT_PYTHON = "python3"
 
 
 class Profile(StrEnum):
@@ -74,6 +75,9 @@ class SandboxSpec:
     """Agent name, stored as a label."""
     network: bool = False
     """Whether the sandbox may reach the network; only a work sandbox, when granted."""
+    python: str = DEFAULT_PYTHON
+    """The tool server's interpreter in the image: the image's python3, or planrun's
+    runtime in an image derived from the user's (derived_image.RUNTIME_PYTHON)."""
 
     def __post_init__(self) -> None:
         targets = [mount.target for mount in self.mounts]
@@ -103,13 +107,15 @@ class SandboxSpec:
         *,
         session: str = "adhoc",
         agent: str = "sandbox",
+        python: str = DEFAULT_PYTHON,
     ) -> SandboxSpec:
         """A Plan subagent's sandbox: reads everything, writes only /plan (copied to
         plan_dir on the host)."""
         mounts = _mounts(workspace, extra_dirs, writable_workspace=False)
         return cls(
-            mounts, image, Profile.PLAN, plan_dir, limits or Limits(), session=session, agent=agent
-        )
+            mounts, image, Profile.PLAN, plan_dir, limits or Limits(),
+            session=session, agent=agent, python=python,
+        )  # fmt: skip
 
     @classmethod
     def work(
@@ -123,6 +129,7 @@ class SandboxSpec:
         session: str = "adhoc",
         agent: str = "sandbox",
         protected: tuple[str, ...] = (),
+        python: str = DEFAULT_PYTHON,
     ) -> SandboxSpec:
         """A work sandbox: the workspace writable (as the sandbox user) but for its
         protected entries (relative paths, mounted read-only over it), extra directories
@@ -138,6 +145,7 @@ class SandboxSpec:
             session=session,
             agent=agent,
             network=network,
+            python=python,
         )
 
     @classmethod
@@ -150,12 +158,14 @@ class SandboxSpec:
         *,
         session: str = "adhoc",
         agent: str = "git-status",
+        python: str = DEFAULT_PYTHON,
     ) -> SandboxSpec:
         """A probe sandbox (the git-status checks): reads only, nothing reaches the host."""
         mounts = _mounts(workspace, extra_dirs, writable_workspace=False)
         return cls(
-            mounts, image, Profile.PROBE, None, limits or Limits(), session=session, agent=agent
-        )
+            mounts, image, Profile.PROBE, None, limits or Limits(),
+            session=session, agent=agent, python=python,
+        )  # fmt: skip
 
     @property
     def workspace(self) -> Path:

@@ -17,6 +17,7 @@ from sandbox_runner.safe_text import one_line
 from sandbox_runner.session.change_commands import session_diff, session_undo, undo_note
 from sandbox_runner.session.diffs import DiffLine
 from sandbox_runner.session.session import Session
+from sandbox_runner.session.todos import todo_lines
 from sandbox_runner.tools.permissions import PermissionMode
 
 MAX_ATTACH_BYTES = 256 * 1024
@@ -41,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "/clear": "start a new conversation (same mode and plan file; the old one stays on disk)",
     "/compact": "summarise the conversation to free the context window",
     "/init": "ask the agent to explore the repository and draft a CLAUDE.md",
+    "/todos": "the work agent's checklist, every item",
     "/cost": "tokens and cost so far, per conversation and in all",
     "/status": "session, mode, plan file, memory files, tokens and cost",
     "/memory": "the memory files in use (CLAUDE.md, AGENTS.md, PLANRUN.md) and how to edit them",
@@ -84,6 +86,7 @@ class Commands:
             "/model": self._model,
             "/clear": self._clear,
             "/init": self._init,
+            "/todos": lambda args: Outcome(todo_lines(session.state.todos)),
             "/cost": lambda args: Outcome(cost_lines(session)),
             "/status": lambda args: Outcome(status_lines(session)),
             "/memory": lambda args: Outcome(memory_lines(session)),
@@ -124,8 +127,14 @@ class Commands:
         return Outcome([*run.output.rstrip("\n").splitlines(), f"({run.status})"])
 
     def message(self, text: str) -> str:
-        """A user message with the files attached since the last one."""
-        parts, self.attached = [*self.attached, text], []
+        """A user message with the files attached since the last one, and those its
+        `@path` mentions name (each said to the user: attached, or why not)."""
+        from sandbox_runner.session.mentions import expand_mentions  # not before the prompt
+
+        expanded = expand_mentions(text, self.session.workspace)
+        for note in expanded.notes:
+            self.session.ui.show(note)
+        parts, self.attached = [*self.attached, expanded.text], []
         return "\n\n".join(parts)
 
     def _done(self, action: Callable[[], None], said: str) -> Outcome:
@@ -182,9 +191,14 @@ class Commands:
         session = self.session
         session.clear()
         self.attached = []
-        return Outcome(
-            [f"new conversation in {session.state.active_id}; the old one stays in its transcript"]
-        )
+        lines = [
+            f"new conversation in {session.state.active_id}; the old one stays in its transcript"
+        ]
+        if session.state.active == "work" and session.state.todos:
+            session.state.todos = []  # the new conversation knows nothing of it (Claude Code's way)
+            session.save()
+            lines.append("checklist cleared")
+        return Outcome(lines)
 
     def _init(self, args: list[str]) -> Outcome:
         if self.session.state.permission_mode is PermissionMode.PLAN:

@@ -15,9 +15,11 @@ from sandbox_runner.agents.memory import NestedMemory
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.session import prompts
 from sandbox_runner.session.hooks import SessionHooks
+from sandbox_runner.session.todos import Todo, TodoWriteTool
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
+from sandbox_runner.web_grant import offered
 
 if TYPE_CHECKING:
     # The loop, the Task runner and the prices load with the first turn (in the worker),
@@ -28,6 +30,12 @@ if TYPE_CHECKING:
 
 PLAN_TOOLS_EXTRA = ("Write", "Edit", "ExitPlanMode", "Task")
 """What the plan session has beyond the Plan agent's own tools."""
+WORK_TOOLS_EXTRA = ("TodoWrite",)
+"""What the work session has beyond the general-purpose agent's tools (unless its
+definition disallows them): the checklist, which the session itself keeps."""
+NOT_OFFERED = frozenset({"NotebookEdit", "TodoWrite"})
+"""Names an agent file may list that no conversation is offered as such (NotebookEdit
+is not implemented; TodoWrite only as WORK_TOOLS_EXTRA)."""
 
 
 def allowed_task_agents(
@@ -93,8 +101,10 @@ class Conversations:
 
         session, plan = self.session, which == "plan"
         definition = session.registry.get("Plan" if plan else "general-purpose")
-        names = [*definition.effective_tools(), *(PLAN_TOOLS_EXTRA if plan else ())]
-        tools = tools_for(dict.fromkeys(n for n in names if n != "NotebookEdit"))
+        extra = PLAN_TOOLS_EXTRA if plan else work_extras(definition)
+        names = [n for n in definition.effective_tools() if n not in NOT_OFFERED]
+        names = offered(names, session.web)
+        tools = tools_for(dict.fromkeys([*names, *extra]))
         return LoopConfig(
             model=session.model(which),
             model_id=session.state.model,
@@ -115,12 +125,17 @@ class Conversations:
         agents = prompts.task_agents(self.task_agents(which))
         memory = self.session.memory.prompt(on_demand=True)
         if which == "work":
-            text = prompts.work_session_prompt(definition, agents, memory)
+            checklist = bool(work_extras(definition))
+            text = prompts.work_session_prompt(definition, agents, memory, checklist)
             return lambda: text
         plan_file = self.session.plan_file
         return lambda: prompts.plan_session_prompt(
             definition, plan_file.container_path, plan_file.exists(), agents, memory
         )
+
+    def has_checklist(self) -> bool:
+        """Whether the work agent is given TodoWrite (its definition may disallow it)."""
+        return bool(work_extras(self.session.registry.get("general-purpose")))
 
     def _mode_of(self, which: str) -> Callable[[], PermissionMode]:
         if which == "plan":
@@ -160,11 +175,32 @@ class Conversations:
             on_event=session.ui.event,
             slots=self._task_slots,
             memory=session.memory.prompt(),
+            web=session.web,
         )
-        tools: dict[str, HostTool] = {"Task": runner}
+        tools: dict[str, HostTool] = {"Task": runner, **self._web_tools(which)}
         if which == "plan":
             tools["ExitPlanMode"] = session.plan_mode.review
+        else:
+            tools["TodoWrite"] = TodoWriteTool(self._set_todos, session.on_event, session.state.id)
         return tools
+
+    def _web_tools(self, which: str) -> dict[str, HostTool]:
+        """WebFetch and WebSearch (with a grant), a search's cost counted in WHICH's."""
+        from sandbox_runner.agents.web_tools import WebTools
+
+        session = self.session
+        web = WebTools(
+            session.web,
+            session.model(which),
+            session.state.model,
+            on_usage=lambda usage: self._loops[which].count_usage(usage, "WebSearch"),
+            on_notice=lambda text: self._loops[which].emit("notice", tool="WebSearch", detail=text),
+        )
+        return dict(web.handlers())
+
+    def _set_todos(self, todos: list[Todo]) -> None:
+        self.session.state.todos = [todo.to_saved() for todo in todos]
+        self.session.save()
 
     # ------------------------------------------------------------------ containers
 
@@ -197,6 +233,11 @@ class Conversations:
             except PlanrunError as error:
                 self.session.ui.show(f"warning: {error}")
         self._sandboxes.clear()
+
+
+def work_extras(definition: AgentDefinition) -> tuple[str, ...]:
+    """WORK_TOOLS_EXTRA but those the work agent's definition disallows."""
+    return tuple(name for name in WORK_TOOLS_EXTRA if name not in definition.disallowed_tools)
 
 
 def _read_lines(path: Path) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from sandbox_runner import Model
+from sandbox_runner.agents.definitions import ungranted_note
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError, WorkspaceError
@@ -23,6 +24,7 @@ from sandbox_runner.session.sandboxes import DockerSessionSandboxes
 from sandbox_runner.session.session import Session
 from sandbox_runner.session.state import SessionState, SessionStore, latest_for
 from sandbox_runner.tools.permissions import PermissionMode
+from sandbox_runner.web_grant import WebGrant, granted
 
 if TYPE_CHECKING:
     from sandbox_runner.sandbox.factory import DockerSandboxes
@@ -46,6 +48,12 @@ class SessionOptions:
     """Resume the latest session of the repository."""
     model: str | None = None
     """The session's model; None: the configured one."""
+    allow_web: tuple[str, ...] = ()
+    """Hosts the web tools may reach, besides the `web` setting's (--allow-web)."""
+    image: str | None = None
+    """The user's toolchain image (--image); None: the configured one."""
+    network: bool | None = None
+    """--network: the work sandbox reaches the network; None: the work_network setting."""
 
 
 class SessionHost(Protocol):
@@ -66,8 +74,10 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     problem = work_owner_problem(workspace)
     if problem:
         raise WorkspaceError(problem)
-    loaded = load_settings(workspace, flags={"planning_model": None})
-    registry = _registry(workspace, loaded, warn)
+    flags = {"planning_model": None, "image": options.image, "work_network": options.network}
+    loaded = load_settings(workspace, flags=flags)
+    web = granted(loaded.settings.web, options.allow_web)
+    registry = _registry(workspace, loaded, warn, web)
     if options.resume_id == "":
         options = replace(options, resume_id=pick_session(workspace, _chooser()))
     store, state, resumed = _open_store(options, workspace, loaded)
@@ -97,6 +107,7 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         ui=ui,
         limits=loaded.run_limits(),
         task_budget=loaded.settings.parallel,
+        web=web,
     )
     if not isinstance(ui, LineUI):
         ui.session = session
@@ -112,8 +123,9 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         session.close()
 
 
-def _registry(workspace: Path, loaded: LoadedSettings, warn: Warn) -> Registry:
-    """The agents of the session, each warning said."""
+def _registry(workspace: Path, loaded: LoadedSettings, warn: Warn, web: WebGrant) -> Registry:
+    """The agents of the session, each warning said (an agent file's web tools that no
+    grant lets it use among them)."""
     registry = Registry.load(workspace, trust_project=loaded.project_trusted)
     for warning in [*loaded.warnings, *registry.warnings]:
         warn(warning)
@@ -122,6 +134,8 @@ def _registry(workspace: Path, loaded: LoadedSettings, warn: Warn) -> Registry:
         # is said out loud, as plan runs say it: it writes the agent's system prompt.
         if note := agent.override_note():
             warn(f"agent {note}")
+        if not web and (note := ungranted_note(agent)):
+            warn(note)
     return registry
 
 

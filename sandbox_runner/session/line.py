@@ -28,6 +28,7 @@ from sandbox_runner.session.diff_view import after_edit, ansi_lines, use_colour
 from sandbox_runner.session.diffs import DiffLine, FileDiff, edit_preview
 from sandbox_runner.session.line_input import LineInput
 from sandbox_runner.session.session import PlanReview, Session
+from sandbox_runner.session.todos import TODOS_EVENT
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
 from sandbox_runner.types import ToolRequest
@@ -72,6 +73,10 @@ class LineUI:
             self._print(f"  ✗ {one_line(event.detail.removeprefix('error: '))}")
         elif event.kind == "notice":
             self._print(f"note: {event.detail}")
+        elif event.kind == TODOS_EVENT:
+            self._print("checklist:" if event.detail else "checklist: (empty)")
+            for line in event.detail.splitlines():
+                self._print(f"  {line}")
 
     def approve(self, ask: Ask) -> Approval:
         if ask.once_only:

@@ -10,6 +10,7 @@ from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.run_state import TurnEnded
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.session import prompts
+from sandbox_runner.session.todos import plain_lines, plan_steps
 from sandbox_runner.session.ui import PlanReview
 from sandbox_runner.tools.permissions import PermissionMode
 from sandbox_runner.types import ToolCall, ToolResult
@@ -88,7 +89,10 @@ class PlanMode:
             raise ConfigError("the plan can be applied in default or acceptEdits, not plan")
         self._leave(target, event="")
         path = str(session.plan_file.host_path)
-        self._kickoff = prompts.kickoff(path, text, note)
+        # A new plan, a new checklist: its steps (none: the agent makes one, if it may).
+        steps = plan_steps(text) if session.conversations.has_checklist() else []
+        session.state.todos = [step.to_saved() for step in steps]
+        self._kickoff = prompts.kickoff(path, text, note, "\n".join(plain_lines(steps)))
         session.store.event("plan_accepted", plan_file=path, mode=target.value)
         session.save()
 

@@ -36,13 +36,25 @@ def plan_session_prompt(
     return "\n\n".join([PLAN_MODE_RULES, base, EXIT_PLAN_MODE_GUIDANCE, agents])
 
 
-def work_session_prompt(definition: AgentDefinition, agents: str, memory: str = "") -> str:
+CHECKLIST_GUIDANCE = (
+    "Keep a checklist of your work with the TodoWrite tool whenever a task takes three "
+    "steps or more (an accepted plan's steps are one already): the user sees it above "
+    "the prompt. Send the whole list each time. Mark a step in_progress just before you "
+    "start it (one at a time) and completed as soon as it is done, not in batches later; "
+    "add steps you discover and drop ones that no longer apply."
+)
+
+
+def work_session_prompt(
+    definition: AgentDefinition, agents: str, memory: str = "", checklist: bool = True
+) -> str:
     """The work session's system prompt: the general-purpose agent's, the memory files,
-    and the Task agents."""
+    the checklist's guidance (when it has TodoWrite), and the Task agents."""
     parts = [
         definition.system_prompt,
         "The repository is mounted read-write at /workspace; you run in a container "
         "without network. Edits and commands may need the user's approval.",
+        CHECKLIST_GUIDANCE if checklist else "",
         memory,
         agents,
     ]
@@ -72,10 +84,22 @@ def mode_changed(mode: str) -> str:
     return f"## Permission mode: {mode}\n\nThe user switched the permission mode to {mode}."
 
 
-def kickoff(plan_file: str, plan_text: str, note: str) -> str:
-    """What the work session receives when a plan is accepted: one clear imperative."""
+def kickoff(plan_file: str, plan_text: str, note: str, checklist: str = "") -> str:
+    """What the work session receives when a plan is accepted: one clear imperative, and
+    the checklist its steps became."""
     extra = f"\n\nNote from the user: {note}" if note.strip() else ""
+    if checklist:
+        extra += (
+            "\n\nThe plan's steps are your checklist now, shown to the user:\n"
+            f"{checklist}\nKeep it current with TodoWrite as you work (the whole list each "
+            "time): the step you start in_progress, each finished step completed."
+        )
     return f"Start implementing the plan at {plan_file}\n\n{plan_text.rstrip()}{extra}"
+
+
+def checklist_reminder(checklist: str) -> str:
+    """The note after a compaction: the checklist as it stands (the summary may lose it)."""
+    return f"## Your checklist (TodoWrite)\n\n{checklist}\n\nKeep it current as you work."
 
 
 def keep_planning(feedback: str) -> str:

@@ -28,8 +28,10 @@ from sandbox_runner.session.hooks import Notes
 from sandbox_runner.session.plan_file import PlanFile
 from sandbox_runner.session.plan_mode import PlanAccepted, PlanMode
 from sandbox_runner.session.state import SessionState, SessionStore
+from sandbox_runner.session.todos import load_todos, plain_lines
 from sandbox_runner.session.ui import PlanReview, SessionSandboxes, SessionUI
 from sandbox_runner.tools.permissions import PermissionMode
+from sandbox_runner.web_grant import WebGrant
 
 
 class Session:
@@ -47,8 +49,11 @@ class Session:
         ui: SessionUI,
         limits: RunLimits,
         task_budget: int = 4,
+        web: WebGrant | None = None,
     ) -> None:
         self.store, self.state = store, state
+        self.web = web or WebGrant()
+        """The hosts WebFetch and WebSearch may reach; none: they are not offered."""
         self.workspace = workspace
         self.registry = registry
         self.sandboxes = sandboxes
@@ -205,6 +210,8 @@ class Session:
             return
         if which == "plan":
             self.plan_mode.remind()
+        elif todos := load_todos(self.state.todos):
+            self.notes.add("work", prompts.checklist_reminder("\n".join(plain_lines(todos))))
         self.ui.show("conversation compacted")
 
     def clear(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.names import random_name
+from sandbox_runner.session.todos import saved_todos
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 
 STATE_FILE = "state.json"
@@ -41,6 +42,8 @@ class SessionState:
     approved_prefixes: list[str] = field(default_factory=list)
     tokens: int = 0
     cost_usd: float = 0.0
+    todos: list[dict[str, str]] = field(default_factory=list)
+    """The work agent's checklist (TodoWrite), each item {content, status, activeForm}."""
     created: float = field(default_factory=time.time)
     last_activity: float = field(default_factory=time.time)
 
@@ -123,6 +126,7 @@ class SessionStore:
                 raise ValueError(f"unknown mode {state.mode!r}")
             if state.active not in ("work", "plan"):
                 raise ValueError(f"unknown session {state.active!r}")
+            state.todos = saved_todos(state.todos)  # a damaged checklist is dropped
             return state
         except FileNotFoundError:
             raise ConfigError(f"no session {self.directory.name!r}") from None

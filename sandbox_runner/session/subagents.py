@@ -15,12 +15,17 @@ from pathlib import Path
 
 from sandbox_runner import Model
 from sandbox_runner.agents.cancel import Cancel
-from sandbox_runner.agents.definitions import AgentDefinition, check_read_only
+from sandbox_runner.agents.definitions import (
+    INERT_IN_SUBAGENT,
+    AgentDefinition,
+    check_read_only,
+)
 from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.hooks import Approver
 from sandbox_runner.agents.loop import AgentLoop
 from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.run_state import LimitReached
+from sandbox_runner.agents.web_tools import WebTools
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.session.ui import SubagentSandboxes
@@ -28,6 +33,7 @@ from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
 from sandbox_runner.types import ToolCall, ToolResult
+from sandbox_runner.web_grant import WebGrant, offered
 
 SUBAGENT_NOTE = (
     "You are a subagent: do the task below and answer with your findings as text. You have "
@@ -54,6 +60,8 @@ class TaskRunner:
     """The session's budget of subagent containers, shared by its Task runners."""
     memory: str = ""
     """The memory files' section of every subagent's prompt (agents.memory)."""
+    web: WebGrant = field(default_factory=WebGrant)
+    """The hosts the subagents' web tools may reach; none: they have no web tools."""
 
     def __post_init__(self) -> None:
         self._numbers = itertools.count(1)
@@ -99,9 +107,12 @@ class TaskRunner:
     def _run_in_slot(self, agent: AgentDefinition, prompt: str, label: str, stop: Cancel) -> str:
         mode = PermissionMode.PLAN if agent.read_only else self.approver_mode()
         sandbox = self.sandboxes.read_only() if agent.read_only else self.sandboxes.work()
-        tools = tools_for(name for name in agent.effective_tools() if name != "Task")
+        names = [n for n in agent.effective_tools() if n not in INERT_IN_SUBAGENT]
+        tools = tools_for(offered(names, self.web))
+        model = self.model(label)
+        web = WebTools(self.web, model, self.model_id)
         config = LoopConfig(
-            model=self.model(label),
+            model=model,
             model_id=self.model_id,
             system_prompt=subagent_prompt(agent, self.memory),
             tools=lambda: tools,
@@ -111,6 +122,7 @@ class TaskRunner:
             transcript=self.transcripts / f"{label}.transcript.jsonl",
             limits=self.limits,
             label=label,
+            host_tools=web.handlers(),
         )
         loop = AgentLoop(
             config,
@@ -119,6 +131,8 @@ class TaskRunner:
             on_event=self.on_event,
             cancel=stop,
         )
+        web.on_usage = lambda usage: loop.count_usage(usage, "WebSearch")
+        web.on_notice = lambda text: loop.emit("notice", tool="WebSearch", detail=text)
         with sandbox:
             try:
                 loop.run(prompt)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import ThreadedCompleter, merge_completers
 from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input
@@ -22,9 +23,13 @@ from prompt_toolkit.patch_stdout import patch_stdout
 
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.session.commands import Commands, Outcome, come_back
+from sandbox_runner.session.mention_completion import MentionCompleter
+from sandbox_runner.session.path_index import PathIndex
 from sandbox_runner.session.session import Session
 from sandbox_runner.session.terminal_output import TerminalUI
 from sandbox_runner.session.terminal_ui import STYLE, SlashCompleter, toolbar
+from sandbox_runner.session.todo_view import compact_fragments
+from sandbox_runner.session.todos import load_todos
 from sandbox_runner.tools.permissions import PermissionMode
 
 QUIT_HINT = "press Ctrl-C again to quit (the session is kept: planrun --continue)"
@@ -89,7 +94,12 @@ class Terminal:
         self.prompt: PromptSession[str] = PromptSession(
             message=self._message,
             history=history or InMemoryHistory(),
-            completer=SlashCompleter(),
+            completer=merge_completers(
+                [
+                    SlashCompleter(),
+                    ThreadedCompleter(MentionCompleter(PathIndex(session.workspace))),
+                ]
+            ),
             complete_while_typing=True,
             bottom_toolbar=self._toolbar,
             key_bindings=self._bindings(),
@@ -136,7 +146,10 @@ class Terminal:
 
     def _message(self) -> Any:
         plan = self.shown_mode is PermissionMode.PLAN
-        return [("class:prompt", "plan › " if plan else "› ")]
+        width = self.prompt.app.output.get_size().columns
+        todos = load_todos(self.session.state.todos)
+        checklist = compact_fragments(todos, width, busy=self.ui.activity.busy)
+        return [*checklist, ("class:prompt", "plan › " if plan else "› ")]
 
     def _bindings(self) -> KeyBindings:
         bindings = KeyBindings()

@@ -41,6 +41,10 @@ STYLE = Style.from_dict(
         "facts": "fg:ansibrightblack",
         "spinner": "fg:ansiyellow",
         "hint": "fg:ansiyellow",
+        "todo": "",
+        "todo.active": "fg:ansiyellow bold",
+        "todo.done": "fg:ansibrightblack",
+        "todo.more": "fg:ansibrightblack",
     }
 )
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

@@ -10,6 +10,7 @@
 | other edit                | deny, with guidance          | ask     | allow       |
 | edit of a protected file  | deny, with guidance          | ask     | ask, each time |
 | Task, ExitPlanMode        | allow (the host checks)      | allow   | allow       |
+| WebFetch, WebSearch       | allow (offered only with a web grant) | allow | allow  |
 
 In plan mode nothing is ever offered as an approval: the answer is no, with guidance.
 An "always" answer turns an Ask into an Allow for the rest of the session: for edits,

@@ -54,6 +54,34 @@ def thinking(value: str, signature: str = "fake-signature") -> Block:
     return {"type": "thinking", "thinking": value, "signature": signature}
 
 
+def server_tool_use(query: str, id: str | None = None) -> Block:
+    """The block of a search the API itself runs (its server-side web search tool)."""
+    return {
+        "type": "server_tool_use",
+        "id": id or f"srvtoolu_fake_{uuid.uuid4().hex[:16]}",
+        "name": "web_search",
+        "input": {"query": query},
+    }
+
+
+def web_search_tool_result(tool_use_id: str, results: Sequence[tuple[str, str]]) -> Block:
+    """The results of a server-side search: (title, url) pairs, as the API shapes them."""
+    return {
+        "type": "web_search_tool_result",
+        "tool_use_id": tool_use_id,
+        "content": [
+            {
+                "type": "web_search_result",
+                "title": title,
+                "url": url,
+                "encrypted_content": f"enc-{index}-{uuid.uuid4().hex[:8]}",
+                "page_age": "April 30, 2025",
+            }
+            for index, (title, url) in enumerate(results)
+        ],
+    }
+
+
 def usage(
     input_tokens: int = 10,
     output_tokens: int = 5,
@@ -478,7 +506,7 @@ def _block_events(index: int, block: Block) -> Iterator[tuple[str, dict[str, Any
     if kind == "text":
         start = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": part} for part in _chunks(block["text"])]
-    elif kind == "tool_use":
+    elif kind in ("tool_use", "server_tool_use"):
         start = {key: block[key] for key in ("type", "id", "name")} | {"input": {}}
         partial = json.dumps(block["input"])
         deltas = [{"type": "input_json_delta", "partial_json": part} for part in _chunks(partial)]

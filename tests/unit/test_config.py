@@ -444,13 +444,39 @@ def test_the_user_file_may_raise_limits_and_choose_the_image(
     assert settings.image == "mine:1"
 
 
-def test_a_project_cannot_choose_the_image(fs: FakeFilesystem, repo: Path) -> None:
+def test_an_untrusted_project_image_is_ignored_with_a_notice(
+    fs: FakeFilesystem, repo: Path
+) -> None:
     fs.create_file(USER_YAML, contents="image: mine:1\n")
     fs.create_file(PROJECT_YAML, contents="image: attacker/tools:latest\n")
-    assert config_error() == (
-        f"{PROJECT_YAML}: a project config cannot choose the sandbox image; "
-        "set it in ~/.planrun/config.yaml or with PLANRUN_IMAGE"
-    )
+    loaded = load()
+    assert loaded.settings.image == "mine:1"
+    assert loaded.sources["image"] == str(USER_YAML)
+    assert loaded.warnings == [
+        f"{PROJECT_YAML}: key 'image' asks for image 'attacker/tools:latest'; ignored: only "
+        "your config, PLANRUN_IMAGE and --image choose the sandbox image, unless "
+        "trusted_projects in ~/.planrun/config.yaml names this repository"
+    ]
+
+
+def test_a_trusted_project_may_choose_the_image(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="image: mine:1\ntrusted_projects: [/repo]\n")
+    fs.create_file(PROJECT_YAML, contents="image: team/toolchain:3\n")
+    loaded = load()
+    assert loaded.settings.image == "team/toolchain:3" and not loaded.warnings
+    assert load({"PLANRUN_IMAGE": "mine:2"}).settings.image == "mine:2"
+
+
+def test_no_project_grants_the_work_network(fs: FakeFilesystem, repo: Path) -> None:
+    fs.create_file(USER_YAML, contents="trusted_projects: [/repo]\n")
+    fs.create_file(PROJECT_YAML, contents="work_network: true\n")
+    loaded = load()
+    assert loaded.settings.work_network is False
+    assert loaded.warnings == [
+        f"{PROJECT_YAML}: key 'work_network' is ignored: only ~/.planrun/config.yaml, "
+        "PLANRUN_WORK_NETWORK and flags grant it"
+    ]
+    assert load({"PLANRUN_WORK_NETWORK": "yes"}).settings.work_network is True
 
 
 def test_the_environment_may_choose_the_image(repo: Path) -> None:

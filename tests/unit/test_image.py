@@ -52,7 +52,15 @@ class FakeImages:
 
         if tag not in self.tags:
             raise docker.errors.ImageNotFound(tag)
-        return type("Image", (), {"short_id": "sha256:abc", "attrs": {"Size": 5_000_000}})()
+        attrs = {"short_id": "sha256:abc", "id": image_id(tag), "attrs": {"Size": 5_000_000}}
+        return type("Image", (), attrs)()
+
+
+def image_id(tag: str) -> str:
+    """The id FakeImages gives TAG."""
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
 
 
 class FakeDocker:
@@ -60,21 +68,32 @@ class FakeDocker:
         self.images = FakeImages(*tags)
 
 
-def test_image_status_looks_at_the_configured_image(planrun_home: Path) -> None:
+def test_image_status_looks_at_the_configured_image(planrun_home: Path, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from sandbox_runner.cli import Services, cli
+    from sandbox_runner.sandbox.derived_image import derived_tag
 
     (planrun_home / "config.yaml").write_text("image: my/sandbox:1\n")
+    where = planrun_home / "config.yaml"
+    repo = ["--repo", str(tmp_path)]
     services = Services(docker=lambda: FakeDocker(image.image_tag()))
-    result = CliRunner().invoke(cli, ["image", "status"], obj=services)
+    result = CliRunner().invoke(cli, ["image", "status", *repo], obj=services)
     assert result.exit_code == 1
-    first = result.output.splitlines()[0]
-    assert first.startswith(f"sandbox image  my/sandbox:1 (set by {planrun_home / 'config.yaml'})")
-    assert "missing: build or pull it under that tag" in first
-    present = Services(docker=lambda: FakeDocker("my/sandbox:1"))
-    result = CliRunner().invoke(cli, ["image", "status"], obj=present)
-    assert "my/sandbox:1" in result.output and "present" in result.output
+    mine = result.output.splitlines()[2]
+    assert mine.startswith(f"your image     my/sandbox:1 (set by {where})  missing: build or pull")
+    derived = derived_tag(image_id("my/sandbox:1"))
+    present = Services(docker=lambda: FakeDocker(image.image_tag(), "my/sandbox:1"))
+    result = CliRunner().invoke(cli, ["image", "status", *repo], obj=present)
+    assert result.exit_code == 1
+    assert f"derived image  {derived}  not built: `planrun image build` builds it" in result.output
+    built = Services(docker=lambda: FakeDocker("my/sandbox:1", derived))
+    result = CliRunner().invoke(
+        cli, ["image", "status", *repo, "--image", "my/sandbox:1"], obj=built
+    )
+    assert result.exit_code == 0
+    assert "your image     my/sandbox:1 (set by flag --image)  present" in result.output
+    assert f"derived image  {derived}  built" in result.output
 
 
 def test_a_missing_configured_image_is_not_advised_to_be_built() -> None:

@@ -17,6 +17,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "sandbox_runner"
 BASE = {"types", "errors", "paths", "config", "config_values", "catalog", "limits"}
 BASE |= {"safe_io", "safe_text", "input_depth", "protected", "redact", "git_config"}
+BASE |= {"git_ignore", "git_index", "secret_names"}
+BASE |= {"web_grant"}
 BASE |= {"__init__"}
 RANKS = {"tools": 1, "model": 1, "sandbox": 1, "plans": 1, "images": 1}
 RANKS |= {"agents": 2, "runs": 3, "batch": 4, "session": 5, "cli": 6, "__main__": 7}

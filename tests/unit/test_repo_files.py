@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_runner.batch.shipping.git_ignore import IgnoreRules
 from sandbox_runner.batch.shipping.tarball import repo_tarball
+from sandbox_runner.git_ignore import IgnoreRules
 from tests.support.git_files import index_bytes, write_files
 
 GITHUB = "ghp_0123456789abcdefghijABCDEFGHIJ012345"

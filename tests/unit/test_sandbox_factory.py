@@ -11,12 +11,15 @@ import pytest
 from sandbox_runner.cli import Services
 from sandbox_runner.config import load_settings
 from sandbox_runner.errors import ImageMissingError
+from sandbox_runner.sandbox.derived_image import RUNTIME_PYTHON, derived_tag
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.guarded import GuardedWorkSandbox
 from sandbox_runner.sandbox.spec import Profile, SandboxSpec
 from sandbox_runner.session.edit_watch import EditWatch
 from sandbox_runner.session.sandboxes import DockerSessionSandboxes
-from tests.unit.test_image import FakeDocker
+from tests.unit.test_image import FakeDocker, image_id
+
+DERIVED = derived_tag(image_id("my/sandbox:1"))
 
 
 def spec_of(sandbox: object) -> SandboxSpec:
@@ -39,7 +42,7 @@ def workspace(tmp_path: Path, planrun_home: Path) -> Path:
 def test_runs_and_sessions_get_containers_made_to_the_settings(
     workspace: Path, tmp_path: Path
 ) -> None:
-    services = Services(docker=lambda: FakeDocker("my/sandbox:1"))
+    services = Services(docker=lambda: FakeDocker("my/sandbox:1", DERIVED))
     loaded = load_settings(workspace)
     run = services.sandbox_factory(workspace, loaded)("run-1")
     session = DockerSessionSandboxes(
@@ -57,7 +60,8 @@ def test_runs_and_sessions_get_containers_made_to_the_settings(
         "work-session": spec_of(work.make()),
     }
     for spec in made.values():
-        assert spec.image == "my/sandbox:1" and spec.limits.memory_mb == 512
+        assert spec.image == DERIVED and spec.limits.memory_mb == 512
+        assert spec.python == RUNTIME_PYTHON and not spec.network
         assert [mount.source for mount in spec.mounts] == [workspace, tmp_path / "docs"]
     assert {name: spec.profile for name, spec in made.items()} == {
         "probe": Profile.PROBE,
@@ -94,3 +98,18 @@ def test_docker_is_asked_at_the_first_sandbox_and_a_missing_image_names_its_sett
     assert asked == [True]
     with pytest.raises(ImageMissingError):
         services.sandbox_factory(workspace, load_settings(workspace))  # checked at once
+
+
+def test_only_the_work_sandbox_gets_the_network_the_user_granted(
+    workspace: Path, tmp_path: Path
+) -> None:
+    services = Services(docker=lambda: FakeDocker("my/sandbox:1", DERIVED))
+    loaded = load_settings(workspace, env={"PLANRUN_WORK_NETWORK": "true"})
+    session = DockerSessionSandboxes(
+        services.sandboxes(workspace, loaded), "s-1", tmp_path / "t", disk_cap_mb=1024
+    )
+    work = session.work()
+    assert isinstance(work, GuardedWorkSandbox)
+    assert spec_of(work.make()).network
+    assert not spec_of(session.plan(tmp_path / "staging")).network
+    assert not spec_of(session.read_only()).network

@@ -12,27 +12,18 @@ keys); of a submodule's or a linked worktree's git directory, the same.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox_runner.batch.shipping.git_ignore import IgnoreRules, excludes_file
-from sandbox_runner.batch.shipping.git_index import Checkout, checkout_of
 from sandbox_runner.git_config import safe_git_config
+from sandbox_runner.git_ignore import IgnoreRules, excludes_file
+from sandbox_runner.git_index import Checkout, checkout_of
+from sandbox_runner.secret_names import SECRET_DIRECTORIES, SECRET_NAMES, looks_secret
 
 __all__ = ["SECRET_DIRECTORIES", "SECRET_NAMES", "Shipped", "looks_secret", "shipped_files"]
 
-SECRET_NAMES = (
-    *(".env", ".env.*", "*.env", ".envrc", ".netrc", "_netrc", ".npmrc", ".pypirc", ".pgpass"),
-    *(".git-credentials", "credentials", "credentials.json", "*.pem", "*.key", "*.p12"),
-    *("*.pfx", "*.jks", "*.keystore", "*.tfstate", "*.tfvars"),
-    *("id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*"),
-)
-"""Names (ignoring case) of files that stay behind unless git tracks them."""
-SECRET_DIRECTORIES = (".ssh", ".gnupg", ".aws")
-"""Directories that stay behind unless git tracks something in them."""
 AGENT_DIRECTORIES = (".claude/agents", ".planrun/agents")
 GIT_FILES = frozenset({"HEAD", "packed-refs", "index", "shallow", "commondir"})
 GIT_TREES = frozenset({"objects", "refs", "reftable"})
@@ -80,14 +71,6 @@ class _Frame:
     rules: IgnoreRules
     ignored: bool = False
     """Beneath an ignored directory (or a secret-looking one): only tracked paths go on."""
-
-
-def looks_secret(name: str, is_dir: bool) -> bool:
-    """Whether a file or directory name looks like it holds a secret (see SECRET_NAMES)."""
-    lowered = name.lower()
-    if is_dir:
-        return lowered in SECRET_DIRECTORIES
-    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in SECRET_NAMES)
 
 
 def shipped_files(workspace: Path, exclude: Path | None = None) -> Iterator[Shipped]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import threading
@@ -22,6 +23,15 @@ TOKEN_KILL_ROUNDS = 5
 COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Commands' HOME, the shared /tmp; git expands a `~` in a config path to it.
 COMMAND_HOME = "/tmp"
+# In an image derived from the user's: planrun's runtime (bash, rg, ctags, git), searched
+# after the image's own PATH, and the environment the image declares (its ENV).
+RUNTIME_TOOLS = "/opt/planrun/runtime/tools"
+IMAGE_ENV_FILE = "/opt/planrun/image-env.json"
+# What an image's environment does not hand to commands: git's variables (the git guard
+# sets those), shells' start-up files, and a preload that planrun's own tools would load.
+# Where the repository, plans, extra directories and commands' files are: never searched.
+UNTRUSTED_ROOTS = ("/workspace", "/plan", "/ro", "/tmp")
+IMAGE_ENV_DROPPED = ("GIT_", "PLANRUN_", "BASH_ENV=", "ENV=", "LD_PRELOAD=", "LD_AUDIT=")
 
 
 class BoundedCapture:
@@ -81,10 +91,58 @@ class ProcessResult:
         self.timed_out = timed_out
 
 
+def image_env(path: str = IMAGE_ENV_FILE) -> dict[str, str]:
+    """The environment a derived image's base declares (its toolchain's PATH, GOPATH, ...),
+    recorded when planrun built the image; empty in planrun's own image."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            entries = json.load(file)
+    except (OSError, ValueError):
+        return {}
+    env = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, str) and "=" in entry and not entry.startswith(IMAGE_ENV_DROPPED):
+            name, _, value = entry.partition("=")
+            env[name] = value
+    return env
+
+
+IMAGE_ENV = image_env()
+
+
+def command_search_path(image: dict[str, str] = IMAGE_ENV, runtime: str = RUNTIME_TOOLS) -> str:
+    """Commands' PATH: the image's, then planrun's runtime when the image has one.
+
+    Only the image's own directories: an entry that is relative (`.`, empty) or lies in
+    the repository, /plan, /ro or /tmp is dropped, or a planted `rg`, `git` or `ls` would
+    run in place of the image's (Grep, plan mode's read-only commands)."""
+    entries = [
+        entry
+        for entry in (image.get("PATH") or COMMAND_PATH).split(":")
+        if entry.startswith("/") and not _in_sandbox_mounts(os.path.normpath(entry))
+    ]
+    if os.path.isdir(runtime):
+        entries.append(runtime)
+    return ":".join(entries) or COMMAND_PATH
+
+
+def _in_sandbox_mounts(path: str) -> bool:
+    return any(path == root or path.startswith(root + "/") for root in UNTRUSTED_ROOTS)
+
+
+def shell(runtime: str = RUNTIME_TOOLS) -> str:
+    """The bash that runs Bash commands: the image's, else planrun's runtime's."""
+    if os.access("/bin/bash", os.X_OK) or not os.access(f"{runtime}/bash", os.X_OK):
+        return "/bin/bash"
+    return f"{runtime}/bash"
+
+
 def command_env(token: str, git_env: dict[str, str]) -> dict[str, str]:
-    """A fresh environment: nothing of the server's own environment leaks into commands."""
+    """A fresh environment: nothing of the server's own environment leaks into commands,
+    only what the image declares (a derived image's base) and planrun's own settings."""
     return {
-        "PATH": COMMAND_PATH,
+        **IMAGE_ENV,
+        "PATH": command_search_path(),
         "HOME": COMMAND_HOME,
         "LANG": "C.UTF-8",
         "TMPDIR": "/tmp",

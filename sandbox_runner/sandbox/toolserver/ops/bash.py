@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..arguments import clamp_timeout, describe_os_error, str_arg
-from ..processes import ProcessResult, new_token, run_process
+from ..processes import ProcessResult, new_token, run_process, shell
 from ..protocol import JsonDict, Outcome, ToolError
 
 # mypy treats any name TYPE_CHECKING as true; a plain constant spares importing typing.
@@ -27,7 +27,7 @@ def op_bash(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     try:
         result = run_process(
             server,
-            ["/bin/bash", "-c", command],
+            [shell(), "-c", command],
             timeout=timeout,
             limits=(BASH_STREAM_LIMIT, BASH_STREAM_LIMIT),
             cwd=server.workspace,
