@@ -108,7 +108,9 @@ def test_only_the_work_sandbox_gets_the_network_the_user_granted(
     session = DockerSessionSandboxes(
         services.sandboxes(workspace, loaded), "s-1", tmp_path / "t", disk_cap_mb=1024
     )
-    work = session.work()
+    watched = session.work()
+    assert isinstance(watched, EditWatch)
+    work = watched.inner
     assert isinstance(work, GuardedWorkSandbox)
     assert spec_of(work.make()).network
     assert not spec_of(session.plan(tmp_path / "staging")).network
