@@ -7,10 +7,11 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from sandbox_runner.session.diffs import DiffLine, FileDiff, relative_path
 from sandbox_runner.tools.permissions import LONG_BLANKS, Ask
 from sandbox_runner.tools.policy import ToolKind
 
@@ -26,6 +27,8 @@ class Piece(NamedTuple):
     text: str
     size: int
     marker: bool = False
+    style: str = ""
+    """A diff line's kind (add, del, hunk, file, note): how it is coloured."""
 
 
 Line = list[Piece]
@@ -109,13 +112,37 @@ def size_note(text: str) -> str:
     return f"{len(text):,} characters" + (f" on {lines:,} lines" if lines > 1 else "")
 
 
-def approval_lines(ask: Ask) -> list[Line]:
-    """Everything an approval is about: the command, the edit's diff, the file written."""
+def approval_lines(ask: Ask, preview: FileDiff | str | None = None) -> list[Line]:
+    """Everything an approval is about: the command, or the edit's diff against the file
+    as it is (PREVIEW; when it could not be made, the reason and the strings alone)."""
     args = ask.request.args
     if ask.kind is ToolKind.COMMAND:
         return text_lines(str(args["command"]))
     if ask.kind is ToolKind.MCP:
         return text_lines(json.dumps(args, indent=2, ensure_ascii=False))
+    if isinstance(preview, FileDiff):
+        return diff_lines(preview.lines)
+    note = [[Piece(f"({preview})", 0, style="note")]] if preview else []
+    return note + _strings(ask)
+
+
+def diff_lines(lines: Iterable[DiffLine]) -> list[Line]:
+    """A diff's lines as pieces, each of the style of its kind, every character visible."""
+    shown: list[Line] = []
+    for line in lines:
+        shown.append([piece._replace(style=line.kind) for piece in pieces(line.text)])
+    return shown
+
+
+def question_text(ask: Ask) -> str:
+    """The question with the file's path relative to the repository (not /workspace/…)."""
+    path = str(ask.request.args.get("file_path", ""))
+    relative = relative_path(path) if ask.kind is ToolKind.EDIT else None
+    return ask.question.replace(path, relative, 1) if relative else ask.question
+
+
+def _strings(ask: Ask) -> list[Line]:
+    args = ask.request.args
     if "old_string" in args and "new_string" in args:
         return _diff(str(args["old_string"]), str(args["new_string"]))
     if "content" in args:
@@ -152,7 +179,7 @@ def _head(line: Line, room: int, cells: Callable[[str], int]) -> Line:
         if width > room:
             part = _prefix(piece.text, room, cells) if not piece.marker else ""
             if part:
-                head.append(Piece(part, len(part)))
+                head.append(piece._replace(text=part, size=len(part)))
             break
         head.append(piece)
         room -= width

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_runner.catalog import MODEL_ALIASES, model_id_for
@@ -14,6 +14,8 @@ from sandbox_runner.paths import claude_home, planrun_home
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
 from sandbox_runner.safe_text import one_line
+from sandbox_runner.session.change_commands import session_diff, session_undo, undo_note
+from sandbox_runner.session.diffs import DiffLine
 from sandbox_runner.session.session import Session
 from sandbox_runner.session.todos import todo_lines
 from sandbox_runner.tools.permissions import PermissionMode
@@ -45,6 +47,8 @@ COMMANDS: dict[str, str] = {
     "/status": "session, mode, plan file, memory files, tokens and cost",
     "/memory": "the memory files in use (CLAUDE.md, AGENTS.md, PLANRUN.md) and how to edit them",
     "/mcp": "the MCP servers, whether they run, and their tools (read-only ones marked)",
+    "/diff": "what the agent changed in the repository this session: /diff [path]",
+    "/undo": "take back the files the agent changed in its last turn: /undo [N turns]",
     "/help": "this list",
     "/exit": "end the session (its state is kept; planrun --continue comes back)",
     "/quit": "the same as /exit",
@@ -59,6 +63,8 @@ class Outcome:
 
     lines: list[str]
     quit: bool = False
+    diff: list[DiffLine] = field(default_factory=list)
+    """A diff to show after the lines (in colour where the output has it)."""
 
 
 class Commands:
@@ -88,6 +94,8 @@ class Commands:
             "/mcp": lambda args: Outcome(
                 session.mcp.describe() if session.mcp else ["no MCP servers"]
             ),
+            "/diff": self._diff,
+            "/undo": self._undo,
             "/help": lambda args: Outcome([f"{name}  {text}" for name, text in COMMANDS.items()]),
             "/exit": lambda args: Outcome([come_back(session)], quit=True),
             "/quit": lambda args: Outcome([come_back(session)], quit=True),
@@ -136,6 +144,17 @@ class Commands:
     def _done(self, action: Callable[[], None], said: str) -> Outcome:
         action()
         return Outcome([said] if said else [])
+
+    def _diff(self, args: list[str]) -> Outcome:
+        lines, diff = session_diff(self.session.checkpoints, args)
+        return Outcome(lines, diff=diff)
+
+    def _undo(self, args: list[str]) -> Outcome:
+        if self.session.working:
+            raise ConfigError("/undo waits for the agent's turn to end")
+        lines = session_undo(self.session.checkpoints, args)
+        self.session.notes.add("work", undo_note(lines))
+        return Outcome(lines)
 
     def _plan(self, args: list[str]) -> Outcome:
         self.session.enter_plan()

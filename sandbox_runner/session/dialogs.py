@@ -17,13 +17,16 @@ from prompt_toolkit.styles import Style
 from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.approval_view import (
     Line,
+    Piece,
     approval_lines,
     as_text,
     fit,
     flat,
+    question_text,
     size_note,
     source_lines,
 )
+from sandbox_runner.session.diffs import FileDiff
 from sandbox_runner.session.session import PlanReview
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
@@ -39,20 +42,26 @@ DIALOG_STYLE = Style.from_dict(
         "selected-option": "bold",
         "marker": "reverse",  # a stand-in (⏎, ␠×60, ␛), not a character of the command
         "cut": "fg:ansiyellow bold",
+        "diff-add": "fg:ansigreen",
+        "diff-del": "fg:ansired",
+        "diff-hunk": "fg:ansicyan",
+        "diff-file": "bold",
+        "diff-note": "fg:ansibrightblack",
     }
 )
 RESERVED_ROWS = 10
 """Rows an approval keeps for its question, its answers and the note of what is cut."""
 
 
-def approval_dialog(ask: Ask) -> Approval:
+def approval_dialog(ask: Ask, preview: FileDiff | str | None = None) -> Approval:
     """The approval as a small dialog (run with the terminal released to it): what it is
-    about as much as the screen holds, a note of the rest, which v pages whole."""
+    about (an edit as its diff, PREVIEW) as much as the screen holds, a note of the rest,
+    which v pages whole."""
     from prompt_toolkit.application.current import get_app_session
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
     from prompt_toolkit.shortcuts import choice, prompt
 
-    lines = approval_lines(ask)
+    lines = approval_lines(ask, preview)
     keys = KeyBindings()
 
     @keys.add("v")
@@ -90,15 +99,21 @@ def approval_message(ask: Ask, lines: list[Line], columns: int, rows: int) -> St
     if command is not None:
         title = f"Allow the agent to run this command? ({size_note(command)})"
     else:
-        title = f"Allow the agent to {flat(ask.question)}?"
+        title = f"Allow the agent to {flat(question_text(ask))}?"
     shown, cut = fit(lines, max(10, columns - 2), max(3, rows - RESERVED_ROWS))
     fragments: StyleAndTextTuples = [("", title), ("", "\n")]
     for line in shown:
         fragments.append(("", "\n"))
-        fragments += [("class:marker" if piece.marker else "", piece.text) for piece in line]
+        fragments += [(_piece_style(piece), piece.text) for piece in line]
     if cut is not None:
         fragments += [("", "\n"), ("class:cut", cut.note(command))]
     return fragments
+
+
+def _piece_style(piece: Piece) -> str:
+    if piece.marker:
+        return "class:marker"
+    return f"class:diff-{piece.style}" if piece.style else ""
 
 
 def _approval_options(ask: Ask) -> list[tuple[str, str]]:

@@ -96,7 +96,7 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     workspace = Path(state.repo)
     switch_to = None if resumed else options.mode
     greeting = _greeting(state, workspace, resumed, switch_to)
-    ui = _ui()
+    ui = _ui(workspace)
     if isinstance(ui, LineUI):
         # The first line comes before Docker is asked anything: the containers start in
         # the background, and a missing engine or image is still one line and exit status 2.
@@ -115,6 +115,7 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         ),
         ui,
     )  # fmt: skip
+    sandboxes.on_diff = ui.edited
     session = Session(
         store,
         state,
@@ -199,14 +200,14 @@ def _chooser() -> Callable[[list[SessionState]], str | None] | None:
     return None
 
 
-def _ui() -> LineUI | TerminalUI:
+def _ui(workspace: Path) -> LineUI | TerminalUI:
     """The terminal UI on a terminal; line mode otherwise."""
     if sys.stdin.isatty() and sys.stdout.isatty():
         # Imported only here: line mode (and every other command) starts without it.
         from sandbox_runner.session.terminal import TerminalUI
 
         return TerminalUI()
-    return LineUI(LineInput(sys.stdin), sys.stdout)
+    return LineUI(LineInput(sys.stdin), sys.stdout, workspace)
 
 
 def _start(

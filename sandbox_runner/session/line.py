@@ -16,13 +16,22 @@ from typing import TextIO
 
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.safe_text import one_line, terminal_text
-from sandbox_runner.session.approval_view import approval_lines, flat, size_note, source_lines
+from sandbox_runner.session.approval_view import (
+    approval_lines,
+    flat,
+    question_text,
+    size_note,
+    source_lines,
+)
 from sandbox_runner.session.commands import MODE_NAMES, Commands
+from sandbox_runner.session.diff_view import after_edit, ansi_lines, use_colour
+from sandbox_runner.session.diffs import DiffLine, FileDiff, edit_preview
 from sandbox_runner.session.line_input import LineInput
 from sandbox_runner.session.session import PlanReview, Session
 from sandbox_runner.session.todos import TODOS_EVENT
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode
 from sandbox_runner.tools.policy import ToolKind
+from sandbox_runner.types import ToolRequest
 
 YES, ALWAYS, NO = ("y", "yes"), ("a", "always"), ("n", "no")
 ACCEPT_MODES = (PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS)
@@ -31,11 +40,31 @@ ACCEPT_MODES = (PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS)
 class LineUI:
     """The session's UI over plain text: output lines, answers read from the input."""
 
-    def __init__(self, input: LineInput, out: TextIO) -> None:
+    def __init__(self, input: LineInput, out: TextIO, workspace: Path | None = None) -> None:
         self.input = input
         self.out = out
         self._mid_line = False
         """Whether streamed text left the last line open."""
+        self.workspace = workspace
+        """The repository, whose files an edit's diff is made against."""
+        self.colour = use_colour(out)
+        self._approved: dict[str, object] | None = None
+        """The arguments of the edit approved last: its diff was shown in the question."""
+
+    def diff(self, lines: list[DiffLine]) -> None:
+        """A diff (a command's output: /diff), coloured on a terminal."""
+        if lines:
+            self._end_line()
+        for line in ansi_lines(lines, self.colour):
+            self.out.write(line + "\n")
+        self.out.flush()
+
+    def edited(self, diff: FileDiff, request: ToolRequest) -> None:
+        """An edit was made: its summary, and its diff unless the question showed it."""
+        shown = request.args == self._approved
+        self._approved = None
+        lines = after_edit(diff)
+        self.diff(lines[:1] if shown else lines)
 
     def show(self, text: str) -> None:
         for line in text.splitlines() or [""]:
@@ -69,22 +98,26 @@ class LineUI:
             always = f", a: yes and don't ask again for `{ask.prefix}` {what}"
         else:
             always = ""  # unreadable at a glance, a wrapper, variables: never for good
-        about = flat(ask.question)
+        about = flat(question_text(ask))
         if ask.kind is ToolKind.COMMAND:
             about += f" ({size_note(str(ask.request.args['command']))})"
         else:
             # What the edit writes, every character visible, before the question.
             if ask.request.args.get("replace_all"):
                 about += " (every occurrence)"
-            for line in approval_lines(ask):
-                self._print("  " + "".join(piece.text for piece in line))
+            preview = edit_preview(self.workspace, ask.request) if self.workspace else None
+            if isinstance(preview, FileDiff):
+                for text in ansi_lines(preview.lines, self.colour):
+                    self.out.write(f"  {text}\n")
+            else:
+                for line in approval_lines(ask, preview):
+                    self._print("  " + "".join(piece.text for piece in line))
         while True:
             answer = self._ask(f"approve? {about} [y: yes{always}, n [why]]")
             word, _, why = answer.partition(" ")
-            if answer.casefold() in YES:
-                return Approval(True)
-            if always and answer.casefold() in ALWAYS:
-                return Approval(True, always=True)
+            if answer.casefold() in YES + ALWAYS and (always or answer.casefold() in YES):
+                self._approved = ask.request.args
+                return Approval(True, always=answer.casefold() in ALWAYS)
             if word.casefold() in NO:
                 return Approval(False, feedback=why.strip())
             self._print(f"not an answer: {flat(answer)[:80]}")
@@ -151,6 +184,7 @@ def run_lines(session: Session, commands: Commands, ui: LineUI) -> None:
             outcome = commands.run(line) if line.startswith("/") else commands.shell(line)
             for text in outcome.lines:
                 ui.show(text)
+            ui.diff(outcome.diff)
             if outcome.quit:
                 return
         else:

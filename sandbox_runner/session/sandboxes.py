@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from sandbox_runner.sandbox.factory import DockerSandboxes
     from sandbox_runner.sandbox.guarded import DiskCap
     from sandbox_runner.sandbox.workspace_guard import WorkspaceGuard
+    from sandbox_runner.session.edit_watch import OnDiff
 
 
 class DockerSessionSandboxes:
@@ -33,6 +34,8 @@ class DockerSessionSandboxes:
         self.disk_cap_mb = disk_cap_mb
         self.notify: Callable[[str], None] = lambda _text: None
         """Tells the user what the guard did (the session's UI sets it)."""
+        self.on_diff: OnDiff = lambda _diff, _request: None
+        """Shows the user the diff of each Write and Edit made (the session's UI sets it)."""
         self._guarded: tuple[WorkspaceGuard, DiskCap] | None = None
         self._lock = threading.Lock()
 
@@ -46,6 +49,7 @@ class DockerSessionSandboxes:
 
     def work(self) -> Sandbox:
         from sandbox_runner.sandbox.guarded import GuardedWorkSandbox
+        from sandbox_runner.session.edit_watch import EditWatch
 
         def make() -> Sandbox:
             protected = tuple(self._guard()[0].read_only_paths())
@@ -53,7 +57,9 @@ class DockerSessionSandboxes:
                 session=self.session, agent="work-session", protected=protected
             )
 
-        return GuardedWorkSandbox(make, self._guard, lambda text: self.notify(text))
+        guarded = GuardedWorkSandbox(make, self._guard, lambda text: self.notify(text))
+        workspace = self.sandboxes.workspace
+        return EditWatch(guarded, workspace, lambda diff, request: self.on_diff(diff, request))
 
     def _guard(self) -> tuple[WorkspaceGuard, DiskCap]:
         """One guard and one disk cap for every writing sandbox of the session: made

@@ -22,6 +22,7 @@ from sandbox_runner.agents.run_state import Interrupted, LimitReached
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.session import accounting, prompts
+from sandbox_runner.session.checkpoints import Checkpoints
 from sandbox_runner.session.conversations import Conversations
 from sandbox_runner.session.hooks import Notes
 from sandbox_runner.session.mcp_servers import SessionServers
@@ -79,6 +80,8 @@ class Session:
         self.tally = accounting.Tally(state)
         """The session's one count of tokens and cost (the spinner's, the toolbar's)."""
         self.plan_mode = PlanMode(self)
+        self.checkpoints = Checkpoints(store.directory / "checkpoints", workspace)
+        """Each work turn's changes to the repository (/diff, /undo)."""
         self._mode_lock = threading.Lock()
         self._busy = 0
         self._pending_mode: PermissionMode | None = None
@@ -102,6 +105,9 @@ class Session:
             self.plan_file.stage()
         self.conversations.sandbox("work")
         self.conversations.sandbox("plan")
+        # While the containers start: the snapshot that /diff and /undo start from.
+        if warning := self.checkpoints.open():
+            self.ui.show(warning)
 
     def close(self) -> None:
         """Save the state and remove every container."""
@@ -159,6 +165,8 @@ class Session:
         """One turn of WHICH; its answers reach the UI as they stream (`text` events)."""
         loop = self.conversations.loop(which)
         accepted: PlanReview | None = None
+        if which == "work" and (warning := self.checkpoints.begin()):
+            self.ui.show(warning)
         try:
             if loop.state.messages:
                 loop.run_turn(text)
@@ -175,6 +183,8 @@ class Session:
         except PlanrunError as error:
             self.ui.show(f"error: {error}")
         finally:
+            if which == "work" and (note := self.checkpoints.end()):
+                self.ui.show(note)
             self._apply_pending_mode()
             self._after_turn(which, accepted)
 

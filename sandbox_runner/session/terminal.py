@@ -22,7 +22,7 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from sandbox_runner.errors import PlanrunError
-from sandbox_runner.session.commands import Commands, come_back
+from sandbox_runner.session.commands import Commands, Outcome, come_back
 from sandbox_runner.session.mention_completion import MentionCompleter
 from sandbox_runner.session.path_index import PathIndex
 from sandbox_runner.session.session import Session
@@ -231,16 +231,16 @@ class Terminal:
         if not text:
             return True
         if text.startswith("!"):
-            self._queue(lambda: self._print(self.commands.shell(text).lines), line)
+            self._queue(lambda: self._print(self.commands.shell(text)), line)
             return True
         if text.startswith("/"):
             name = text.split()[0]
             if name in ("/exit", "/quit"):
                 return False  # run_terminal says how to come back
             if name in ("/status", "/help", "/cost"):  # read-only: answer now, even mid-turn
-                self._print(self.commands.run(text).lines)
+                self._print(self.commands.run(text))
                 return True
-            self._queue(lambda: self._print(self.commands.run(text).lines), line)
+            self._queue(lambda: self._print(self.commands.run(text)), line)
             return True
         message = line
         self._queue(lambda: self.session.send(self.commands.message(message)), line)
@@ -298,9 +298,11 @@ class Terminal:
 
         self._submit(run)
 
-    def _print(self, lines: list[str]) -> None:
-        if lines:
-            self.ui.say(*lines)
+    def _print(self, outcome: Outcome) -> None:
+        if outcome.lines:
+            self.ui.say(*outcome.lines)
+        if outcome.diff:
+            self.ui.diff(outcome.diff)
 
     async def _tick(self) -> None:
         """Keep the spinner turning while the agent works or the session starts; while it

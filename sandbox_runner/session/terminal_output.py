@@ -5,6 +5,7 @@ draws."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,10 +17,14 @@ from prompt_toolkit.application.current import set_app
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.dialogs import approval_dialog, review_dialog
+from sandbox_runner.session.diff_view import after_edit, rich_text
+from sandbox_runner.session.diffs import DiffLine, FileDiff, edit_preview
 from sandbox_runner.session.session import PlanReview, Session
 from sandbox_runner.session.stream_view import StreamView
 from sandbox_runner.session.terminal_ui import Activity, tool_line
 from sandbox_runner.tools.permissions import Approval, Ask
+from sandbox_runner.tools.policy import ToolKind
+from sandbox_runner.types import ToolRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,6 +45,10 @@ class TerminalUI:
         self.session: Session | None = None
         self.app: Application[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._diffs: dict[int, list[DiffLine]] = {}
+        """By thread: the diff of the edit a call made, shown under its tool line."""
+        self._approved: dict[int, dict[str, object]] = {}
+        """By thread: the edit approved last (its diff was in the dialog)."""
 
     @property
     def console(self) -> Console:
@@ -77,6 +86,11 @@ class TerminalUI:
         text = "\n".join(terminal_text(line) for line in lines)
         self._emit(lambda console: console.print(text, markup=False, highlight=False))
 
+    def diff(self, lines: list[DiffLine]) -> None:
+        """A diff, coloured (a command's output: /diff)."""
+        text = rich_text(lines)
+        self._emit(lambda console: console.print(text))
+
     def event(self, event: AgentEvent) -> None:
         if event.kind.startswith("text"):
             self._streamed(event)
@@ -94,6 +108,9 @@ class TerminalUI:
                 finished = activity.calls.pop(key, None)
         if finished is not None:
             self.say(tool_line(event, finished))
+        diff = self._diffs.pop(threading.get_ident(), None) if finished is not None else None
+        if diff is not None:
+            self._emit(lambda console: console.print(rich_text(diff)))
         if event.kind == "notice":
             self.say(f"note: {one_line(event.detail)}")
         self.redraw()
@@ -113,7 +130,21 @@ class TerminalUI:
         self.redraw()
 
     def approve(self, ask: Ask) -> Approval:
-        return self.dialog(lambda: approval_dialog(ask))
+        session = self.session
+        preview = None
+        if ask.kind is ToolKind.EDIT and session is not None:
+            preview = edit_preview(session.workspace, ask.request)
+        approval = self.dialog(lambda: approval_dialog(ask, preview))
+        if approval.allowed:
+            self._approved[threading.get_ident()] = ask.request.args
+        return approval
+
+    def edited(self, diff: FileDiff, request: ToolRequest) -> None:
+        """An edit was made: its summary and its diff (collapsed; but the summary alone
+        when its dialog showed it), drawn under its tool line."""
+        shown = self._approved.pop(threading.get_ident(), None) == request.args
+        lines = after_edit(diff)
+        self._diffs[threading.get_ident()] = lines[:1] if shown else lines
 
     def review_plan(self, plan_file: Path, text: str) -> PlanReview:
         restage = self.session.plan_file.stage if self.session else (lambda: None)

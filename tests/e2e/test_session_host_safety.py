@@ -102,7 +102,7 @@ def test_nothing_the_work_session_writes_runs_on_the_host(
             raise AssertionError(process.stderr.read() if process.stderr else "") from None
         process.stdin.write("a\n")
         process.stdin.flush()
-        seen += read_until(process.stdout, "approve? write /workspace/.vscode/tasks.json")
+        seen += read_until(process.stdout, "approve? write .vscode/tasks.json")
         out, err = process.communicate("n\n", 180)
     out = seen + out
     assert process.returncode == 0, err

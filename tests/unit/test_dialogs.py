@@ -15,6 +15,7 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
 
 from sandbox_runner.session.dialogs import approval_dialog, review_dialog
+from sandbox_runner.session.diffs import edit_preview
 from sandbox_runner.tools.permissions import Approval, Ask, PermissionMode, Rules, check
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import ALL_TOOLS
@@ -108,7 +109,7 @@ def test_a_written_file_says_how_many_lines_are_cut_and_v_pages_them(
     screen = terminal.screen()
     shown = len(set(re.findall(r"\+line \d+", screen)))
     assert f"… not shown: {101 - shown} lines, " in screen  # the last line is empty
-    assert "Allow the agent to write /workspace/src/big.py?" in screen
+    assert "Allow the agent to write src/big.py?" in screen
     assert pager.read_text().count("+line ") == 100
 
 
@@ -157,3 +158,19 @@ def test_a_protected_file_edit_offers_no_always() -> None:
     ordinary = Ask(request, "write /workspace/src/a.py", ToolKind.EDIT)
     assert [key for key, _ in _approval_options(protected)] == ["yes", "no"]
     assert "always" in [key for key, _ in _approval_options(ordinary)]
+
+
+def test_an_edit_approval_shows_its_diff_against_the_file_in_colour(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("".join(f"line {n}\n" for n in range(1, 11)))
+    ask = asked("Edit", file_path="src/a.py", old_string="line 8\n", new_string="LINE 8\n")
+    terminal.pipe.send_text("\r")
+    assert approval_dialog(ask, edit_preview(tmp_path, ask.request)) == Approval(True)
+    screen = terminal.screen()
+    assert "Allow the agent to edit src/a.py?" in screen and "/workspace" not in screen
+    assert re.search(r"--- a/src/a\.py\s+\+\+\+ b/src/a\.py\s+@@ -5,6 \+5,6 @@\s+line 5", screen)
+    raw = terminal.output.getvalue()
+    assert re.search(r"\x1b\[[0-9;]*36m@@ -5,6 \+5,6 @@", raw)
+    assert re.search(r"\x1b\[[0-9;]*31m-line 8", raw) and re.search(r"\x1b\[[0-9;]*32m\+LINE", raw)

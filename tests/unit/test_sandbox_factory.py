@@ -15,6 +15,7 @@ from sandbox_runner.sandbox.derived_image import RUNTIME_PYTHON, derived_tag
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
 from sandbox_runner.sandbox.guarded import GuardedWorkSandbox
 from sandbox_runner.sandbox.spec import Profile, SandboxSpec
+from sandbox_runner.session.edit_watch import EditWatch
 from sandbox_runner.session.sandboxes import DockerSessionSandboxes
 from tests.unit.test_image import FakeDocker, image_id
 
@@ -47,7 +48,9 @@ def test_runs_and_sessions_get_containers_made_to_the_settings(
     session = DockerSessionSandboxes(
         services.sandboxes(workspace, loaded), "s-1", tmp_path / "t", disk_cap_mb=1024
     )
-    work = session.work()
+    watched = session.work()
+    assert isinstance(watched, EditWatch)  # each edit's diff told, around the guard
+    work = watched.inner
     assert isinstance(work, GuardedWorkSandbox)
     made = {
         "probe": spec_of(run(None)),
@@ -105,7 +108,9 @@ def test_only_the_work_sandbox_gets_the_network_the_user_granted(
     session = DockerSessionSandboxes(
         services.sandboxes(workspace, loaded), "s-1", tmp_path / "t", disk_cap_mb=1024
     )
-    work = session.work()
+    watched = session.work()
+    assert isinstance(watched, EditWatch)
+    work = watched.inner
     assert isinstance(work, GuardedWorkSandbox)
     assert spec_of(work.make()).network
     assert not spec_of(session.plan(tmp_path / "staging")).network
