@@ -28,6 +28,7 @@ from sandbox_runner.runs.plan_resume import (
     plan_resume,
     read_run_record,
 )
+from sandbox_runner.runs.preflight import AccessCheck, preflight
 from sandbox_runner.runs.prepare import PlanRequest, Warn, claim_out_dir, prepare
 from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
 
@@ -120,6 +121,8 @@ class RunStart:
     """What a resumed run does with each of its plans (None: a new run)."""
 
 
+PLANNING_MODEL_HINT = "set it with --model, or planning_model in the config"
+"""How a plan run's model is chosen, said when the API does not know it."""
 Watch = Callable[[RunStart], RunDisplay]
 """Is told what a run is about to do, and returns the display of its progress."""
 
@@ -131,6 +134,8 @@ def plan_run(options: PlanOptions, host: RunHost, *, warn: Warn, watch: Watch) -
     Raises:
         ConfigError, WorkspaceError, InputError: a usage or configuration error, found
             before a container starts or a run directory is claimed.
+        PreflightError: the API refused the key or does not know the model, or Docker
+            or the image is missing (one line each), found then too.
     """
     if options.replay is None:
         _warm_up_model_client()
@@ -138,9 +143,10 @@ def plan_run(options: PlanOptions, host: RunHost, *, warn: Warn, watch: Watch) -
     spec, settings = prepare(options.request(requirements), warn)
     spec = spec.replaying(options.replay)
     check_model_options(options.replay, options.record, spec.labels, os.environ)
-    # Docker, the image and the workspace's readability are checked before a run
-    # directory is claimed.
-    sandboxes_for = host.sandbox_factory(spec.workspace, settings)
+    # The key, the model, Docker, the image and the workspace's readability are checked
+    # before a run directory is claimed: a run that cannot reach the model leaves nothing.
+    access = None if options.replay else AccessCheck([spec.model_id], PLANNING_MODEL_HINT)
+    sandboxes_for = preflight(lambda: host.sandbox_factory(spec.workspace, settings), access)
     out_dir = claim_out_dir(options.out_dir, spec.workspace)
     if options.out_dir is not None:
         remember_run(out_dir)
@@ -166,7 +172,7 @@ def resume_run(
     read_run_record(directory)  # a run planrun cannot resume is refused before any lock
     with DirectoryLock(directory, name=RUN_LOCK, what="planrun plans resume"):
         recorded = read_run_record(directory)
-        spec, settings = prepare(recorded.request, warn)
+        spec, settings = prepare(recorded.request, warn, new_run=False)
         check_model_options(None, None, spec.labels, os.environ)
         check_unchanged(spec, directory, recorded.tree)
         resume = plan_resume(spec, directory)

@@ -1,0 +1,206 @@
+"""Failing fast, end to end: a rejected key, an unknown model, no Docker engine or a
+misspelt perspective is one line and exit status 2 before anything is claimed or paid
+for (`planrun plan`, `planrun batch`, a session in line mode); real Docker, the real SDK
+against the fake Messages API answering as the real API does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from sandbox_runner.cli import cli
+from tests.support.fake_messages_api import FakeMessagesAPI
+from tests.unit.test_plan_loop import VALID_PLAN
+
+GOOD_KEY = "good-key"
+MODELS = ["claude-sonnet-4-6", "claude-opus-4-8", "claude-haiku-4-5"]
+
+
+@pytest.fixture(autouse=True)
+def needs_docker(sandbox_image: str) -> None:
+    """Every test here has a Docker engine, unless it takes it away."""
+
+
+@pytest.fixture
+def strict_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
+    """A fake API that knows one key and a few models, as the real one does."""
+    with FakeMessagesAPI(api_key=GOOD_KEY, models=MODELS) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", GOOD_KEY)
+        yield server
+
+
+def planrun(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def error_lines(result: Result) -> list[str]:
+    return [line for line in result.output.splitlines() if line.startswith("Error: ")]
+
+
+def nothing_under(directory: Path) -> bool:
+    return not directory.exists() or not any(directory.iterdir())
+
+
+def assert_nothing_claimed(planrun_home: Path, api: FakeMessagesAPI) -> None:
+    """No run directory, no batch directory, no run in `plans list`, no paid request."""
+    assert nothing_under(planrun_home / "plans") and nothing_under(planrun_home / "batches")
+    listed = planrun("plans", "list")
+    assert listed.exit_code == 0 and "default" not in listed.output, listed.output
+    assert api.message_requests == []
+
+
+def test_a_rejected_key_is_one_line_and_claims_no_run(
+    strict_api: FakeMessagesAPI,
+    sample_repo: Path,
+    planrun_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong-key")
+    result = planrun("plan", "x", "--repo", str(sample_repo))
+    assert result.exit_code == 2, result.output
+    assert error_lines(result) == [
+        f"Error: the API key was rejected (401) by {strict_api.base_url}: check ANTHROPIC_API_KEY"
+    ]
+    assert "Traceback" not in result.output
+    assert_nothing_claimed(planrun_home, strict_api)
+
+
+def test_an_unknown_model_is_one_line_with_the_model_meant(
+    strict_api: FakeMessagesAPI, sample_repo: Path, planrun_home: Path
+) -> None:
+    result = planrun("plan", "x", "--repo", str(sample_repo), "--model", "claude-sonet-4-6")
+    assert result.exit_code == 2, result.output
+    assert error_lines(result) == [
+        "Error: the model 'claude-sonet-4-6' does not exist (404): did you mean "
+        "claude-sonnet-4-6?; set it with --model, or planning_model in the config"
+    ]
+    assert_nothing_claimed(planrun_home, strict_api)
+
+
+def test_no_docker_engine_names_the_command_that_starts_one(
+    strict_api: FakeMessagesAPI,
+    sample_repo: Path,
+    planrun_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'dead.sock'}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong-key")
+    result = planrun("plan", "x", "--repo", str(sample_repo))
+    assert result.exit_code == 2, result.output
+    key, engine = error_lines(result)
+    assert key.startswith("Error: the API key was rejected (401)")
+    assert engine.startswith("Error: no Docker engine (")
+    assert engine.endswith("run `planrun engine start` (or set DOCKER_HOST to a running engine)")
+    assert "Traceback" not in result.output
+    assert_nothing_claimed(planrun_home, strict_api)
+
+
+def test_a_misspelt_preset_is_a_usage_error_before_anything_is_asked(
+    strict_api: FakeMessagesAPI, sample_repo: Path, planrun_home: Path
+) -> None:
+    (sample_repo / ".planrun").mkdir()
+    (sample_repo / ".planrun" / "config.yaml").write_text(
+        "perspectives:\n  thorough: [simplicity, security]\n"
+    )
+    result = planrun("plan", "x", "--repo", str(sample_repo), "--perspective", "thorugh")
+    assert result.exit_code == 2, result.output
+    assert "did you mean 'thorough'?" in result.output
+    assert "custom:thorugh" in result.output
+    assert strict_api.requests == [] and strict_api.lookups == []
+    assert_nothing_claimed(planrun_home, strict_api)
+
+
+def test_a_custom_perspective_close_to_a_preset_runs_under_its_own_name(
+    api: FakeMessagesAPI, sample_repo: Path, tmp_path: Path
+) -> None:
+    from tests.support.plan_scripts import PerspectiveScript, writes_plan
+
+    api.script = PerspectiveScript({"defaults": writes_plan("defaults", VALID_PLAN)})
+    out = tmp_path / "out"
+    args = ["x", "--repo", str(sample_repo), "--out", str(out), "--perspective"]
+    assert planrun("plan", *args, "defaults").exit_code == 2  # one letter from 'default'
+    result = planrun("plan", *args, "custom:defaults")
+    assert result.exit_code == 0, result.output
+    assert (out / "defaults.md").is_file()
+    assert f"Next: `planrun plans open {out}` opens the report" in result.output
+
+
+# planrun batch
+
+
+def write_batch(tmp_path: Path, repo: Path, perspectives: str) -> Path:
+    path = tmp_path / "batch.yaml"
+    path.write_text(
+        f"defaults:\n  repo: {repo}\n  perspectives: [{perspectives}]\n"
+        "tasks:\n  - id: alpha\n    requirements: Plan alpha.\n"
+    )
+    return path
+
+
+def test_a_batch_with_a_rejected_key_claims_no_batch_directory(
+    strict_api: FakeMessagesAPI,
+    sample_repo: Path,
+    planrun_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong-key")
+    result = planrun("batch", str(write_batch(tmp_path, sample_repo, "simplicity")))
+    assert result.exit_code == 2, result.output
+    assert error_lines(result)[0].startswith("Error: the API key was rejected (401)")
+    assert_nothing_claimed(planrun_home, strict_api)
+
+
+def test_a_batch_task_with_a_misspelt_perspective_stops_before_anything(
+    strict_api: FakeMessagesAPI, sample_repo: Path, planrun_home: Path, tmp_path: Path
+) -> None:
+    (sample_repo / ".planrun").mkdir()
+    (sample_repo / ".planrun" / "config.yaml").write_text("perspectives:\n  thorough: [a, b]\n")
+    out = tmp_path / "runs"
+    result = planrun("batch", str(write_batch(tmp_path, sample_repo, "thorugh")), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert "alpha" in result.output and "did you mean 'thorough'?" in result.output
+    assert not out.exists()
+    assert strict_api.requests == [] and strict_api.lookups == []
+
+
+# A session in line mode
+
+
+def test_a_session_with_a_rejected_key_says_so_before_any_message(
+    strict_api: FakeMessagesAPI, tmp_path: Path, planrun_home: Path
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.py").write_text("print('hi')\n")
+    if os.geteuid() == 0:
+        for path in [repo, *repo.rglob("*")]:
+            os.chown(path, 4321, 4321)
+    env = dict(
+        os.environ,
+        ANTHROPIC_BASE_URL=strict_api.base_url,
+        ANTHROPIC_API_KEY="wrong-key",
+        PLANRUN_HOME=str(planrun_home),
+    )
+    process = subprocess.run(
+        [sys.executable, "-m", "sandbox_runner", "--repo", str(repo), "--model", "claude-nope"],
+        input="hello\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert process.returncode == 2, process.stderr
+    assert process.stdout.splitlines()[0].startswith("session ")  # the greeting comes first
+    assert process.stderr.splitlines() == [
+        f"Error: the API key was rejected (401) by {strict_api.base_url}: check ANTHROPIC_API_KEY"
+    ]
+    assert strict_api.message_requests == []
