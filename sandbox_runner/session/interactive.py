@@ -16,7 +16,7 @@ from sandbox_runner.errors import ConfigError, WorkspaceError
 from sandbox_runner.runs.preflight import AccessCheck, PreflightError, preflight
 from sandbox_runner.sandbox.host_paths import work_owner_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
-from sandbox_runner.session.commands import Commands
+from sandbox_runner.session.commands import Commands, come_back
 from sandbox_runner.session.line import LineUI, run_lines
 from sandbox_runner.session.line_input import LineInput
 from sandbox_runner.session.picker import choose_on_terminal, pick_session
@@ -117,7 +117,11 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
             access = AccessCheck([state.model], SESSION_MODEL_HINT)
             note = "plan mode: the plan file is {}"
             preflight(lambda: _start(session, ui, switch_to, note), access)
-            run_lines(session, commands, ui)
+            try:
+                run_lines(session, commands, ui)
+            except KeyboardInterrupt:
+                ui.show(come_back(session))  # then `planrun: interrupted`, exit status 130
+                raise
         else:
             history = store.directory / "history"
             _run_terminal(session, commands, ui, history, greeting, switch_to)

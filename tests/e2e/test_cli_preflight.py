@@ -6,8 +6,11 @@ against the fake Messages API answering as the real API does."""
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,6 +133,7 @@ def test_a_custom_perspective_close_to_a_preset_runs_under_its_own_name(
     result = planrun("plan", *args, "custom:defaults")
     assert result.exit_code == 0, result.output
     assert (out / "defaults.md").is_file()
+    assert re.search(r"^Cost: \$0\.\d+ estimated \(\d+ tokens\)$", result.output, re.M)
     assert f"Next: `planrun plans open {out}` opens the report" in result.output
 
 
@@ -204,3 +208,45 @@ def test_a_session_with_a_rejected_key_says_so_before_any_message(
         f"Error: the API key was rejected (401) by {strict_api.base_url}: check ANTHROPIC_API_KEY"
     ]
     assert strict_api.message_requests == []
+
+
+def test_a_batch_stopped_by_ctrl_c_says_the_exact_command_that_resumes_it(
+    sample_repo: Path, tmp_path: Path, planrun_home: Path
+) -> None:
+    from tests.support.plan_scripts import PerspectiveScript, writes_plan
+
+    script = PerspectiveScript(
+        {"simplicity": writes_plan("simplicity", VALID_PLAN)}, delays={"simplicity": 3.0}
+    )
+    batch = write_batch(tmp_path, sample_repo, "simplicity")
+    with FakeMessagesAPI(script) as server:
+        env = dict(
+            os.environ,
+            ANTHROPIC_BASE_URL=server.base_url,
+            ANTHROPIC_API_KEY="k",
+            PLANRUN_HOME=str(planrun_home),
+        )
+        command = [sys.executable, "-m", "sandbox_runner", "batch", str(batch)]
+        process = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 60
+        while not server.message_requests and time.monotonic() < deadline:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130, stderr
+        [name] = [path.name for path in (planrun_home / "batches").iterdir()]
+        again = f"planrun batch {batch} --out {planrun_home / 'batches' / name}"
+        assert f"planrun: interrupted; go on with `{again}`" in stderr
+        # Pasted as it is, it goes on with the same batch (no new directory).
+        resumed = subprocess.run(
+            [sys.executable, "-m", "sandbox_runner", *again.split()[1:]],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert resumed.returncode == 0, resumed.stderr
+    assert re.search(r"^Cost: \$0\.\d+ estimated \(\d+ tokens\)$", resumed.stdout, re.M)
+    assert [path.name for path in (planrun_home / "batches").iterdir()] == [name]
