@@ -250,3 +250,37 @@ def test_a_batch_stopped_by_ctrl_c_says_the_exact_command_that_resumes_it(
     assert resumed.returncode == 0, resumed.stderr
     assert re.search(r"^Cost: \$0\.\d+ estimated \(\d+ tokens\)$", resumed.stdout, re.M)
     assert [path.name for path in (planrun_home / "batches").iterdir()] == [name]
+
+
+def test_a_terminal_session_shows_an_unknown_model_before_the_first_message_goes(
+    tmp_path: Path, planrun_home: Path
+) -> None:
+    from tests.e2e.test_session_line import owned_repo
+    from tests.e2e.test_session_terminal import PROMPT, script
+    from tests.support.tmux import Tmux
+
+    repo = owned_repo(tmp_path / "repo")
+    with FakeMessagesAPI(script, models=MODELS) as server:
+        env = dict(os.environ, ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="k")
+        env |= {"PLANRUN_HOME": str(planrun_home), "TERM": "xterm-256color", "LANG": "C.UTF-8"}
+        # It runs in the repository: this checkout's planrun is found by its path.
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        env.pop("TMUX", None)
+        command = [sys.executable, "-m", "sandbox_runner", "--repo", str(repo)]
+        with Tmux([*command, "--model", "claude-sonet-4-6"], env=env, cwd=repo) as term:
+            term.wait_for(PROMPT)
+            term.type("hello")  # typed at once, while the checks run
+            term.keys("Enter")
+            screen = term.wait_for(r"error: the model 'claude-sonet-4-6' does not exist")
+            assert "did you mean claude-sonnet-4-6?; set it with --model or /model" in (
+                screen.replace("\n", "")
+            )
+            term.wait_for(r"(?i)not found")  # the message itself, sent after: a free 404
+            term.type("/model claude-sonnet-4-6")
+            term.keys("Enter")
+            term.type("hello")
+            term.keys("Enter")
+            term.wait_for("Hello! This is")
+        [lookup, *_] = server.lookups
+        first_message = server.message_requests[0]
+        assert lookup.path == "/v1/models/claude-sonet-4-6" and lookup.at < first_message.at

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -200,11 +201,13 @@ Script = Sequence[Scripted] | Callable[[dict[str, Any]], Scripted]
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request the server received: path, JSON body and headers (names lower-cased)."""
+    """One request the server received: path, JSON body and headers (names lower-cased),
+    and when (time.monotonic(), to order requests of different kinds)."""
 
     path: str
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)
 
 
 def rough_token_count(body: dict[str, Any]) -> int:
