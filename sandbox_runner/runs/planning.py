@@ -123,6 +123,8 @@ class RunStart:
 
 PLANNING_MODEL_HINT = "set it with --model, or planning_model in the config"
 """How a plan run's model is chosen, said when the API does not know it."""
+RESUMED_MODEL_HINT = "the run was planned with it; plan it again with `planrun plan --model`"
+"""Said instead when a resumed run's model is unknown: its model is pinned in run.json."""
 Watch = Callable[[RunStart], RunDisplay]
 """Is told what a run is about to do, and returns the display of its progress."""
 
@@ -166,7 +168,8 @@ def resume_run(
 
     Raises:
         ConfigError: a batch's task, a run planrun cannot resume, another process writing
-            it, its repository changed since it started; or as `plan_run`.
+            it, its repository changed since it started; or as `plan_run` (a key or model
+            the API refuses, no Docker: before a plan is set aside).
     """
     check_not_batch_task(directory)
     read_run_record(directory)  # a run planrun cannot resume is refused before any lock
@@ -178,7 +181,8 @@ def resume_run(
         resume = plan_resume(spec, directory)
         if resume.nothing_to_do:
             return None
-        sandboxes_for = host.sandbox_factory(spec.workspace, settings)
+        access = AccessCheck([spec.model_id], RESUMED_MODEL_HINT)
+        sandboxes_for = preflight(lambda: host.sandbox_factory(spec.workspace, settings), access)
         display = watch(RunStart(spec, directory, spec.labels, resume))
         resume.set_aside()
         models = _model_factory(spec.model_id, settings, None, None)

@@ -46,10 +46,13 @@ class AccessCheck:
             thread.start()
 
     def _check(self, model_id: str) -> None:
-        # Imported in the thread: loading the SDK takes a second the caller need not wait.
-        from sandbox_runner.model.access import check_access
+        try:
+            # Imported here: loading the SDK takes a second the caller need not wait for.
+            from sandbox_runner.model.access import check_access
 
-        problem = check_access(model_id)
+            problem = check_access(model_id)
+        except Exception:  # a check that breaks is no verdict, and no traceback either
+            problem = None
         line = None
         if problem is not None:
             line = problem.message + (f"; {self.model_hint}" if problem.model_at_fault else "")

@@ -284,3 +284,24 @@ def test_a_terminal_session_shows_an_unknown_model_before_the_first_message_goes
         [lookup, *_] = server.lookups
         first_message = server.message_requests[0]
         assert lookup.path == "/v1/models/claude-sonet-4-6" and lookup.at < first_message.at
+
+
+def test_resuming_with_a_rejected_key_sets_nothing_aside(
+    sample_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.fake_messages_api import error
+
+    out = tmp_path / "out"
+    with FakeMessagesAPI([error(400, "invalid_request_error", "no")]) as first:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", first.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+        failed = planrun("plan", "x", "--repo", str(sample_repo), "--out", str(out))
+    assert failed.exit_code == 1, failed.output
+    before = sorted(path.relative_to(out) for path in out.rglob("*"))
+    with FakeMessagesAPI(api_key=GOOD_KEY, models=MODELS) as strict:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", strict.base_url)
+        resumed = planrun("plans", "resume", str(out))
+    assert resumed.exit_code == 2, resumed.output
+    assert error_lines(resumed)[0].startswith("Error: the API key was rejected (401)")
+    assert sorted(path.relative_to(out) for path in out.rglob("*")) == before
+    assert strict.requests == []

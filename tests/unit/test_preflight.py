@@ -203,3 +203,13 @@ def test_custom_names_are_perspectives_never_presets(tmp_path: Path) -> None:
     loaded = load_settings(tmp_path)
     assert loaded.expand_perspectives(["custom:thorough", "custom:cost"]) == ["thorough", "cost"]
     assert loaded.expand_perspectives(["thorough"]) == ["a", "b"]
+
+
+def test_a_check_that_breaks_is_no_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sandbox_runner.model.access as access
+
+    def broken(model_id: str) -> None:
+        raise RuntimeError("an SDK bug")
+
+    monkeypatch.setattr(access, "check_access", broken)
+    assert AccessCheck(["claude-sonnet-4-6"], "").problems() == []
