@@ -54,11 +54,12 @@ def check_access(model_id: str, *, timeout: float = ACCESS_CHECK_SECONDS) -> Acc
         try:
             client.models.retrieve(model_id)
         except anthropic.AuthenticationError:
-            return AccessProblem(
-                f"the API key was rejected (401){_where()}: check ANTHROPIC_API_KEY"
-            )
+            variable = "ANTHROPIC_API_KEY" if client.api_key else "ANTHROPIC_AUTH_TOKEN"
+            if not (client.api_key or client.auth_token):
+                variable = "the credentials of ANTHROPIC_PROFILE"
+            return AccessProblem(f"the API key was rejected (401){_where()}: check {variable}")
         except anthropic.PermissionDeniedError as error:
-            reason = _api_message(error) or "permission denied"
+            reason = one_line(_api_message(error) or "permission denied")
             return AccessProblem(f"the API key may not use model {model_id!r} (403: {reason})")
         except anthropic.NotFoundError as error:
             return _unknown_model(client, model_id, error)
@@ -106,8 +107,9 @@ def _known_models(client: anthropic.Anthropic) -> list[str]:
 
 
 def _closest(model_id: str, candidates: list[str]) -> str | None:
+    """The candidate most like MODEL_ID, as the terminal may show it (the endpoint's text)."""
     matches = difflib.get_close_matches(model_id, candidates, n=1, cutoff=0.6)
-    return matches[0] if matches else None
+    return one_line(matches[0]) if matches else None
 
 
 def _error_body(error: anthropic.APIStatusError) -> dict[str, object]:

@@ -213,3 +213,23 @@ def test_a_check_that_breaks_is_no_verdict(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(access, "check_access", broken)
     assert AccessCheck(["claude-sonnet-4-6"], "").problems() == []
+
+
+def test_a_model_id_the_endpoint_lists_reaches_the_terminal_inert(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with FakeMessagesAPI(models=["claude-sonnet-4-6\x1b]8;;http://evil\x07"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "key")
+        problem = check_access("claude-sonnet-4-6")
+    assert problem is not None and problem.suggestion is not None
+    assert "\x1b" not in problem.message and "\x07" not in problem.message
+
+
+def test_a_rejected_token_names_the_token_variable(
+    api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "wrong-token")
+    problem = check_access("claude-sonnet-4-6")
+    assert problem is not None and problem.message.endswith("check ANTHROPIC_AUTH_TOKEN")
