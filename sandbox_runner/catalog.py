@@ -16,6 +16,8 @@ MODEL_ID = re.compile(r"claude-[a-z0-9][a-z0-9.\-]*", re.IGNORECASE)
 """What a model id looks like (sent to the API as written)."""
 READ_ONLY_TOOLS: tuple[str, ...] = ("Glob", "Grep", "Read", "Bash", "LS", "LSP")
 """The tools a read-only agent may be offered (Bash through the read-only classifier)."""
+WEB_TOOLS: tuple[str, ...] = ("WebFetch", "WebSearch")
+"""Research on the web, read-only: offered only when the user grants hosts (web_grant)."""
 
 
 def model_id_for(name: str) -> str | None:

@@ -92,13 +92,18 @@ class Settings:
     max_plans: int = 8
     """Plans one run may start at most; more perspectives (after presets) are refused."""
     work_disk_mb: int = 1024
-    """What a work session may add to the repository's disk use, in MiB; a command that
-    goes past it is stopped. A project file may only lower it."""
+    """MiB a work session may add to the repository's disk use (a command past it stops)."""
     work_network: bool = False
     """Whether a session's work sandbox may reach the network; never from a project file."""
     trusted_projects: list[str] = field(default_factory=list)
     """Repositories (paths) whose config and agent files may choose the model and the
     image; user only."""
+    web: list[str] = field(default_factory=list)
+    """Hosts WebFetch and WebSearch may reach (`web: {allow: [...]}`); none: no web tools."""
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    """MCP servers, and grants to a repository's (docs/mcp.md); user only."""
+    mcp_image: str | None = None
+    """The image of stdio MCP servers (unset: the sandbox image); user only."""
 
 
 _DEFAULTS = Settings()

@@ -13,6 +13,7 @@ from typing import Any
 from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_text import MAX_NAME_CHARS, name_problem
+from sandbox_runner.web_grant import GrantError, WebGrant, parse_entries
 
 __all__ = [
     "CHECKS",
@@ -106,6 +107,28 @@ def _presets(value: object) -> dict[str, list[str]]:
     return presets
 
 
+def _web(value: object) -> list[str]:
+    """`web: {allow: [hosts]}` in a file, or the hosts alone (PLANRUN_WEB=a.org,b.org)."""
+    if isinstance(value, dict):
+        unknown = [str(key) for key in value if key != "allow"]
+        if unknown:
+            raise _Invalid("a mapping with one key, allow (a list of hosts)", unknown[0])
+        value = value.get("allow") or []
+    try:
+        return list(parse_entries(_texts(value)))
+    except GrantError as error:
+        raise _Invalid(f"hosts, wildcards (*.example.com) or addresses: {error}") from None
+
+
+def _mcp_servers(value: object) -> dict[str, Any]:
+    """The shape only: each entry's fields are read where servers are loaded."""
+    if not isinstance(value, dict) or not all(
+        isinstance(name, str) and isinstance(entry, dict) for name, entry in value.items()
+    ):
+        raise _Invalid("a mapping of server names to mappings (command/args/env, url, grants)")
+    return value
+
+
 _POSITIVE = "a positive integer"
 CHECKS: dict[str, Callable[[object], Any]] = {
     "model": _model,
@@ -130,6 +153,9 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "max_plans": _at_least(1, _POSITIVE, integer=True),
     "work_disk_mb": _at_least(1, "a positive integer (MiB)", integer=True),
     "trusted_projects": _texts,
+    "web": _web,
+    "mcp_servers": _mcp_servers,
+    "mcp_image": _optional_text,
 }
 """Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
 _BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(
@@ -201,8 +227,8 @@ def check_project_value(
     """Refuse a project file's value that loosens what the defaults and the user file allow.
 
     Whoever wrote a repository writes its `.planrun/config.yaml`, so that file may only
-    tighten: lower a limit, remove tools, disable planning, point extra_dirs at its own
-    sub-trees. It cannot trust itself (trusted_projects). Its model, planning_model and
+    tighten: lower a limit, remove tools or web hosts, disable planning, point extra_dirs
+    at its own sub-trees. It cannot trust itself (trusted_projects). Its model, planning_model and
     image are dropped later, with a warning, unless the user trusts the project, and its
     work_network always is (drop_untrusted).
 
@@ -220,6 +246,11 @@ def check_project_value(
             f"{where}: a project config cannot set 'trusted_projects'; only "
             "~/.planrun/config.yaml can trust a repository"
         )
+    if name in ("mcp_servers", "mcp_image"):
+        raise ConfigError(
+            f"{where}: a project config cannot set {name!r}; a repository defines its MCP "
+            "servers in .mcp.json, and you approve them (planrun mcp approve NAME)"
+        )
     if name in LOWER_ONLY and value > limit:
         raise ConfigError(
             f"{where}: key {key!r} is {value!r}, but a project config may only lower "
@@ -236,6 +267,14 @@ def check_project_value(
             raise ConfigError(
                 f"{where}: key {key!r} adds {', '.join(added)}, but a project config may only "
                 f"remove tools (allowed by {limit_source}: {', '.join(limit) or 'none'})"
+            )
+    if name == "web":
+        added = [entry for entry in value if not WebGrant(tuple(limit)).covers(entry)]
+        if added:
+            raise ConfigError(
+                f"{where}: key {key!r} grants {', '.join(added)}, but a project config may "
+                f"only narrow the web grant (granted by {limit_source}: "
+                f"{', '.join(limit) or 'none'})"
             )
     if name == "extra_dirs":
         for entry in value:

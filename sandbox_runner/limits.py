@@ -83,3 +83,21 @@ MAX_PLAN_BYTES = 2 * 1024 * 1024
 MAX_INPUT_DEPTH = 64
 """How deeply a tool input may nest objects and arrays (planrun's own tools need 3); a
 deeper one is refused before anything walks it recursively."""
+
+
+@dataclass(frozen=True)
+class WebLimits:
+    """What one WebFetch may take: bytes, redirects and time."""
+
+    max_bytes: int = 5 * 1024 * 1024
+    """The most of a response read; the rest is left unread, and the result says so."""
+    max_html_bytes: int = 1024 * 1024
+    """The most HTML turned into Markdown: converting takes seconds per MiB, and a result
+    keeps 30,000 characters at most anyway."""
+    max_redirects: int = 5
+    connect_seconds: float = 10.0
+    """To open one connection (each hop of a redirect opens its own)."""
+    read_seconds: float = 20.0
+    """Silence tolerated while reading a response."""
+    total_seconds: float = 60.0
+    """The whole fetch, redirects included."""

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,8 @@ class ModelRequest:
     max_tokens: int = 8192
     tool_choice: str | None = None
     """The Messages API tool_choice type ("none" for a final turn without tools), or None."""
+    server_tools: tuple[dict[str, Any], ...] = ()
+    """Tools the API itself runs (its web search), as their Messages API definitions."""
 
 
 @dataclass(frozen=True)
@@ -149,18 +151,41 @@ class ModelResponse:
         ]
 
 
+@dataclass(frozen=True)
+class StreamEvent:
+    """A piece of an answer as it streams in.
+
+    Kinds: `text` (TEXT arrived in the current text block), `text_end` (the block is
+    complete; TEXT is all of it) and `restart` (the attempt failed and is retried: the
+    text streamed so far is void, the next attempt streams the answer again).
+    """
+
+    kind: Literal["text", "text_end", "restart"]
+    text: str = ""
+
+
 class ModelCall:
-    """One model call as its caller steers it: a deadline, an abort switch, the attempts made.
+    """One model call as its caller steers it: a deadline, an abort switch, the attempts made,
+    and who hears the answer as it streams.
 
     The model reports its attempts and retries here, waits between attempts with wait()
     (which an abort cuts short) and never lets an attempt run past the deadline.
     """
 
     def __init__(
-        self, *, deadline: float | None = None, on_retry: Callable[[], None] | None = None
+        self,
+        *,
+        deadline: float | None = None,
+        on_retry: Callable[[], None] | None = None,
+        on_stream: Callable[[StreamEvent], None] | None = None,
     ) -> None:
         self.deadline = deadline
         """time.monotonic() by which the call must be over, or None."""
+        self.on_stream = on_stream
+        """Hears the answer's text as it arrives; a model that can stream does so when
+        this is set (one that cannot just answers)."""
+        self.streamed = False
+        """Whether text was streamed in the current attempt."""
         self.attempt = 1
         self.attempts = 1
         self.problem = ""
@@ -188,11 +213,25 @@ class ModelCall:
         return self._aborted.wait(seconds)
 
     def retrying(self, attempt: int, attempts: int, problem: str, wait: float) -> None:
-        """Record that attempt number `attempt` of `attempts` follows after `wait` seconds."""
+        """Record that attempt number `attempt` of `attempts` follows after `wait` seconds
+        (what the failed attempt streamed is taken back)."""
         self.attempt, self.attempts, self.problem, self.retry_wait = (
             attempt,
             attempts,
             problem,
             wait,
         )
+        self.stream(StreamEvent("restart"))
         self._on_retry()
+
+    def stream(self, event: StreamEvent) -> None:
+        """Pass a piece of the streaming answer on (nothing once the call is aborted)."""
+        if self.on_stream is None or self.aborted:
+            return
+        if event.kind == "restart":
+            if not self.streamed:
+                return  # nothing to take back
+            self.streamed = False
+        else:
+            self.streamed = True
+        self.on_stream(event)

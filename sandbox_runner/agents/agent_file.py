@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox_runner.agents.definitions import KNOWN_TOOLS, TOOL_ALIASES, Scope
+from sandbox_runner.agents.definitions import KNOWN_TOOLS, MCP_PREFIX, TOOL_ALIASES, Scope
 from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, MODEL_ID
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 
@@ -40,6 +40,8 @@ _TOOL_KEYS = {tool.casefold(): tool for tool in KNOWN_TOOLS} | {
 }
 # "Tool" or "Tool(specifier)", as in Claude Code's tools field and permission rules.
 _TOOL_ENTRY = re.compile(r"(?P<name>[^()\s]+)\s*(?:\((?P<spec>.*)\))?", re.DOTALL)
+# `mcp__<server>__<tool>`, or `mcp__<server>` for all of a server's tools.
+_MCP_TOOL = re.compile(MCP_PREFIX + r"[A-Za-z0-9][A-Za-z0-9-]*(?:__[A-Za-z0-9_-]+)?")
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,11 @@ def _tool_fields(key: str, field_name: str, value: object, notes: list[str]) -> 
     left_out: list[str] = []
     task_agents: list[str] | None = None
     for entry in entries:
+        if _MCP_TOOL.fullmatch(entry):
+            # Which exist is known once the servers run: an unknown one is never offered.
+            if entry not in tools:
+                tools.append(entry)
+            continue
         match = _TOOL_ENTRY.fullmatch(entry)
         tool = _TOOL_KEYS.get(match["name"].casefold()) if match else None
         if tool is None or match is None:

@@ -111,6 +111,9 @@ def _apply(
         saved.messages.clear()
         saved.paused = False
         return {}
+    if kind == "withdrawn":
+        withdraw_text(messages, str(entry["text"]))
+        return pending
     if kind == "assistant":
         # Everything that can fail comes first: a bad entry changes nothing.
         going_on = not pending and bool(messages) and messages[-1]["role"] == "assistant"
@@ -133,6 +136,10 @@ def _apply(
         saved.turns += 1
         saved.usage.add(usage)
         return calls
+    if kind == "usage":
+        # A tool's own model call (a WebSearch): its tokens, outside the conversation.
+        saved.usage.add(Usage(**{k: max(0, int(v)) for k, v in dict(entry["usage"]).items()}))
+        return pending
     if kind == "user":
         block: dict[str, Any] = {"type": "text", "text": str(entry["text"])}
     elif kind == "tool_result":
@@ -149,6 +156,19 @@ def _apply(
     else:
         messages.append({"role": "user", "content": [block]})
     return pending
+
+
+def withdraw_text(messages: list[dict[str, Any]], text: str) -> bool:
+    """Remove TEXT when it is the last block of the last message, a user's; whether it was."""
+    last = messages[-1] if messages else None
+    if last is None or last["role"] != "user" or not isinstance(last["content"], list):
+        return False
+    if not last["content"] or last["content"][-1] != {"type": "text", "text": text}:
+        return False
+    last["content"].pop()
+    if not last["content"]:
+        messages.pop()
+    return True
 
 
 def _tool_uses(message: dict[str, Any]) -> dict[str, ToolCall]:

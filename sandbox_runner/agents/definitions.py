@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any, Literal
 
-from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
+from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS, WEB_TOOLS
 from sandbox_runner.errors import ConfigError
 
 Scope = Literal["builtin", "user", "project"]
@@ -15,7 +15,10 @@ Scope = Literal["builtin", "user", "project"]
 # Lower number wins, as in the seed data model: project (1) > user (2) > built-in (3).
 SCOPE_PRIORITY: dict[Scope, int] = {"builtin": 3, "user": 2, "project": 1}
 
-GENERAL_PURPOSE_TOOLS: tuple[str, ...] = (*READ_ONLY_TOOLS, "Write", "Edit", "Task")
+RESEARCH_TOOLS: tuple[str, ...] = (*READ_ONLY_TOOLS, *WEB_TOOLS)
+"""What a read-only agent may use: the sandbox's read-only tools, and the web tools (which
+are offered only when the user grants hosts)."""
+GENERAL_PURPOSE_TOOLS: tuple[str, ...] = (*RESEARCH_TOOLS, "Write", "Edit", "Task")
 """Every tool planrun implements; also the tools of a new definition that names none."""
 # NotebookEdit is not implemented, but Claude Code agent files name it (mostly to disallow
 # it), so it must count as a known name for those files to load.
@@ -25,6 +28,8 @@ KNOWN_TOOLS: tuple[str, ...] = (*GENERAL_PURPOSE_TOOLS, "TodoWrite", "NotebookEd
 TOOL_ALIASES: dict[str, str] = {"Agent": "Task", "update_work_plan": "TodoWrite"}
 """Other names agent files use for a tool: Claude Code renamed Task to Agent; the
 Copilot-style plan session calls its checklist update_work_plan."""
+MCP_PREFIX = "mcp__"
+"""How the tools of MCP servers are named: `mcp__<server>__<tool>`."""
 INERT_IN_SUBAGENT = frozenset({"Task", "TodoWrite"})
 """Tools a subagent is never given, whatever its file lists: a subagent launches none,
 and keeps no checklist (the session's work agent does)."""
@@ -81,12 +86,27 @@ class AgentDefinition:
         """The tools the agent is offered: tools minus disallowed_tools, in order."""
         return tuple(tool for tool in self.tools if tool not in self.disallowed_tools)
 
+    def planrun_tools(self) -> tuple[str, ...]:
+        """The effective tools planrun itself implements (the MCP ones left out)."""
+        return tuple(tool for tool in self.effective_tools() if not tool.startswith(MCP_PREFIX))
+
+    def gives_mcp_tool(self, server: str, tool: str) -> bool:
+        """Whether the agent may use an MCP server's tool: any of them when its tools name
+        none (as Claude Code's agents inherit them); else those named, `mcp__<server>`
+        naming all of a server's. In plan mode only the read-only ones are offered."""
+        full, whole = f"{MCP_PREFIX}{server}__{tool}", f"{MCP_PREFIX}{server}"
+        if full in self.disallowed_tools or whole in self.disallowed_tools:
+            return False
+        named = [name for name in self.tools if name.startswith(MCP_PREFIX)]
+        return not named or full in named or whole in named
+
     def writing_tools(self) -> tuple[str, ...]:
-        """The effective tools a read-only agent may not have (Task aside: it is inert)."""
+        """The effective tools a read-only agent may not have (Task aside: it is inert; an
+        MCP tool is offered to it only if it reads, which is known once its server runs)."""
         return tuple(
             tool
-            for tool in self.effective_tools()
-            if tool not in READ_ONLY_TOOLS and tool not in INERT_IN_SUBAGENT
+            for tool in self.planrun_tools()
+            if tool not in RESEARCH_TOOLS and tool not in INERT_IN_SUBAGENT
         )
 
     @property
@@ -130,7 +150,7 @@ def resolve_model(definition: AgentDefinition, parent_model: str) -> str:
 
 
 def check_read_only(definition: AgentDefinition) -> None:
-    """Refuse a read-only agent that would be offered a tool beyond READ_ONLY_TOOLS (or Task).
+    """Refuse a read-only agent that would be offered a tool beyond RESEARCH_TOOLS (or Task).
 
     Raises:
         ConfigError: naming the agent, the file that defined it and the tools to remove.
@@ -142,8 +162,25 @@ def check_read_only(definition: AgentDefinition) -> None:
         raise ConfigError(
             f"agent {definition.name!r} is read-only, but {definition.file_path} gives it "
             f"{', '.join(extra)}; remove them (a read-only agent may use only "
-            f"{', '.join(READ_ONLY_TOOLS)})"
+            f"{', '.join(RESEARCH_TOOLS)})"
         )
+
+
+def ungranted_note(agent: AgentDefinition) -> str:
+    """The line saying that an agent file lists web tools no grant covers ("" when it lists
+    none, or the agent's tools are a built-in's own)."""
+    listed = [tool for tool in agent.effective_tools() if tool in WEB_TOOLS]
+    if (
+        not listed
+        or agent.scope == "builtin"
+        or agent.tools in (RESEARCH_TOOLS, GENERAL_PURPOSE_TOOLS)
+    ):
+        return ""
+    return (
+        f"{agent.file_path} lists {', '.join(listed)} for agent {agent.name}, not offered: "
+        "no web access is granted (the `web` setting in ~/.planrun/config.yaml, or "
+        "--allow-web HOST)"
+    )
 
 
 def _builtin_prompt(filename: str) -> str:
@@ -161,7 +198,7 @@ PLAN = AgentDefinition(
         "implementation and considers architectural trade-offs."
     ),
     system_prompt=_builtin_prompt("plan.md"),
-    tools=READ_ONLY_TOOLS,
+    tools=RESEARCH_TOOLS,
     file_path="<builtin:Plan>",
     when_to_use=(
         "Use when you need an implementation plan: a software architect explores the "
@@ -176,7 +213,7 @@ EXPLORE = AgentDefinition(
         "and answers questions about the codebase with file paths and line numbers."
     ),
     system_prompt=_builtin_prompt("explore.md"),
-    tools=READ_ONLY_TOOLS,
+    tools=RESEARCH_TOOLS,
     file_path="<builtin:Explore>",
     when_to_use=(
         "Use to explore a codebase quickly: find files by pattern, search code for keywords "

@@ -12,7 +12,10 @@ class AgentEvent:
 
     Kinds: turn_started, waiting (for the model; detail says how long and which
     attempt), model_retry (detail says why and when), tool_call, tool_result,
-    plan_written, notice (detail is one line for the user), finished, failed.
+    plan_written, notice (detail is one line for the user), finished, failed; and, from
+    a loop that streams its text (LoopConfig.stream_text): text (detail is the text that
+    just arrived), text_end (the block is complete, or was cut short by an interrupt or
+    an error; detail is all of it) and text_restart (a retry: the block so far is void).
     """
 
     kind: str

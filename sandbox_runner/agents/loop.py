@@ -18,12 +18,18 @@ from typing import Any
 from sandbox_runner import Sandbox
 from sandbox_runner.agents.budget import Budget
 from sandbox_runner.agents.cancel import Cancel
-from sandbox_runner.agents.conversation import NOT_RUN, SavedConversation, summary_message
+from sandbox_runner.agents.conversation import (
+    NOT_RUN,
+    SavedConversation,
+    summary_message,
+    withdraw_text,
+)
 from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.model_call import CallStopped, complete_within
 from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
+from sandbox_runner.agents.streaming import TextStream
 from sandbox_runner.agents.tool_calls import TurnCalls
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.input_depth import without_deep_inputs
@@ -31,7 +37,14 @@ from sandbox_runner.model.errors import ModelRefusal
 from sandbox_runner.plans.files import append_line, append_lines
 from sandbox_runner.redact import redact_data
 from sandbox_runner.tools.permissions import Approval, Ask
-from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, ToolCall, ToolResult
+from sandbox_runner.types import (
+    ModelCall,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 
 MAX_PAUSES = 4
 """How many times in a row the loop goes on with an answer the API paused (pause_turn)."""
@@ -184,12 +197,14 @@ class AgentLoop:
         )
         return call
 
-    def turn(self, request: ModelRequest) -> ModelResponse:
+    def turn(self, request: ModelRequest, *, quiet: bool = False) -> ModelResponse:
         """One model call, recorded in the conversation and the transcript (the answer to
-        a paused one goes on with it, in the same assistant message)."""
+        a paused one goes on with it, in the same assistant message). Its text streams to
+        the UI when the loop's config says so, unless QUIET (planrun's own summary)."""
         state = self.state
         state.turns += 1
         self.emit("turn_started")
+        shown = TextStream(self.emit) if self.config.stream_text and not quiet else None
         try:
             response = complete_within(
                 self.config.model,
@@ -198,11 +213,15 @@ class AgentLoop:
                 cancel=self.cancel,
                 on_wait=lambda text: self.emit("waiting", detail=text),
                 on_retry=self._retrying,
+                on_stream=shown.piece if shown is not None else None,
             )
         except CallStopped as stopped:
             if stopped.reason == "interrupted":
                 raise Interrupted("interrupted") from None
             raise LimitReached(self._time_limit_reason() + " " + stopped.reason) from None
+        finally:
+            if shown is not None:
+                shown.close()
         # Before anything walks the answer: a tool input nested thousands of levels deep
         # would end the transcript's json.dumps, or the next request, in a RecursionError.
         response = dataclasses.replace(response, content=without_deep_inputs(response.content))
@@ -220,7 +239,15 @@ class AgentLoop:
             stop_reason=response.stop_reason,
             usage=vars(response.usage),
         )
+        if shown is not None:
+            shown.finished(response)
         return response
+
+    def count_usage(self, usage: Usage, source: str) -> None:
+        """Tokens a tool spent on a model call of its own (a WebSearch): they count in the
+        run's totals, and the transcript keeps them for a resumed run."""
+        self.state.usage.add(usage)
+        self.log("usage", source=source, usage=vars(usage))
 
     def log_result(self, call: ToolCall, result: ToolResult) -> None:
         """Log the answer to CALL in the transcript."""
@@ -328,6 +355,13 @@ class AgentLoop:
         else:
             messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
         self.log("user", text=text)
+
+    def withdraw(self, text: str) -> None:
+        """Take back TEXT, the last text added for the model, whose call did not answer it
+        (planrun's request for a summary, when that call failed): it must not go out with
+        the next message. The transcript says so, for a resume."""
+        if withdraw_text(self.state.messages, text):
+            self.log("withdrawn", text=text)
 
     def emit(self, kind: str, *, tool: str | None = None, detail: str = "") -> None:
         """Tell the UI what happened."""

@@ -49,3 +49,6 @@ class LoopConfig:
     """The loop's name in its events (`plan`, `task-1-Explore`, a session's id)."""
     host_tools: Mapping[str, HostTool] = field(default_factory=dict)
     """Tools the host answers itself, not the sandbox (Task, ExitPlanMode)."""
+    stream_text: bool = False
+    """Stream the model's answers and tell every text block to the UI as it arrives
+    (`text`, `text_end` events): a session's conversations do; headless runs need not."""

@@ -16,6 +16,8 @@ from sandbox_runner.agents.hooks import LoopHooks
 from sandbox_runner.agents.loop import AgentLoop
 from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.run_state import Interrupted, LimitReached, PlanPaths
+from sandbox_runner.agents.web_tools import WebTools
+from sandbox_runner.catalog import WEB_TOOLS
 from sandbox_runner.errors import PlanrunError, SandboxError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.model.errors import (
@@ -30,10 +32,12 @@ from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, repla
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.redact import redact
+from sandbox_runner.tools.mcp_offer import McpTools
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
-from sandbox_runner.types import ToolSpec
+from sandbox_runner.types import ToolSpec, Usage
+from sandbox_runner.web_grant import WebGrant, offered
 
 
 class PlanHooks(LoopHooks):
@@ -96,6 +100,8 @@ class PlanAgentRun:
         on_event: EventSink | None = None,
         cancel: threading.Event | None = None,
         allowed_tools: frozenset[str] | None = None,
+        web: WebGrant | None = None,
+        mcp: McpTools | None = None,
     ) -> None:
         self.definition = definition
         self.model_id = model_id
@@ -103,7 +109,13 @@ class PlanAgentRun:
         self.paths = paths
         self.sections = sections
         self.label = label
-        self.tools = self._offered_tools(allowed_tools)
+        self.web = WebTools(
+            web or WebGrant(), model, model_id, on_usage=self._add_usage, on_notice=self._notice
+        )
+        # Plan mode: only the MCP tools that read are offered; a call of another is
+        # refused with guidance and kept as a suggestion.
+        offer = mcp.offer(definition.gives_mcp_tool, read_only=True) if mcp else None
+        self.tools = [*self._offered_tools(allowed_tools), *(offer.specs if offer else ())]
         rules = Rules(plan_file=paths.container_plan_file)
         config = LoopConfig(
             model=model,
@@ -114,12 +126,15 @@ class PlanAgentRun:
                 offered=frozenset(tool.name for tool in self.tools),
                 workspace_host=str(workspace),
                 agent=definition.name,
+                mcp_tools=offer.names if offer else frozenset(),
+                mcp_read_only=offer.read_only if offer else frozenset(),
             ),
             mode=lambda: PermissionMode.PLAN,
             rules=lambda: rules,
             transcript=paths.transcript,
             limits=limits or RunLimits(),
             label=label,
+            host_tools={**self.web.handlers(), **(offer.host_tools() if offer else {})},
         )
         self.loop = AgentLoop(
             config, sandbox=sandbox, hooks=PlanHooks(self), on_event=on_event, cancel=cancel
@@ -128,11 +143,22 @@ class PlanAgentRun:
     def _offered_tools(self, allowed: frozenset[str] | None) -> list[ToolSpec]:
         # A plan agent's definition never lists Write or Edit; it gets them here, scoped by
         # the policy to its plan file, because writing the plan is its whole job.
+        # The web tools answer to the user's web grant, not to allowed_tools.
         exploring = [
-            t for t in self.definition.effective_tools() if allowed is None or t in allowed
+            t
+            for t in self.definition.planrun_tools()
+            if allowed is None or t in allowed or t in WEB_TOOLS
         ]
-        names = [*exploring, "Write", "Edit"]
+        names = [*offered(exploring, self.web.grant), "Write", "Edit"]
         return tools_for(dict.fromkeys(names))
+
+    def _add_usage(self, usage: Usage) -> None:
+        """A web search's model call counts in the run's tokens and cost."""
+        self.loop.count_usage(usage, "WebSearch")
+
+    def _notice(self, text: str) -> None:
+        self.loop.log("notice", text=text)
+        self.loop.emit("notice", tool="WebSearch", detail=text)
 
     def run(self, requirements: str, earlier: Continuation | None = None) -> PlanResult:
         """Run the loop to the end and return the result; never raises for model or tool

@@ -3,6 +3,7 @@ host tool, a turn's Task calls side by side, and the end of the turn for what it
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from sandbox_runner.agents.loop import AgentLoop
 
 MAX_CALLS_PER_TURN = 32
+INTERRUPTED = "Not run: the user interrupted the turn before this call."
 OUTPUT_CUT = (
     "Not run: your answer reached its output limit of {limit} tokens while this call's "
     "input was being written, so the input is incomplete. Send the call again with less in "
@@ -71,6 +73,13 @@ class TurnCalls:
             ]
             self._add_results(calls, results)
             raise
+        except Interrupted:
+            # Every call still gets its answer: the conversation goes on after the interrupt.
+            results += [
+                self._interrupted(call, started.get(call.id)) for call in running[len(results) :]
+            ]
+            self._add_results(calls, results)
+            raise
         finally:
             stop.end()  # however the turn ends, what it started stops at its next step
         self._add_results(calls, results)
@@ -98,6 +107,15 @@ class TurnCalls:
         if future is not None and future.exception() is None:
             return future.result()
         result = ToolResult(call.id, NOT_RUN, is_error=True)
+        self.loop.log_result(call, result)
+        return result
+
+    def _interrupted(self, call: ToolCall, future: Future[ToolResult] | None) -> ToolResult:
+        """The answer to a call the user's interrupt came before: a subagent that already
+        finished answers for itself; nothing is waited for."""
+        if future is not None and future.done() and future.exception() is None:
+            return future.result()
+        result = ToolResult(call.id, INTERRUPTED, is_error=True)
         self.loop.log_result(call, result)
         return result
 
@@ -159,8 +177,7 @@ class TurnCalls:
 
     def _context(self) -> ToolContext:
         offered = frozenset(tool.name for tool in self.loop.config.tools())
-        context = self.loop.config.context
-        return ToolContext(offered, context.workspace_host, context.agent)
+        return dataclasses.replace(self.loop.config.context, offered=offered)
 
     def _within_time_limit(self, request: ToolRequest) -> ToolRequest:
         """The request with a timeout that ends no later than the run's own time limit."""
@@ -171,7 +188,7 @@ class TurnCalls:
 
 
 def _brief(arguments: dict[str, Any]) -> str:
-    for key in ("command", "file_path", "pattern", "path", "operation"):
+    for key in ("command", "file_path", "pattern", "path", "operation", "url", "query"):
         if key in arguments:
             return str(arguments[key])[:120]
     return ""

@@ -29,6 +29,7 @@ from sandbox_runner.runs.plan_job import (
     run_plan,
 )
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.web_grant import WebGrant
 
 SCRATCH_IDENTITY = "job.json"
 """Names the job whose files a scratch directory holds."""
@@ -47,6 +48,8 @@ class JobPayload:
     model_id: str
     limits: RunLimits = field(default_factory=RunLimits)
     allowed_tools: frozenset[str] | None = None
+    web: WebGrant = field(default_factory=WebGrant)
+    """The hosts the web tools may reach (the batch's grant)."""
     api_timeout: float | None = None
     api_retries: int | None = None
     fingerprint: str = ""
@@ -126,6 +129,7 @@ def run_job(
             on_event=on_event,
             cancel=cancel,
             allowed_tools=payload.allowed_tools,
+            web=payload.web,
             earlier=payload.earlier,
             front_matter={FINGERPRINT_KEY: payload.fingerprint, ATTEMPT_KEY: payload.attempt},
         )

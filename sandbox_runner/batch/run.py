@@ -65,6 +65,8 @@ class BatchOptions:
     """Task ids to run again although they changed."""
     only: str | None = None
     """A regular expression: only the tasks whose id matches it."""
+    allow_web: tuple[str, ...] = ()
+    """Hosts the web tools may reach, besides the `web` setting's (--allow-web)."""
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,7 @@ def _prepared(options: BatchOptions, warn: Warn) -> tuple[BatchFile, list[Prepar
     """The batch file, and its tasks (those --only chooses) prepared as `planrun plan` would."""
     batch_file = load_batch_file(options.file)
     tasks = select_tasks(batch_file, options.only)
-    prepared = prepare_tasks(batch_file, tasks, options.parallel, warn)
+    prepared = prepare_tasks(batch_file, tasks, options.parallel, warn, options.allow_web)
     if options.engine == "ray":
         require_ray()
     return batch_file, prepared

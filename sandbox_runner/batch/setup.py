@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -83,7 +83,11 @@ def select_tasks(batch: BatchFile, only: str | None) -> list[BatchTask]:
 
 
 def prepare_tasks(
-    batch: BatchFile, tasks: list[BatchTask], parallel: int | None, warn: Warn
+    batch: BatchFile,
+    tasks: list[BatchTask],
+    parallel: int | None,
+    warn: Warn,
+    allow_web: Sequence[str] = (),
 ) -> list[PreparedTask]:
     """Prepare every task; the first bad one is an error naming it.
 
@@ -103,6 +107,7 @@ def prepare_tasks(
             context_files=task.context,
             parallel=parallel,
             overrides=task.overrides,
+            allow_web=allow_web,
         )
         try:
             spec, settings = prepare(request, _prefixed(warn, task.id))
@@ -147,6 +152,8 @@ def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob
                 ],
                 "allowed_tools": sorted(spec.allowed_tools or []),
             }
+            if spec.web:
+                parts["web"] = list(spec.web.entries)
             if job.memory:
                 # The user's memory files lie outside the repository's tree fingerprint.
                 parts["memory"] = hashlib.sha256(job.memory.encode("utf-8")).hexdigest()
@@ -158,6 +165,7 @@ def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob
                 model_id=spec.model_id,
                 limits=spec.limits,
                 allowed_tools=spec.allowed_tools,
+                web=spec.web,
                 api_timeout=settings.api_timeout,
                 api_retries=settings.api_retries,
                 fingerprint=fingerprint(parts),

@@ -4,11 +4,19 @@ each found in its module when it is first asked for."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import click
 
 from sandbox_runner import __version__
-from sandbox_runner.cli.options import examples, image_option, model_option, repo_option
+from sandbox_runner.cli.options import (
+    allow_web_option,
+    examples,
+    image_option,
+    mcp_options,
+    model_option,
+    repo_option,
+)
 
 COMMAND_MODULES = {
     "agents": "agents",
@@ -16,6 +24,7 @@ COMMAND_MODULES = {
     "config": "config_cmd",
     "engine": "infra",
     "image": "infra",
+    "mcp": "mcp_cmd",
     "plan": "plan_cmd",
     "plans": "plans_cmd",
     "sandbox": "infra",
@@ -68,6 +77,7 @@ class LazyGroup(click.Group):
     help="Resume the latest session of this repository.",
 )
 @model_option("The session's model (default: the configured model).")
+@allow_web_option()
 @image_option()
 @click.option(
     "--network",
@@ -75,6 +85,7 @@ class LazyGroup(click.Group):
     default=None,
     help="Let the work session's commands reach the network (plan sandboxes never do).",
 )
+@mcp_options
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -85,8 +96,11 @@ def cli(
     resume_id: str | None,
     continue_latest: bool,
     model: str | None,
+    allow_web: tuple[str, ...],
     image: str | None,
     network: bool | None,
+    mcp_config: Path | None,
+    strict_mcp_config: bool,
 ) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
@@ -97,6 +111,7 @@ def cli(
         return
     # Imported only now: `planrun CMD` starts without loading the session.
     from sandbox_runner.cli.session_cmd import start_session
+    from sandbox_runner.mcp.launch import McpChoice
     from sandbox_runner.session.interactive import SessionOptions
     from sandbox_runner.tools.permissions import PermissionMode
 
@@ -107,7 +122,9 @@ def cli(
         resume_id=resume_id,
         continue_latest=continue_latest,
         model=model,
+        allow_web=allow_web,
         image=image,
         network=network,
+        mcp=McpChoice(mcp_config, strict_mcp_config),
     )
     start_session(ctx, options)

@@ -14,7 +14,7 @@ from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_bat
 from sandbox_runner.batch import dry_run as what_would_run
 from sandbox_runner.cli.batch_progress import BatchProgress
 from sandbox_runner.cli.next_steps import batch_command, cost_line
-from sandbox_runner.cli.options import examples, json_option, out_option
+from sandbox_runner.cli.options import allow_web_option, examples, json_option, out_option
 from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.safe_text import one_line
@@ -67,6 +67,7 @@ def batch() -> None:
 @click.option("--retry-failed", is_flag=True, help="Run failed jobs again (old attempt kept).")
 @click.option("--redo", "redo", multiple=True, help="Run task ID again although it changed.")
 @click.option("--only", help="Only the tasks whose id matches this regular expression.")
+@allow_web_option()
 @click.option("--dry-run", is_flag=True, help="Say what would run, run nothing.")
 @json_option("Print summary.json only.")
 @click.pass_context
@@ -82,6 +83,7 @@ def batch_run(
     retry_failed: bool,
     redo: tuple[str, ...],
     only: str | None,
+    allow_web: tuple[str, ...],
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -96,6 +98,7 @@ def batch_run(
         retry_failed=retry_failed,
         redo=redo,
         only=only,
+        allow_web=allow_web,
     )
     if dry_run:
         _print_dry_run(options, as_json=as_json)

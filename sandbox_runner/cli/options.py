@@ -37,12 +37,39 @@ def model_option(help: str) -> Callable[[F], F]:
     return click.option("--model", help=help)
 
 
+def mcp_options(command: F) -> F:
+    """`--mcp-config FILE` (`mcp_config`) and `--strict-mcp-config` (`strict_mcp_config`)."""
+    command = click.option(
+        "--strict-mcp-config",
+        is_flag=True,
+        help="Use only the MCP servers of --mcp-config (not your config's, nor the repository's).",
+    )(command)
+    return click.option(
+        "--mcp-config",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="MCP servers of this JSON file (Claude Code's .mcp.json format), yours to run.",
+    )(command)
+
+
 def image_option() -> Callable[[F], F]:
     """`--image`: the user's toolchain image, which planrun adds its runtime to."""
     return click.option(
         "--image",
         metavar="IMAGE",
         help="Run the sandboxes on your image (planrun adds its tool server to it).",
+    )
+
+
+def allow_web_option() -> Callable[[F], F]:
+    """`--allow-web HOST` (`allow_web`, repeatable): hosts WebFetch and WebSearch may reach,
+    added to the `web` setting's."""
+    return click.option(
+        "--allow-web",
+        "allow_web",
+        multiple=True,
+        metavar="HOST",
+        help="Let WebFetch and WebSearch reach HOST (docs.python.org, *.readthedocs.io, "
+        "127.0.0.1); repeatable.",
     )
 
 

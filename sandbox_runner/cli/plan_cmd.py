@@ -12,15 +12,18 @@ import click
 from sandbox_runner.cli.next_steps import cost_line
 from sandbox_runner.cli.options import (
     REPORT_JSON_HELP,
+    allow_web_option,
     examples,
     image_option,
     json_option,
+    mcp_options,
     model_option,
     out_option,
     repo_option,
 )
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
+from sandbox_runner.mcp.launch import McpChoice
 from sandbox_runner.plans.history import runs_dir
 from sandbox_runner.plans.report import Report
 from sandbox_runner.runs.multi import PlanRunOutcome
@@ -74,6 +77,7 @@ from sandbox_runner.safe_text import one_line
     is_flag=True,
     help="Do not merge the valid plans into a recommended plan (recommended.md).",
 )
+@allow_web_option()
 @click.option(
     "--replay",
     type=click.Path(path_type=Path),
@@ -85,6 +89,7 @@ from sandbox_runner.safe_text import one_line
     help="Record the conversations into this directory.",
 )
 @image_option()
+@mcp_options
 @click.pass_context
 @reports_errors
 def plan(
@@ -104,9 +109,12 @@ def plan(
     max_turns: int | None,
     timeout: float | None,
     no_synthesis: bool,
+    allow_web: tuple[str, ...],
     replay: Path | None,
     record: Path | None,
     image: str | None,
+    mcp_config: Path | None,
+    strict_mcp_config: bool,
 ) -> None:
     """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
 
@@ -128,9 +136,11 @@ def plan(
         max_turns=max_turns,
         timeout=timeout,
         no_synthesis=no_synthesis,
+        allow_web=allow_web,
         replay=replay,
         record=record,
         image=image,
+        mcp=McpChoice(mcp_config, strict_mcp_config),
     )
     outcome = plan_run(options, services(ctx), warn=warn, watch=_announce(as_json))
     show_outcome(ctx, outcome, as_json=as_json)

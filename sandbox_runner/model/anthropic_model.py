@@ -14,10 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
+import httpx2  # the SDK's own HTTP library: a transport that answers in memory
 from anthropic.lib.streaming import MessageStream
 from anthropic.types import Message
 
 from sandbox_runner.limits import API_RETRIES, API_TIMEOUT_SECONDS
+from sandbox_runner.model.canned_stream import CANNED_SSE
 from sandbox_runner.model.errors import (
     MalformedAnswerError,
     ModelAPIError,
@@ -33,7 +35,7 @@ from sandbox_runner.model.retry_policy import (
     retry_wait,
     retryable,
 )
-from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, Usage
+from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, StreamEvent, Usage
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +145,12 @@ class AnthropicModel:
             ModelError: the call was aborted.
         """
         params = build_params(request, request.model or self.model_id)
-        streaming = request.max_tokens > STREAMING_ABOVE_MAX_TOKENS
+        call = call or ModelCall()
+        # Someone listening streams the answer; so does a long one, which the SDK insists on.
+        streaming = call.on_stream is not None or request.max_tokens > STREAMING_ABOVE_MAX_TOKENS
         try:
             message = self._with_retries(
-                lambda timeout: self._send(params, streaming, timeout), call or ModelCall()
+                lambda timeout: self._send(params, streaming, timeout, call), call
             )
             return to_response(message)
         except (AttributeError, TypeError, ValueError) as error:
@@ -174,7 +178,9 @@ class AnthropicModel:
                 log.debug("count_tokens failed (%s); estimating", error)
         return estimate_tokens(request)
 
-    def _send(self, params: dict[str, Any], streaming: bool, seconds: float) -> Message:
+    def _send(
+        self, params: dict[str, Any], streaming: bool, seconds: float, call: ModelCall
+    ) -> Message:
         timeout = anthropic.Timeout(seconds, connect=min(seconds, 10.0))
         try:
             if not streaming:
@@ -185,7 +191,7 @@ class AnthropicModel:
                 return message
             with self.client.messages.stream(**params, timeout=timeout) as stream:
                 if "text/event-stream" in stream.response.headers.get("content-type", ""):
-                    return _final_message(stream)
+                    return _final_message(stream, call)
                 # A proxy or compatible endpoint answered with a plain JSON Message: the
                 # SDK would read it as events, find none, and fail a bare assert.
                 body = stream.response.read()
@@ -259,9 +265,40 @@ class AnthropicModel:
         return api_status_error(error.status_code, error_type, api_message, attempts)
 
 
-def _final_message(stream: MessageStream[Any]) -> Message:
-    """The Message the stream's events put together."""
+def warm_up() -> None:
+    """Have the SDK build its parsers of a streamed answer now, while the user types:
+    pydantic builds them on first use, half a second that would delay the first token
+    of the first answer. A canned stream is read the way a call reads one, in memory."""
     try:
+        _read_canned_stream()
+    except Exception as error:  # a warm-up that fails costs only the time it would save
+        log.debug("warming up the SDK failed: %r", error)
+
+
+def _read_canned_stream() -> None:
+    sse = {"content-type": "text/event-stream"}
+    transport = httpx2.MockTransport(lambda _: httpx2.Response(200, headers=sse, text=CANNED_SSE))
+    with anthropic.Anthropic(
+        api_key="warm-up", base_url="http://warm-up.invalid", max_retries=0,
+        http_client=httpx2.Client(transport=transport),
+    ) as client, client.messages.stream(
+        model="m", max_tokens=1, messages=[{"role": "user", "content": "-"}]
+    ) as stream:  # fmt: skip
+        _final_message(stream, ModelCall(on_stream=lambda _: None))
+
+
+def _final_message(stream: MessageStream[Any], call: ModelCall) -> Message:
+    """The Message the stream's events put together, its text passed on to the call's
+    listener as it arrives; an abort closes the stream at the next event."""
+    try:
+        for event in stream:
+            if call.aborted:
+                stream.close()
+                raise ModelError("the model call was cancelled")
+            if event.type == "text":
+                call.stream(StreamEvent("text", event.text))
+            elif event.type == "content_block_stop" and event.content_block.type == "text":
+                call.stream(StreamEvent("text_end", event.content_block.text))
         return stream.get_final_message()
     except AssertionError as error:
         # The SDK asserts that a message_start arrived: the stream ended before any did.
@@ -313,7 +350,12 @@ def _block_to_dict(block: Any) -> dict[str, Any]:
     """One content block as the JSON the API would accept back in the next request."""
     kind = getattr(block, "type", None)
     if kind == "text":
-        return {"type": "text", "text": block.text}
+        cited = getattr(block, "citations", None)
+        if not cited:
+            return {"type": "text", "text": block.text}
+        # Citations of a server-side search go back with the text, as the API sent them.
+        citations = [_plain(citation) for citation in cited]
+        return {"type": "text", "text": block.text, "citations": citations}
     if kind == "tool_use":
         # The input is kept as given even when it is not an object: the agent loop
         # answers a malformed call with an error instead of crashing on it.

@@ -19,6 +19,7 @@ def build_params(request: ModelRequest, model: str) -> dict[str, Any]:
     tools = [tool.to_param() for tool in request.tools]
     if tools:
         tools[-1] = tools[-1] | {"cache_control": CACHE_CONTROL}
+    tools += [dict(tool) for tool in request.server_tools]
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,

@@ -31,6 +31,7 @@ from sandbox_runner.runs.workspace import (
     tree_fingerprint,
     workspace_git_status,
 )
+from sandbox_runner.tools.mcp_offer import McpTools
 
 __all__ = [
     "PlanRunOutcome",
@@ -69,6 +70,7 @@ def execute(
     stop_sandboxes: Callable[[], object] = lambda: None,
     on_stop: Callable[[], object] = lambda: None,
     resumption: Resumption | None = None,
+    mcp: McpTools | None = None,
 ) -> PlanRunOutcome:
     """Run every perspective in out_dir, check the workspace did not change, and write the
     report (and run.json, which lets `planrun plans resume` repeat the run's request). A resumed
@@ -83,8 +85,9 @@ def execute(
     sandbox_root = _sandbox_root(spec.workspace, out_dir)
     jobs = spec.jobs()
     runner = PerspectiveRunner(
-        spec, out_dir, model_factory, sandbox_factory, on_event, sandbox_root, resumption
-    )
+        spec, out_dir, model_factory, sandbox_factory, on_event, sandbox_root, resumption,
+        mcp=mcp,
+    )  # fmt: skip
     # The fingerprint is taken before anything starts; the first `git status` needs a
     # container of its own, so it runs beside the subagents' start (they cannot write
     # the workspace, and any change would show in the fingerprint anyway).

@@ -27,6 +27,7 @@ from sandbox_runner.runs.synthesis_step import (
     synthesis_off,
     synthesis_ran,
 )
+from sandbox_runner.tools.mcp_offer import McpTools
 
 INTERRUPT_GRACE_SECONDS = 1.0
 """After a signal, how long subagents get to stop and save their plans (they poll every 0.1 s)."""
@@ -45,6 +46,7 @@ class PerspectiveRunner:
         sandbox_root: Path,
         resumption: Resumption | None = None,
         executor: Executor | None = None,
+        mcp: McpTools | None = None,
     ) -> None:
         self.spec = spec
         self.out_dir = out_dir
@@ -58,6 +60,8 @@ class PerspectiveRunner:
         self.resumption = resumption or Resumption()
         self.synthesis_job: PlanJob | None = None
         self.synthesis_future: Future[PlanResult] | None = None
+        self.mcp = mcp
+        """The running MCP servers, whose read-only tools the plans are offered."""
 
     def run(self, jobs: list[PlanJob]) -> list[PlanResult]:
         self.futures = []
@@ -150,6 +154,8 @@ class PerspectiveRunner:
                 sandbox_root=self.sandbox_root,
                 allowed_tools=spec.allowed_tools,
                 earlier=earlier,
+                web=spec.web,
+                mcp=self.mcp,
             )
         except (PlanrunError, OSError) as error:
             # One subagent failing never stops or loses the others.

@@ -26,7 +26,9 @@ from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.runs.workspace import git_head
 from sandbox_runner.sandbox.background import BackgroundStart
+from sandbox_runner.tools.mcp_offer import McpTools
 from sandbox_runner.types import Usage
+from sandbox_runner.web_grant import WebGrant
 
 SandboxFactory = Callable[[Path | None], Sandbox]
 """Makes a sandbox whose /plan the host keeps in the given directory (None: a probe
@@ -98,6 +100,8 @@ def run_plan(
     allowed_tools: frozenset[str] | None = None,
     earlier: EarlierAttempt | None = None,
     front_matter: Mapping[str, object] | None = None,
+    web: WebGrant | None = None,
+    mcp: McpTools | None = None,
 ) -> PlanResult:
     """Run one Plan subagent and write `<label>.md` (with front matter) into out_dir.
 
@@ -109,8 +113,9 @@ def run_plan(
     The sandbox's writable plan directory is `<sandbox_root>/<label>` (default
     `<out_dir>/.sandbox/<label>`); it must lie outside the workspace. allowed_tools, when
     given, narrows the read-only tools the definition offers (configuration can only take
-    tools away, never add them). front_matter is added to the plan file's own (a batch
-    job's fingerprint and attempt).
+    tools away, never add them); mcp, the running MCP servers, adds their read-only
+    tools. web is the user's web grant: WebFetch and WebSearch are offered only with one.
+    front_matter is added to the plan file's own (a batch job's fingerprint and attempt).
 
     Raises:
         FileExistsError: out_dir already holds a plan with this label.
@@ -151,6 +156,8 @@ def run_plan(
         on_event=on_event,
         cancel=cancel,
         allowed_tools=allowed_tools,
+        web=web,
+        mcp=mcp,
     )
     sandbox.start()
     try:

@@ -6,15 +6,17 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from sandbox_runner import Model
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.config import LoadedSettings
+from sandbox_runner.mcp.launch import McpChoice, open_hub
 from sandbox_runner.model import check_model_options, create_model
 from sandbox_runner.plans.history import remember_run
 from sandbox_runner.plans.inputs import read_requirements
@@ -31,6 +33,10 @@ from sandbox_runner.runs.plan_resume import (
 from sandbox_runner.runs.preflight import AccessCheck, preflight
 from sandbox_runner.runs.prepare import PlanRequest, Warn, claim_out_dir, prepare
 from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
+
+if TYPE_CHECKING:
+    from sandbox_runner.mcp.hub import McpHub
+    from sandbox_runner.sandbox.factory import DockerSandboxes
 
 
 @dataclass(frozen=True)
@@ -56,10 +62,14 @@ class PlanOptions:
     timeout: float | None = None
     no_synthesis: bool = False
     """Do not merge the valid plans into a recommended plan."""
+    allow_web: tuple[str, ...] = ()
+    """Hosts the web tools may reach, besides the `web` setting's (--allow-web)."""
     replay: Path | None = None
     """Recorded conversations to play instead of calling the API."""
     record: Path | None = None
     """Where to record the conversations."""
+    mcp: McpChoice = field(default_factory=McpChoice)
+    """`--mcp-config` and `--strict-mcp-config`."""
     image: str | None = None
     """The user's toolchain image (--image); None: the configured one."""
 
@@ -77,6 +87,7 @@ class PlanOptions:
             max_turns=self.max_turns,
             timeout=self.timeout,
             synthesis=False if self.no_synthesis else None,
+            allow_web=self.allow_web,
             overrides={"image": self.image} if self.image else {},
         )
 
@@ -84,9 +95,15 @@ class PlanOptions:
 class RunHost(Protocol):
     """What a plan run needs of the machine that drives it (the CLI's services)."""
 
+    @property
+    def progress(self) -> Callable[[str], None]:
+        """Shows a line of progress (MCP servers starting)."""
+
     def sandbox_factory(
         self, workspace: Path, loaded: LoadedSettings
     ) -> Callable[[str], SandboxFactory]: ...
+
+    def sandboxes(self, workspace: Path, loaded: LoadedSettings) -> DockerSandboxes: ...
 
     def stop_sandboxes(self) -> None: ...
 
@@ -155,8 +172,11 @@ def plan_run(options: PlanOptions, host: RunHost, *, warn: Warn, watch: Watch) -
     display = watch(RunStart(spec, out_dir, spec.labels))
     models = _model_factory(spec.model_id, settings, options.replay, options.record)
     # `planrun plans resume` of this run waits until it is over.
-    with DirectoryLock(out_dir, name=RUN_LOCK, what="planrun plan"):
-        return _execute(spec, out_dir, sandboxes_for(out_dir.name), models, host, display)
+    with (
+        DirectoryLock(out_dir, name=RUN_LOCK, what="planrun plan"),
+        _servers(spec.workspace, settings, host, options.mcp, out_dir.name, warn) as mcp,
+    ):
+        return _execute(spec, out_dir, sandboxes_for(out_dir.name), models, host, display, mcp=mcp)
 
 
 def resume_run(
@@ -187,7 +207,34 @@ def resume_run(
         resume.set_aside()
         models = _model_factory(spec.model_id, settings, None, None)
         sandboxes = sandboxes_for(directory.name)
-        return _execute(spec, directory, sandboxes, models, host, display, resume.resumption)
+        with _servers(spec.workspace, settings, host, McpChoice(), directory.name, warn) as mcp:
+            return _execute(
+                spec, directory, sandboxes, models, host, display, resume.resumption, mcp=mcp
+            )
+
+
+@contextmanager
+def _servers(
+    workspace: Path,
+    settings: LoadedSettings,
+    host: RunHost,
+    choice: McpChoice,
+    session: str,
+    warn: Warn,
+) -> Iterator[McpHub | None]:
+    """The run's MCP servers, started before its plans and stopped after them; what did
+    not start is a warning line each (with the command that approves it)."""
+    hub = open_hub(
+        workspace, settings, host.sandboxes(workspace, settings), choice=choice,
+        session=session, progress=host.progress,
+    )  # fmt: skip
+    for note in hub.notes if hub else ():
+        warn(note)
+    try:
+        yield hub
+    finally:
+        if hub is not None:
+            hub.stop()
 
 
 def _execute(
@@ -198,6 +245,8 @@ def _execute(
     host: RunHost,
     display: RunDisplay,
     resumption: Resumption | None = None,
+    *,
+    mcp: McpHub | None = None,
 ) -> PlanRunOutcome:
     with display:
         return execute(
@@ -209,6 +258,7 @@ def _execute(
             stop_sandboxes=host.stop_sandboxes,
             on_stop=display.stopping,
             resumption=resumption,
+            mcp=mcp,
         )
 
 

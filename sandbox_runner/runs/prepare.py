@@ -14,6 +14,7 @@ from sandbox_runner.agents.definitions import (
     SYNTHESIS,
     AgentDefinition,
     check_read_only,
+    ungranted_note,
 )
 from sandbox_runner.agents.memory import load_memory
 from sandbox_runner.agents.registry import Registry
@@ -29,6 +30,7 @@ from sandbox_runner.runs.perspective_names import check_perspective_names
 from sandbox_runner.runs.run_spec import PlanRunSpec, agent_override
 from sandbox_runner.runs.workspace import git_metadata_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
+from sandbox_runner.web_grant import granted
 
 T = TypeVar("T")
 PLAN_FILES = ("report.json", "report.md", "report.html", "run.json")
@@ -56,6 +58,8 @@ class PlanRequest:
     """False turns the synthesis of a recommended plan off (`--no-synthesis`)."""
     overrides: dict[str, object] = field(default_factory=dict)
     """Further settings, with the precedence of flags (a batch task's `overrides`)."""
+    allow_web: Sequence[str] = ()
+    """Hosts `--allow-web` adds to the `web` setting's grant."""
 
     def to_json(self, workspace: Path, model_id: str) -> dict[str, object]:
         """The request as a resumed run repeats it: paths absolute, the model pinned."""
@@ -75,6 +79,7 @@ class PlanRequest:
             "timeout": self.timeout,
             "synthesis": self.synthesis,
             "overrides": self.overrides,
+            "allow_web": list(self.allow_web),
         }
 
     @classmethod
@@ -98,6 +103,7 @@ class PlanRequest:
             timeout=_optional(float, data["timeout"]),
             synthesis=_optional(bool, data["synthesis"]),
             overrides=dict(data["overrides"]),
+            allow_web=[str(host) for host in data.get("allow_web", [])],
         )
 
     def flags(self) -> dict[str, object]:
@@ -162,6 +168,9 @@ def prepare(
     if new_run:
         check_perspective_names(request.perspectives, loaded.presets())
     model_id = loaded.planning_model_id()
+    web = granted(settings.web, request.allow_web)
+    if not web and (note := ungranted_note(agent)):
+        warn(note)
     spec = PlanRunSpec(
         requirements=request.requirements,
         workspace=workspace,
@@ -178,6 +187,7 @@ def prepare(
         synthesiser=synthesiser,
         request=request.to_json(workspace, model_id),
         memory=memory.prompt(),
+        web=web,
     )
     return spec, loaded
 

@@ -14,6 +14,7 @@ from sandbox_runner.model.replay import has_own_cassette
 from sandbox_runner.plans.results import PlanResult
 from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob
 from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
+from sandbox_runner.web_grant import WebGrant
 
 ModelFactory = Callable[[str], Model]
 """Makes the model of one plan, by label (a replayed cassette differs per perspective)."""
@@ -49,6 +50,8 @@ class PlanRunSpec:
     """The request as given, kept in run.json so that the run can be resumed."""
     memory: str = ""
     """The memory files' section of every plan agent's prompt (agents.memory)."""
+    web: WebGrant = field(default_factory=WebGrant)
+    """The hosts the web tools may reach; none: WebFetch and WebSearch are not offered."""
 
     @property
     def agent_override(self) -> str:

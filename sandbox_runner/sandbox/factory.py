@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_runner import Sandbox
 from sandbox_runner.config import LoadedSettings
 from sandbox_runner.sandbox.image_choice import ImageChoice, sandbox_image
+from sandbox_runner.sandbox.mcp_container import McpContainer, McpContainerSpec
 from sandbox_runner.sandbox.spec import SandboxSpec
 
 if TYPE_CHECKING:
@@ -93,6 +94,25 @@ class DockerSandboxes:
             session=session, agent=agent, protected=protected, python=python,
         )  # fmt: skip
         return provider.create(spec)
+
+    def mcp_server(
+        self,
+        name: str,
+        command: tuple[str, ...],
+        *,
+        env: Mapping[str, str],
+        network: bool,
+        image: str | None,
+        session: str,
+    ) -> McpContainer:
+        """The container of a stdio MCP server (not started): the workspace read-only, its
+        IMAGE (default: the sandbox image), the ENV its definition names and nothing else."""
+        provider, default_image, _python = self._connected()
+        spec = McpContainerSpec(
+            name, command, self.workspace, image or default_image, env, network,
+            self.extra_dirs, self.limits, session,
+        )  # fmt: skip
+        return McpContainer(spec, provider.docker_client, provider.live)
 
     def for_run(self, session: str) -> Callable[[Path | None], Sandbox]:
         """A plan run's factory: a plan sandbox per plan directory (the agent is named

@@ -5,26 +5,32 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-
-from sandbox_runner import Sandbox
+from typing import Protocol
 
 # stop_all returns after this long; a container Docker is still removing is left to gc.
 STOP_ALL_WAIT_SECONDS = 5.0
+
+
+class Stoppable(Protocol):
+    """What stop_all needs of a live container: a sandbox, an MCP server's container."""
+
+    def stop(self) -> None:
+        """Remove the container; safe to call more than once."""
 
 
 class LiveSandboxes:
     """The sandboxes of one provider that are running; safe to use from any thread."""
 
     def __init__(self) -> None:
-        self._running: set[Sandbox] = set()
+        self._running: set[Stoppable] = set()
         self._lock = threading.Lock()
 
-    def add(self, sandbox: Sandbox) -> None:
+    def add(self, sandbox: Stoppable) -> None:
         """Enrol a sandbox that is starting."""
         with self._lock:
             self._running.add(sandbox)
 
-    def discard(self, sandbox: Sandbox) -> None:
+    def discard(self, sandbox: Stoppable) -> None:
         """Forget a sandbox that stopped (or never was enrolled)."""
         with self._lock:
             self._running.discard(sandbox)
@@ -56,7 +62,7 @@ class LiveSandboxes:
         return len(sandboxes)
 
 
-def _stop_quietly(sandbox: Sandbox) -> None:
+def _stop_quietly(sandbox: Stoppable) -> None:
     # A last-resort cleanup: one sandbox that cannot be removed must not stop the others.
     with contextlib.suppress(Exception):
         sandbox.stop()

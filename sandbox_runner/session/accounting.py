@@ -3,7 +3,7 @@ large for the model's context window."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -40,15 +40,49 @@ class Ledger:
         self._settled[which] = (replace(usage), self.cost(which, usage, model))
 
 
-def account(state: SessionState, ledger: Ledger, loops: Mapping[str, AgentLoop]) -> None:
-    """Keep the tokens and the estimated cost of the conversations in the state."""
-    usage = Usage()
-    cost = 0.0
-    for which, loop in loops.items():
-        usage.add(loop.state.usage)
-        cost += ledger.cost(which, loop.state.usage, state.model)
-    state.tokens = usage.total
-    state.cost_usd = round(cost, 6)
+class Tally:
+    """The session's one count of tokens and cost, which the spinner, the toolbar, /cost
+    and `sessions list` all show: what the session had counted when it was opened (the
+    state's, so a resumed session goes on counting), plus every loop of this process (the
+    work and plan conversations, and the Task subagents they launched)."""
+
+    def __init__(self, state: SessionState) -> None:
+        self.earlier_tokens = state.tokens
+        self.earlier_cost = state.cost_usd
+        """What the state held when the session was opened (0 for a new session)."""
+        self.ledger = Ledger()
+        self._loops: dict[str, AgentLoop] = {}
+        self._lock = threading.Lock()
+
+    def track(self, key: str, loop: AgentLoop) -> None:
+        """Count LOOP's usage from now on, under KEY ("work", "plan", "work/task-1-Explore";
+        a key already taken by another loop gets a number)."""
+        with self._lock:
+            if self._loops.get(key, loop) is not loop:
+                key = f"{key}#{len(self._loops)}"
+            self._loops[key] = loop
+
+    def totals(self, model: str) -> tuple[int, float]:
+        """Tokens and estimated cost so far, this process's stretches priced at the model
+        each ran on (the rest at MODEL)."""
+        with self._lock:
+            loops = list(self._loops.items())
+        tokens, cost = self.earlier_tokens, self.earlier_cost
+        for key, loop in loops:
+            tokens += loop.state.usage.total
+            cost += self.ledger.cost(key, loop.state.usage, model)
+        return tokens, round(cost, 6)
+
+    def update(self, state: SessionState) -> None:
+        """Write the totals into STATE (to be saved)."""
+        state.tokens, state.cost_usd = self.totals(state.model)
+
+    def settle(self, model: str) -> None:
+        """Price every loop's usage so far at MODEL, before the session's model changes."""
+        with self._lock:
+            loops = list(self._loops.items())
+        for key, loop in loops:
+            self.ledger.settle(key, loop.state.usage, model)
 
 
 def _estimate(model: str, usage: Usage) -> float:
@@ -82,5 +116,11 @@ def compact(loop: AgentLoop) -> None:
         PlanrunError: the model failed.
     """
     loop.add_user(SUMMARY_REQUEST)
-    response = loop.turn(replace(loop.request(), tool_choice="none"))
+    try:
+        response = loop.turn(replace(loop.request(), tool_choice="none"), quiet=True)
+    except BaseException:
+        # The request for a summary is planrun's, not the user's: it must not stay behind
+        # to be sent with the next message.
+        loop.withdraw(SUMMARY_REQUEST)
+        raise
     loop.compact(response.text)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -113,6 +114,8 @@ def approval_lines(ask: Ask) -> list[Line]:
     args = ask.request.args
     if ask.kind is ToolKind.COMMAND:
         return text_lines(str(args["command"]))
+    if ask.kind is ToolKind.MCP:
+        return text_lines(json.dumps(args, indent=2, ensure_ascii=False))
     if "old_string" in args and "new_string" in args:
         return _diff(str(args["old_string"]), str(args["new_string"]))
     if "content" in args:

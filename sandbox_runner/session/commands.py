@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "/cost": "tokens and cost so far, per conversation and in all",
     "/status": "session, mode, plan file, memory files, tokens and cost",
     "/memory": "the memory files in use (CLAUDE.md, AGENTS.md, PLANRUN.md) and how to edit them",
+    "/mcp": "the MCP servers, whether they run, and their tools (read-only ones marked)",
     "/help": "this list",
     "/exit": "end the session (its state is kept; planrun --continue comes back)",
     "/quit": "the same as /exit",
@@ -84,6 +85,9 @@ class Commands:
             "/cost": lambda args: Outcome(cost_lines(session)),
             "/status": lambda args: Outcome(status_lines(session)),
             "/memory": lambda args: Outcome(memory_lines(session)),
+            "/mcp": lambda args: Outcome(
+                session.mcp.describe() if session.mcp else ["no MCP servers"]
+            ),
             "/help": lambda args: Outcome([f"{name}  {text}" for name, text in COMMANDS.items()]),
             "/exit": lambda args: Outcome([come_back(session)], quit=True),
             "/quit": lambda args: Outcome([come_back(session)], quit=True),
@@ -256,6 +260,7 @@ def save_target(workspace: Path, name: str, force: bool) -> Path:
 def status_lines(session: Session) -> list[str]:
     """`key: value` lines: what /status prints, line mode and terminal alike."""
     state, files = session.state, session.memory.files
+    tokens, cost = session.totals()
     return [
         f"session: {state.active_id}",
         f"mode: {state.mode}",
@@ -263,8 +268,8 @@ def status_lines(session: Session) -> list[str]:
         f"plan_file: {state.plan_file or '-'}",
         f"repository: {state.repo}",
         f"model: {state.model}",
-        f"tokens: {state.tokens}",
-        f"cost_usd: {state.cost_usd:.4f}",
+        f"tokens: {tokens}",
+        f"cost_usd: {cost:.4f}",
         f"memory: {', '.join(_shown(session, f.path) for f in files) or '-'}",
     ]
 
@@ -319,7 +324,12 @@ def cost_lines(session: Session) -> list[str]:
             f"{usage.cache_read_input_tokens:,} cache read, "
             f"{usage.cache_creation_input_tokens:,} cache write tokens; ${cost:.4f}"
         )
-    lines.append(f"total: {state.tokens:,} tokens; ${state.cost_usd:.4f} (estimated at list price)")
+    tally = session.tally
+    if tally.earlier_tokens:
+        before = f"{tally.earlier_tokens:,} tokens; ${tally.earlier_cost:.4f}"
+        lines.append(f"before this resume: {before}")
+    tokens, cost = session.totals()
+    lines.append(f"total: {tokens:,} tokens; ${cost:.4f} (estimated at list price)")
     return lines
 
 

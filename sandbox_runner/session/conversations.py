@@ -19,6 +19,7 @@ from sandbox_runner.session.todos import Todo, TodoWriteTool
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
+from sandbox_runner.web_grant import offered
 
 if TYPE_CHECKING:
     # The loop, the Task runner and the prices load with the first turn (in the worker),
@@ -55,7 +56,8 @@ class Conversations:
         self.session = session
         self._loops: dict[str, AgentLoop] = {}
         self._sandboxes: dict[str, Sandbox] = {}
-        self._task_slots = threading.Semaphore(task_budget)
+        self.task_slots = threading.Semaphore(task_budget)
+        """The session's container budget beyond its two own: Task subagents, MCP servers."""
         """Task subagents' containers at once, over the whole session (`parallel`)."""
 
     def loop(self, which: str) -> AgentLoop:
@@ -84,6 +86,7 @@ class Conversations:
         if lines:
             loop.resume(saved_conversation(lines))
         self._loops[which] = loop
+        session.tally.track(which, loop)
         return loop
 
     def started(self) -> dict[str, AgentLoop]:
@@ -101,22 +104,33 @@ class Conversations:
         session, plan = self.session, which == "plan"
         definition = session.registry.get("Plan" if plan else "general-purpose")
         extra = PLAN_TOOLS_EXTRA if plan else work_extras(definition)
-        names = [n for n in definition.effective_tools() if n not in NOT_OFFERED]
+        names = [n for n in definition.planrun_tools() if n not in NOT_OFFERED]
+        names = offered(names, session.web)
         tools = tools_for(dict.fromkeys([*names, *extra]))
+        # The plan session is offered only the MCP tools that read; the work session all,
+        # each call of a writing one asked about (and refused while in plan mode).
+        servers = session.mcp
+        offer = servers.offer(definition.gives_mcp_tool, read_only=plan) if servers else None
+        tools += offer.specs if offer else ()
         return LoopConfig(
             model=session.model(which),
             model_id=session.state.model,
             system_prompt=self._system_prompt(which, definition),
             tools=lambda: tools,
             context=ToolContext(
-                frozenset(t.name for t in tools), str(session.workspace), definition.name
+                frozenset(t.name for t in tools),
+                str(session.workspace),
+                definition.name,
+                mcp_tools=offer.names if offer else frozenset(),
+                mcp_read_only=offer.read_only if offer else frozenset(),
             ),
             mode=self._mode_of(which),
             rules=self._rules_of(which),
             transcript=session.store.transcript(which),
             limits=session.limits,
             label=session.state.id + ("-plan" if plan else ""),
-            host_tools=self._host_tools(which),
+            host_tools={**self._host_tools(which), **(offer.host_tools() if offer else {})},
+            stream_text=True,
         )
 
     def _system_prompt(self, which: str, definition: AgentDefinition) -> Callable[[], str]:
@@ -171,15 +185,32 @@ class Conversations:
             approver_mode=lambda: session.state.permission_mode,
             approver=session.ui,
             on_event=session.ui.event,
-            slots=self._task_slots,
+            slots=self.task_slots,
             memory=session.memory.prompt(),
+            web=session.web,
+            mcp=session.mcp,
+            on_loop=lambda label, loop: session.tally.track(f"{which}/{label}", loop),
         )
-        tools: dict[str, HostTool] = {"Task": runner}
+        tools: dict[str, HostTool] = {"Task": runner, **self._web_tools(which)}
         if which == "plan":
             tools["ExitPlanMode"] = session.plan_mode.review
         else:
             tools["TodoWrite"] = TodoWriteTool(self._set_todos, session.on_event, session.state.id)
         return tools
+
+    def _web_tools(self, which: str) -> dict[str, HostTool]:
+        """WebFetch and WebSearch (with a grant), a search's cost counted in WHICH's."""
+        from sandbox_runner.agents.web_tools import WebTools
+
+        session = self.session
+        web = WebTools(
+            session.web,
+            session.model(which),
+            session.state.model,
+            on_usage=lambda usage: self._loops[which].count_usage(usage, "WebSearch"),
+            on_notice=lambda text: self._loops[which].emit("notice", tool="WebSearch", detail=text),
+        )
+        return dict(web.handlers())
 
     def _set_todos(self, todos: list[Todo]) -> None:
         self.session.state.todos = [todo.to_saved() for todo in todos]

@@ -107,7 +107,8 @@ def _approval_options(ask: Ask) -> list[tuple[str, str]]:
     elif ask.kind is ToolKind.EDIT:
         always = "Yes, and don't ask again for edits this session"
     elif ask.prefix:
-        always = f"Yes, and don't ask again for `{one_line(ask.prefix)}` commands this session"
+        what = "calls" if ask.kind is ToolKind.MCP else "commands"
+        always = f"Yes, and don't ask again for `{one_line(ask.prefix)}` {what} this session"
     else:
         always = None  # unreadable at a glance, a wrapper, variables: never for good
     return [

@@ -5,25 +5,29 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from sandbox_runner import Model
+from sandbox_runner.agents.definitions import ungranted_note
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.errors import ConfigError, WorkspaceError
+from sandbox_runner.mcp.launch import McpChoice, open_hub
 from sandbox_runner.runs.preflight import AccessCheck, PreflightError, preflight
 from sandbox_runner.sandbox.host_paths import work_owner_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
 from sandbox_runner.session.commands import Commands, come_back
 from sandbox_runner.session.line import LineUI, run_lines
 from sandbox_runner.session.line_input import LineInput
+from sandbox_runner.session.mcp_servers import SessionServers
 from sandbox_runner.session.picker import choose_on_terminal, pick_session
 from sandbox_runner.session.sandboxes import DockerSessionSandboxes
 from sandbox_runner.session.session import Session
 from sandbox_runner.session.state import SessionState, SessionStore, latest_for
 from sandbox_runner.tools.permissions import PermissionMode
+from sandbox_runner.web_grant import WebGrant, granted
 
 if TYPE_CHECKING:
     from sandbox_runner.sandbox.factory import DockerSandboxes
@@ -49,10 +53,14 @@ class SessionOptions:
     """Resume the latest session of the repository."""
     model: str | None = None
     """The session's model; None: the configured one."""
+    allow_web: tuple[str, ...] = ()
+    """Hosts the web tools may reach, besides the `web` setting's (--allow-web)."""
     image: str | None = None
     """The user's toolchain image (--image); None: the configured one."""
     network: bool | None = None
     """--network: the work sandbox reaches the network; None: the work_network setting."""
+    mcp: McpChoice = field(default_factory=McpChoice)
+    """`--mcp-config` and `--strict-mcp-config`."""
 
 
 class SessionHost(Protocol):
@@ -77,7 +85,8 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         raise WorkspaceError(problem)
     flags = {"planning_model": None, "image": options.image, "work_network": options.network}
     loaded = load_settings(workspace, flags=flags)
-    registry = _registry(workspace, loaded, warn)
+    web = granted(loaded.settings.web, options.allow_web)
+    registry = _registry(workspace, loaded, warn, web)
     if options.resume_id == "":
         options = replace(options, resume_id=pick_session(workspace, _chooser()))
     store, state, resumed = _open_store(options, workspace, loaded)
@@ -96,6 +105,13 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         loaded.settings.work_disk_mb,
     )
     sandboxes.notify = ui.show
+    servers = SessionServers(
+        lambda ask: open_hub(
+            workspace, loaded, sandboxes.sandboxes, choice=options.mcp, session=state.id,
+            progress=ui.show, ask=ask,
+        ),
+        ui,
+    )  # fmt: skip
     session = Session(
         store,
         state,
@@ -106,6 +122,8 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         ui=ui,
         limits=loaded.run_limits(),
         task_budget=loaded.settings.parallel,
+        web=web,
+        mcp=servers,
     )
     if not isinstance(ui, LineUI):
         ui.session = session
@@ -129,8 +147,9 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         session.close()
 
 
-def _registry(workspace: Path, loaded: LoadedSettings, warn: Warn) -> Registry:
-    """The agents of the session, each warning said."""
+def _registry(workspace: Path, loaded: LoadedSettings, warn: Warn, web: WebGrant) -> Registry:
+    """The agents of the session, each warning said (an agent file's web tools that no
+    grant lets it use among them)."""
     registry = Registry.load(workspace, trust_project=loaded.project_trusted)
     for warning in [*loaded.warnings, *registry.warnings]:
         warn(warning)
@@ -139,6 +158,8 @@ def _registry(workspace: Path, loaded: LoadedSettings, warn: Warn) -> Registry:
         # is said out loud, as plan runs say it: it writes the agent's system prompt.
         if note := agent.override_note():
             warn(f"agent {note}")
+        if not web and (note := ungranted_note(agent)):
+            warn(note)
     return registry
 
 
@@ -235,10 +256,14 @@ def _run_terminal(
 
 
 def _load_first_turn() -> None:
-    """Import what the first turn needs (the SDK above all) while the user types."""
+    """Import what the first turn needs (the SDK above all) while the user types, and
+    have the SDK ready to read the first streamed answer."""
     import sandbox_runner.agents.loop
-    import sandbox_runner.model.anthropic_model
+    import sandbox_runner.plans.pricing  # the toolbar prices the first turn as it goes
     import sandbox_runner.session.subagents  # noqa: F401
+    from sandbox_runner.model.anthropic_model import warm_up
+
+    warm_up()
 
 
 def _models(loaded: LoadedSettings, state: SessionState) -> Callable[[str], Model]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from sandbox_runner.agents.events import AgentEvent
-from sandbox_runner.safe_text import one_line
+from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.approval_view import approval_lines, flat, size_note, source_lines
 from sandbox_runner.session.commands import MODE_NAMES, Commands
 from sandbox_runner.session.line_input import LineInput
@@ -34,13 +34,21 @@ class LineUI:
     def __init__(self, input: LineInput, out: TextIO) -> None:
         self.input = input
         self.out = out
+        self._mid_line = False
+        """Whether streamed text left the last line open."""
 
     def show(self, text: str) -> None:
         for line in text.splitlines() or [""]:
             self._print(line)
 
     def event(self, event: AgentEvent) -> None:
-        if event.kind == "tool_call":
+        if event.kind == "text":
+            self._stream(event.detail)
+        elif event.kind == "text_end":
+            self._end_line()
+        elif event.kind == "text_restart":
+            self._print("(the answer starts again: the model call is retried)")
+        elif event.kind == "tool_call":
             self._print(f"· {event.tool} {one_line(event.detail)}".rstrip())
         elif event.kind == "tool_result" and event.detail.startswith("error"):
             self._print(f"  ✗ {one_line(event.detail.removeprefix('error: '))}")
@@ -57,7 +65,8 @@ class LineUI:
         elif ask.kind is ToolKind.EDIT:
             always = ", a: yes and all edits this session"
         elif ask.prefix:
-            always = f", a: yes and don't ask again for `{ask.prefix}` commands"
+            what = "calls" if ask.kind is ToolKind.MCP else "commands"
+            always = f", a: yes and don't ask again for `{ask.prefix}` {what}"
         else:
             always = ""  # unreadable at a glance, a wrapper, variables: never for good
         about = flat(ask.question)
@@ -108,8 +117,24 @@ class LineUI:
         return "n" if answer is None else answer.strip()
 
     def _print(self, line: str) -> None:
+        self._end_line()
         self.out.write(one_line(line) + "\n")
         self.out.flush()
+
+    def _stream(self, text: str) -> None:
+        """The answer's text as it arrives, printed as itself (no carriage return or
+        escape sequence reaches the terminal)."""
+        text = terminal_text(text.replace("\r", ""))
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self._mid_line = not text.endswith("\n")
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            self.out.write("\n")
+            self.out.flush()
+            self._mid_line = False
 
 
 def run_lines(session: Session, commands: Commands, ui: LineUI) -> None:

@@ -18,18 +18,22 @@ from sandbox_runner import Model
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.memory import Memory, load_memory
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.agents.run_state import LimitReached
+from sandbox_runner.agents.run_state import Interrupted, LimitReached
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.session import accounting, prompts
 from sandbox_runner.session.conversations import Conversations
 from sandbox_runner.session.hooks import Notes
+from sandbox_runner.session.mcp_servers import SessionServers
 from sandbox_runner.session.plan_file import PlanFile
 from sandbox_runner.session.plan_mode import PlanAccepted, PlanMode
 from sandbox_runner.session.state import SessionState, SessionStore
 from sandbox_runner.session.todos import load_todos, plain_lines
 from sandbox_runner.session.ui import PlanReview, SessionSandboxes, SessionUI
 from sandbox_runner.tools.permissions import PermissionMode
+from sandbox_runner.web_grant import WebGrant
+
+INTERRUPTED_NOTE = "[The user interrupted this turn before it finished.]"
 
 
 class Session:
@@ -47,21 +51,30 @@ class Session:
         ui: SessionUI,
         limits: RunLimits,
         task_budget: int = 4,
+        web: WebGrant | None = None,
+        mcp: SessionServers | None = None,
     ) -> None:
         self.store, self.state = store, state
+        self.web = web or WebGrant()
+        """The hosts WebFetch and WebSearch may reach; none: they are not offered."""
         self.workspace = workspace
         self.registry = registry
         self.sandboxes = sandboxes
         self.model = model
         self.ui = ui
         self.limits = limits
+        self.mcp = mcp
+        """The MCP servers, started at the first turn; None when none are defined."""
         self._memory: Memory | None = None
         self.cancel = threading.Event()
         """Set by the user's interrupt (and by close); cleared when new work starts."""
         self.plan_file = PlanFile(store.plan_dir, state)
         self.notes = Notes()
         self.conversations = Conversations(self, task_budget)
-        self.ledger = accounting.Ledger()
+        if mcp is not None:
+            mcp.slots = self.conversations.task_slots
+        self.tally = accounting.Tally(state)
+        """The session's one count of tokens and cost (the spinner's, the toolbar's)."""
         self.plan_mode = PlanMode(self)
         self._mode_lock = threading.Lock()
         self._busy = 0
@@ -92,9 +105,20 @@ class Session:
         self.cancel.set()
         self.save()
         self.conversations.stop()
+        if self.mcp is not None:
+            self.mcp.stop()
 
     def save(self) -> None:
         self.store.save(self.state)
+
+    @property
+    def ledger(self) -> accounting.Ledger:
+        """The price of each conversation's usage (for /cost)."""
+        return self.tally.ledger
+
+    def totals(self) -> tuple[int, float]:
+        """Tokens and estimated cost so far, live: the one count every view shows."""
+        return self.tally.totals(self.state.model)
 
     # ------------------------------------------------------------------ messages
 
@@ -129,8 +153,8 @@ class Session:
                 self._apply_pending_mode()
 
     def _turn(self, which: str, text: str) -> None:
+        """One turn of WHICH; its answers reach the UI as they stream (`text` events)."""
         loop = self.conversations.loop(which)
-        loop.state.final_text = ""  # an interrupted turn must not repeat the last answer
         accepted: PlanReview | None = None
         try:
             if loop.state.messages:
@@ -139,6 +163,10 @@ class Session:
                 loop.run(text)
         except PlanAccepted as plan:
             accepted = plan.review
+        except Interrupted as stopped:
+            # The next message goes out with this one, unanswered: the model is told why.
+            loop.add_note(INTERRUPTED_NOTE)
+            self.ui.show(f"stopped: {stopped}")
         except LimitReached as limit:
             self.ui.show(f"stopped: {limit}")
         except PlanrunError as error:
@@ -146,8 +174,6 @@ class Session:
         finally:
             self._apply_pending_mode()
             self._after_turn(which, accepted)
-        if loop.state.final_text.strip() and which == self.state.active:
-            self.ui.show(loop.state.final_text.strip())
 
     def _after_turn(self, which: str, accepted: PlanReview | None) -> None:
         if which == "plan":
@@ -157,8 +183,9 @@ class Session:
             self.plan_file.problem = ""
         if accepted is not None:
             self.accept(accepted.feedback, accepted.mode)
-        accounting.account(self.state, self.ledger, self.conversations.started())
-        if accounting.too_large(self.conversations.loop(which), self.limits):
+        self.tally.update(self.state)
+        interrupted = self.cancel.is_set()  # no new call after the user's interrupt
+        if not interrupted and accounting.too_large(self.conversations.loop(which), self.limits):
             self.compact(which)
         self.save()
 
@@ -189,11 +216,15 @@ class Session:
         loop = self.conversations.loop(which)
         if not loop.state.messages:
             return
-        try:
-            accounting.compact(loop)
-        except (LimitReached, PlanrunError) as error:
-            self.ui.show(f"could not compact: {error}")
-            return
+        # New work: an interrupt of the turn before it does not stop it, one during it does.
+        with self._working():
+            try:
+                accounting.compact(loop)
+            except (LimitReached, PlanrunError) as error:
+                self.ui.show(f"could not compact: {error}")
+                return
+            finally:
+                self.tally.update(self.state)
         if which == "plan":
             self.plan_mode.remind()
         elif todos := load_todos(self.state.todos):
@@ -215,8 +246,7 @@ class Session:
     def set_model(self, model_id: str) -> None:
         """/model: the session's model from the next request on (what was used so far
         stays priced at the model it ran on)."""
-        for which, loop in self.conversations.started().items():
-            self.ledger.settle(which, loop.state.usage, self.state.model)
+        self.tally.settle(self.state.model)
         previous, self.state.model = self.state.model, model_id
         self.conversations.use_model()
         self.store.event("model_changed", model=model_id, previous=previous)

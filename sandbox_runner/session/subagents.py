@@ -25,13 +25,16 @@ from sandbox_runner.agents.hooks import Approver
 from sandbox_runner.agents.loop import AgentLoop
 from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.run_state import LimitReached
+from sandbox_runner.agents.web_tools import WebTools
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.session.ui import SubagentSandboxes
+from sandbox_runner.tools.mcp_offer import McpTools
 from sandbox_runner.tools.permissions import PermissionMode, Rules
 from sandbox_runner.tools.policy import ToolContext
 from sandbox_runner.tools.schemas import tools_for
 from sandbox_runner.types import ToolCall, ToolResult
+from sandbox_runner.web_grant import WebGrant, offered
 
 SUBAGENT_NOTE = (
     "You are a subagent: do the task below and answer with your findings as text. You have "
@@ -58,6 +61,13 @@ class TaskRunner:
     """The session's budget of subagent containers, shared by its Task runners."""
     memory: str = ""
     """The memory files' section of every subagent's prompt (agents.memory)."""
+    web: WebGrant = field(default_factory=WebGrant)
+    """The hosts the subagents' web tools may reach; none: they have no web tools."""
+    mcp: McpTools | None = None
+    """The session's MCP servers: a read-only agent is offered their read-only tools."""
+    on_loop: Callable[[str, AgentLoop], None] | None = None
+    """Told of each subagent's loop (its label, the loop) when it starts: the session
+    counts its tokens."""
 
     def __post_init__(self) -> None:
         self._numbers = itertools.count(1)
@@ -103,18 +113,32 @@ class TaskRunner:
     def _run_in_slot(self, agent: AgentDefinition, prompt: str, label: str, stop: Cancel) -> str:
         mode = PermissionMode.PLAN if agent.read_only else self.approver_mode()
         sandbox = self.sandboxes.read_only() if agent.read_only else self.sandboxes.work()
-        tools = tools_for(n for n in agent.effective_tools() if n not in INERT_IN_SUBAGENT)
+        names = [n for n in agent.planrun_tools() if n not in INERT_IN_SUBAGENT]
+        tools = tools_for(offered(names, self.web))
+        model = self.model(label)
+        web = WebTools(self.web, model, self.model_id)
+        offer = (
+            self.mcp.offer(agent.gives_mcp_tool, read_only=agent.read_only) if self.mcp else None
+        )
+        tools += offer.specs if offer else ()
         config = LoopConfig(
-            model=self.model(label),
+            model=model,
             model_id=self.model_id,
             system_prompt=subagent_prompt(agent, self.memory),
             tools=lambda: tools,
-            context=ToolContext(frozenset(t.name for t in tools), str(self.workspace), agent.name),
+            context=ToolContext(
+                frozenset(t.name for t in tools),
+                str(self.workspace),
+                agent.name,
+                mcp_tools=offer.names if offer else frozenset(),
+                mcp_read_only=offer.read_only if offer else frozenset(),
+            ),
             mode=lambda: mode,
             rules=lambda: Rules(),
             transcript=self.transcripts / f"{label}.transcript.jsonl",
             limits=self.limits,
             label=label,
+            host_tools={**web.handlers(), **(offer.host_tools() if offer else {})},
         )
         loop = AgentLoop(
             config,
@@ -123,6 +147,10 @@ class TaskRunner:
             on_event=self.on_event,
             cancel=stop,
         )
+        web.on_usage = lambda usage: loop.count_usage(usage, "WebSearch")
+        web.on_notice = lambda text: loop.emit("notice", tool="WebSearch", detail=text)
+        if self.on_loop is not None:
+            self.on_loop(label, loop)
         with sandbox:
             try:
                 loop.run(prompt)

@@ -32,6 +32,14 @@ from sandbox_runner.session.todo_view import compact_fragments
 from sandbox_runner.session.todos import load_todos
 from sandbox_runner.tools.permissions import PermissionMode
 
+PROMPT_ROWS = 8
+"""Rows kept for the prompt and the toolbar below an answer that streams in."""
+ESCAPE_SEQUENCE_WAIT = 0.1
+"""Seconds a lone Esc byte waits for the rest of a key's escape sequence (a terminal sends
+one whole; prompt_toolkit's default is half a second)."""
+ESCAPE_WAIT_IDLE, ESCAPE_WAIT_WORKING = 1.0, 0.1
+"""Seconds Esc waits for a key that makes it Esc-Enter or Alt+M: idle, and while the agent
+works (when a lone Esc interrupts)."""
 QUIT_HINT = "press Ctrl-C again to quit (the session is kept: planrun --continue)"
 
 
@@ -87,6 +95,10 @@ class Terminal:
         self.quit_armed = False
         self._queued = self._dropped = 0
         """Jobs queued so far, and the last one an interrupt dropped."""
+        self._waiting: dict[int, str] = {}
+        """The lines typed while the agent worked and not started yet, by job number: an
+        interrupt gives them back in the input."""
+        self._queue_lock = threading.Lock()
         self._target: PermissionMode | None = None
         """A mode chosen with Shift+Tab that the worker has not applied yet."""
         self._first: Callable[[], None] | None = None
@@ -146,10 +158,15 @@ class Terminal:
 
     def _message(self) -> Any:
         plan = self.shown_mode is PermissionMode.PLAN
-        width = self.prompt.app.output.get_size().columns
+        size = self.prompt.app.output.get_size()
         todos = load_todos(self.session.state.todos)
-        checklist = compact_fragments(todos, width, busy=self.ui.activity.busy)
-        return [*checklist, ("class:prompt", "plan › " if plan else "› ")]
+        checklist = compact_fragments(todos, size.columns, busy=self.ui.activity.busy)
+        # The answer streaming in sits just above the checklist and the prompt, leaving
+        # room for the toolbar.
+        rows = max(3, size.rows - PROMPT_ROWS - len(checklist))
+        streaming = self.ui.stream.preview(size.columns, rows)
+        above = [("class:stream", streaming + "\n")] if streaming else []
+        return [*above, *checklist, ("class:prompt", "plan › " if plan else "› ")]
 
     def _bindings(self) -> KeyBindings:
         bindings = KeyBindings()
@@ -214,7 +231,7 @@ class Terminal:
         if not text:
             return True
         if text.startswith("!"):
-            self._queue(lambda: self._print(self.commands.shell(text).lines))
+            self._queue(lambda: self._print(self.commands.shell(text).lines), line)
             return True
         if text.startswith("/"):
             name = text.split()[0]
@@ -223,16 +240,28 @@ class Terminal:
             if name in ("/status", "/help", "/cost"):  # read-only: answer now, even mid-turn
                 self._print(self.commands.run(text).lines)
                 return True
-            self._queue(lambda: self._print(self.commands.run(text).lines))
+            self._queue(lambda: self._print(self.commands.run(text).lines), line)
             return True
         message = line
-        self._queue(lambda: self.session.send(self.commands.message(message)))
+        self._queue(lambda: self.session.send(self.commands.message(message)), line)
         return True
 
     def interrupt(self) -> None:
-        """Esc, Ctrl-C: stop the turn, and drop what was queued behind it."""
-        self._dropped = self._queued
+        """Esc, Ctrl-C: stop the turn; what was typed behind it does not run, but comes
+        back in the input, to send again (Enter) or change."""
+        with self._queue_lock:
+            self._dropped = self._queued
+            lines = [self._waiting.pop(number) for number in sorted(self._waiting)]
         self.session.interrupt()
+        if lines:
+            self._give_back(lines)
+
+    def _give_back(self, lines: list[str]) -> None:
+        buffer = self.prompt.default_buffer
+        text = "\n".join([*lines, buffer.text] if buffer.text else lines)
+        buffer.text, buffer.cursor_position = text, len(text)
+        what = "message is" if len(lines) == 1 else f"{len(lines)} messages are"
+        self.ui.say(f"(interrupted: your queued {what} back in the input; Enter sends it)")
 
     def _start_first(self, _: object = None) -> None:
         self.prompt.app.after_render -= self._start_first
@@ -245,15 +274,19 @@ class Terminal:
         self._start_first()
         self.worker.submit(job)
 
-    def _queue(self, job: Callable[[], None]) -> None:
+    def _queue(self, job: Callable[[], None], line: str) -> None:
         if self.ui.activity.busy:
             self.ui.say("(queued: it runs when the agent's turn is over)")
-        self._queued += 1
-        number = self._queued
+        with self._queue_lock:
+            self._queued += 1
+            number = self._queued
+            self._waiting[number] = line
 
         def run() -> None:
-            if number <= self._dropped:
-                return  # interrupted before it started
+            with self._queue_lock:
+                if number <= self._dropped:
+                    return  # interrupted before it started: given back in the input
+                del self._waiting[number]
             self.ui.activity.begin()
             try:
                 job()
@@ -270,11 +303,17 @@ class Terminal:
             self.ui.say(*lines)
 
     async def _tick(self) -> None:
-        """Keep the spinner turning while the agent works or the session starts."""
+        """Keep the spinner turning while the agent works or the session starts; while it
+        works, a lone Esc interrupts at once instead of waiting to see if Enter or M
+        follows (Esc then Enter still makes a new line when the agent is idle)."""
+        app = self.prompt.app
+        app.ttimeoutlen = ESCAPE_SEQUENCE_WAIT
         while True:
             await asyncio.sleep(0.1)
-            if self.ui.activity.busy or self.ui.activity.preparing:
-                self.prompt.app.invalidate()
+            busy = self.ui.activity.busy
+            app.timeoutlen = ESCAPE_WAIT_WORKING if busy else ESCAPE_WAIT_IDLE
+            if busy or self.ui.activity.preparing:
+                app.invalidate()
 
 
 def run_terminal(

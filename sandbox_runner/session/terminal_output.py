@@ -17,6 +17,7 @@ from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.safe_text import one_line, terminal_text
 from sandbox_runner.session.dialogs import approval_dialog, review_dialog
 from sandbox_runner.session.session import PlanReview, Session
+from sandbox_runner.session.stream_view import StreamView
 from sandbox_runner.session.terminal_ui import Activity, tool_line
 from sandbox_runner.tools.permissions import Approval, Ask
 
@@ -31,6 +32,8 @@ class TerminalUI:
 
     def __init__(self) -> None:
         self.activity = Activity()
+        self.stream = StreamView()
+        """The answer arriving now, drawn above the prompt by the terminal."""
         self._file: IO[str] | None = None
         """Where output goes; None: sys.stdout at the time of writing."""
         self._console: Console | None = None
@@ -53,11 +56,21 @@ class TerminalUI:
         self._file, self._console = file, None
 
     def show(self, text: str) -> None:
+        self._print_markdown(text, lambda: None)
+
+    def _print_markdown(self, text: str, then: Callable[[], None]) -> None:
+        """TEXT printed as Markdown above the prompt, THEN done in the same redraw."""
         from rich.markdown import Markdown
 
         # Parsed here, in the caller's thread; the event loop's thread only prints it.
         markdown = Markdown(terminal_text(text))
-        self._emit(lambda console: console.print(markdown))
+
+        def render(console: Console) -> None:
+            then()
+            if text:
+                console.print(markdown)
+
+        self._emit(render)
 
     def say(self, *lines: str) -> None:
         """Plain lines of planrun's own (a command's output, a tool call)."""
@@ -65,9 +78,11 @@ class TerminalUI:
         self._emit(lambda console: console.print(text, markup=False, highlight=False))
 
     def event(self, event: AgentEvent) -> None:
+        if event.kind.startswith("text"):
+            self._streamed(event)
+            return
         activity, key, finished = self.activity, f"{event.label}/{event.tool}", None
         with activity.lock:
-            activity.tokens = max(activity.tokens, event.tokens)
             if event.kind == "turn_started":
                 activity.current = "thinking"
             elif event.kind == "model_retry":
@@ -81,6 +96,20 @@ class TerminalUI:
             self.say(tool_line(event, finished))
         if event.kind == "notice":
             self.say(f"note: {one_line(event.detail)}")
+        self.redraw()
+
+    def _streamed(self, event: AgentEvent) -> None:
+        """Text arrives above the prompt as it comes; a complete block is printed as
+        Markdown, and leaves the preview in the same redraw."""
+        if event.kind == "text":
+            self.stream.add(event.detail)
+            with self.activity.lock:
+                self.activity.current = "writing"
+        elif event.kind == "text_restart":
+            self.stream.restart()
+        elif event.kind == "text_end":
+            block = self.stream.end()
+            self._print_markdown(event.detail.strip(), lambda: self.stream.drop(block))
         self.redraw()
 
     def approve(self, ask: Ask) -> Approval:

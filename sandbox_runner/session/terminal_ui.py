@@ -83,13 +83,12 @@ class SlashCompleter(Completer):
 
 
 class Activity:
-    """The turn under way, as the toolbar shows it: elapsed time, tokens, the step now;
-    before the first turn, what the session is still getting ready."""
+    """The turn under way, as the toolbar shows it: elapsed time, the step now; before the
+    first turn, what the session is still getting ready."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.started: float | None = None
-        self.tokens = 0
         self.current = ""
         self.calls: dict[str, str] = {}
         self.preparing = ""
@@ -99,7 +98,7 @@ class Activity:
 
     def begin(self) -> None:
         with self.lock:
-            self.started, self.tokens, self.current = time.monotonic(), 0, "thinking"
+            self.started, self.current = time.monotonic(), "thinking"
 
     def end(self) -> None:
         with self.lock:
@@ -117,7 +116,8 @@ class Activity:
     def busy(self) -> bool:
         return self.started is not None
 
-    def line(self) -> str:
+    def line(self, tokens: int) -> str:
+        """The spinner's line; TOKENS is the session's count, the toolbar's too."""
         with self.lock:
             if self.started is None:
                 if not self.preparing:
@@ -126,8 +126,7 @@ class Activity:
                 return f"{SPINNER[int(elapsed * 10) % len(SPINNER)]} {self.preparing}…"
             elapsed = time.monotonic() - self.started
             frame = SPINNER[int(elapsed * 10) % len(SPINNER)]
-            tokens = f"{self.tokens:,} tokens"
-            return f"{frame} {self.current} · {elapsed:.0f}s · {tokens} · esc to interrupt"
+            return f"{frame} {self.current} · {elapsed:.0f}s · {tokens:,} tokens · esc to interrupt"
 
 
 def toolbar(
@@ -136,12 +135,13 @@ def toolbar(
     """The bottom toolbar: progress (while the agent works), the badge and the footer
     facts, and in plan mode the tooltip that says what plan mode means and how to leave."""
     fragments: StyleAndTextTuples = []
-    progress = activity.line()
+    tokens, cost = session.totals()  # one count, read once for the spinner and the facts
+    progress = activity.line(tokens)
     if progress:
         fragments += [("class:spinner", one_line(progress)[:200] + "\n")]
     style, text = BADGES[shown]
     state = session.state
-    facts = f"{state.model} · {state.tokens:,} tokens · ${state.cost_usd:.2f} · {state.id}"
+    facts = f"{state.model} · {tokens:,} tokens · ${cost:.2f} · {state.id}"
     fragments += [(style, text), ("", "  "), ("class:facts", facts)]
     if shown is not session.state.permission_mode:
         fragments += [("class:hint", "  (switching at the next step)")]

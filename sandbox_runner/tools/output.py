@@ -15,6 +15,7 @@ NARROWING_HINTS = {
     "LS": "list a deeper path, or pass ignore patterns",
     "Bash": "narrow the command (a more specific path or pattern, or `| head -n 100`)",
     "LSP": "ask about a more specific symbol or file",
+    "WebFetch": "fetch a more specific page (a section's own URL), or search for one",
 }
 
 

@@ -10,15 +10,20 @@
 | other edit                | deny, with guidance          | ask     | allow       |
 | edit of a protected file  | deny, with guidance          | ask     | ask, each time |
 | Task, ExitPlanMode        | allow (the host checks)      | allow   | allow       |
+| WebFetch, WebSearch       | allow (offered only with a web grant) | allow | allow  |
+| read-only MCP tool        | allow                        | allow   | allow       |
+| other MCP tool            | deny, with guidance          | ask     | ask         |
 
 In plan mode nothing is ever offered as an approval: the answer is no, with guidance.
 An "always" answer turns an Ask into an Allow for the rest of the session: for edits,
-or for commands that start with an approved prefix. It is offered for a command only when
+for commands that start with an approved prefix, or for one MCP tool (its full name is
+its prefix). It is offered for a command only when
 the command reads whole at a glance (one short line, nothing invisible).
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -124,7 +129,26 @@ def decide(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
         return Allow(use.request)
     if use.kind is ToolKind.COMMAND:
         return _command(use, mode, rules)
+    if use.kind is ToolKind.MCP:
+        return _mcp(use, mode, rules)
     return _edit(use, mode, rules)
+
+
+def _mcp(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:
+    if use.read_only:
+        return Allow(use.request)
+    arguments = json.dumps(use.request.args, ensure_ascii=False, sort_keys=True)
+    if mode is PermissionMode.PLAN:
+        return Deny(
+            f"{use.name} is not allowed in plan mode: its server does not mark it read-only "
+            "(readOnlyHint), and nothing may change while planning. Use the read-only tools "
+            "to learn what you need, and write this call into the plan as a step instead.",
+            suggested_command=f"{use.name} {arguments}",
+        )
+    if use.name in rules.approved_prefixes:
+        return Allow(use.request)
+    # The arguments are shown beside the question (session/approval_view.py).
+    return Ask(use.request, f"call {use.name}", ToolKind.MCP, prefix=use.name)
 
 
 def _command(use: ToolUse, mode: PermissionMode, rules: Rules) -> Decision:

@@ -34,6 +34,8 @@ class ToolKind(StrEnum):
     COMMAND = "command"
     HOST = "host"
     """Answered by the host (Task, ExitPlanMode): the host decides what it may do."""
+    MCP = "mcp"
+    """A tool of an MCP server (`mcp__<server>__<tool>`), called from the host."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class ToolUse:
     """The container path an edit writes."""
     command: str | None = None
     """The command line a Bash call runs."""
+    read_only: bool = False
+    """An MCP tool that only reads (the server or the user says so)."""
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,25 @@ class ToolContext:
     workspace_host: str | None = None
     """Host path of the workspace; accepted as another name for /workspace."""
     agent: str = "Plan"
+    mcp_tools: frozenset[str] = frozenset()
+    """The MCP tools this agent may be given, offered now or not (plan mode offers only
+    the read-only ones; a call of another is refused with guidance, not as unknown)."""
+    mcp_read_only: frozenset[str] = frozenset()
+    """The MCP tools that only read."""
 
 
 def translate(call: ToolCall, context: ToolContext) -> ToolUse | Refusal:
     """Translate one tool call. Nothing here raises: every problem is a Refusal."""
     if removed := removed_input(call.input):
         return Refusal(f"Not run: {removed}. Call {call.name} again with a flat input.")
+    if call.name in context.mcp_tools and call.name not in context.offered:
+        if call.name not in context.mcp_read_only:
+            # Hidden by plan mode: the decision refuses it with guidance.
+            return ToolUse(call.name, ToolKind.MCP, ToolRequest("mcp", dict(call.input)))
+    elif call.name in context.mcp_tools:
+        read_only = call.name in context.mcp_read_only
+        request = ToolRequest("mcp", dict(call.input))
+        return ToolUse(call.name, ToolKind.MCP, request, read_only=read_only)
     if call.name not in context.offered:
         allowed = ", ".join(sorted(context.offered))
         return Refusal(

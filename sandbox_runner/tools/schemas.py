@@ -14,9 +14,9 @@ from typing import Any
 
 from sandbox_runner.limits import MAX_TOOL_TIMEOUT_SECONDS, TOOL_TIMEOUT_SECONDS
 from sandbox_runner.tools.output import MAX_RESULT_CHARS
+from sandbox_runner.tools.schema_parts import JsonSchema, boolean, integer, string, tool
+from sandbox_runner.tools.web_schemas import WEB_FETCH, WEB_SEARCH
 from sandbox_runner.types import ToolSpec
-
-JsonSchema = dict[str, Any]
 
 MAX_BASH_TIMEOUT_MS = int(MAX_TOOL_TIMEOUT_SECONDS * 1000)
 DEFAULT_BASH_TIMEOUT_MS = int(TOOL_TIMEOUT_SECONDS * 1000)
@@ -34,34 +34,9 @@ GREP_OUTPUT_MODES = ("content", "files_with_matches", "count")
 LSP_OPERATIONS = ("document_symbols", "workspace_symbols", "definition", "references")
 
 
-def _string(description: str) -> JsonSchema:
-    return {"type": "string", "description": description}
-
-
-def _boolean(description: str) -> JsonSchema:
-    return {"type": "boolean", "description": description}
-
-
-def _integer(description: str, minimum: int = 0, maximum: int | None = None) -> JsonSchema:
-    schema: JsonSchema = {"type": "integer", "description": description, "minimum": minimum}
-    if maximum is not None:
-        schema["maximum"] = maximum
-    return schema
-
-
-def _tool(name: str, description: str, properties: JsonSchema, *required: str) -> ToolSpec:
-    schema: JsonSchema = {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
-    return ToolSpec(name=name, description=description, input_schema=schema)
-
-
 _PATH_NOTE = "under /workspace, or relative to the repository root"
 
-READ = _tool(
+READ = tool(
     "Read",
     "Reads a file from the repository. The repository is mounted at /workspace; pass an "
     "absolute path under /workspace or a path relative to the repository root. Output is in "
@@ -70,14 +45,14 @@ READ = _tool(
     "read a slice with offset and limit. Binary files and directories are refused: use LS for "
     "directories.",
     {
-        "file_path": _string(f"The file to read, {_PATH_NOTE}."),
-        "offset": _integer("The line number to start reading from (1-based)."),
-        "limit": _integer("The number of lines to read.", minimum=1),
+        "file_path": string(f"The file to read, {_PATH_NOTE}."),
+        "offset": integer("The line number to start reading from (1-based)."),
+        "limit": integer("The number of lines to read.", minimum=1),
     },
     "file_path",
 )
 
-GLOB = _tool(
+GLOB = tool(
     "Glob",
     "Fast file pattern matching that works with any repository size. Supports glob patterns "
     'like "**/*.js" or "src/**/*.ts". Returns matching file paths, newest first, '
@@ -85,8 +60,8 @@ GLOB = _tool(
     "the .git directory is skipped. Use it to find files by name; use Grep to search their "
     "contents.",
     {
-        "pattern": _string("The glob pattern to match files against."),
-        "path": _string(
+        "pattern": string("The glob pattern to match files against."),
+        "path": string(
             f"The directory to search in, {_PATH_NOTE}. Omit it to search the whole "
             'repository; do not pass "undefined" or "null".'
         ),
@@ -94,7 +69,7 @@ GLOB = _tool(
     "pattern",
 )
 
-GREP = _tool(
+GREP = tool(
     "Grep",
     "A powerful search tool built on ripgrep. Supports full regex syntax (e.g. "
     '"log.*Error", "function\\s+\\w+"); filter files with glob (e.g. "*.py") or type '
@@ -103,38 +78,38 @@ GREP = _tool(
     'need escaping ("interface\\{\\}"); patterns match within single lines unless '
     "multiline is true. Always use Grep for searching rather than grep or rg in Bash.",
     {
-        "pattern": _string("The regular expression to search for in file contents."),
-        "path": _string(f"File or directory to search in, {_PATH_NOTE}. Defaults to the root."),
-        "glob": _string('Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}"), as rg --glob.'),
-        "type": _string("File type to search, as rg --type: py, js, rust, go, java, etc."),
+        "pattern": string("The regular expression to search for in file contents."),
+        "path": string(f"File or directory to search in, {_PATH_NOTE}. Defaults to the root."),
+        "glob": string('Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}"), as rg --glob.'),
+        "type": string("File type to search, as rg --type: py, js, rust, go, java, etc."),
         "output_mode": {
             "type": "string",
             "enum": list(GREP_OUTPUT_MODES),
             "description": 'Output mode; defaults to "files_with_matches".',
         },
-        "-i": _boolean("Case-insensitive search (rg -i)."),
-        "-n": _boolean('Show line numbers (rg -n). Only with output_mode "content".'),
-        "-A": _integer('Lines to show after each match (rg -A). Only with output_mode "content".'),
-        "-B": _integer('Lines to show before each match (rg -B). Only with output_mode "content".'),
-        "-C": _integer('Lines to show around each match (rg -C). Only with output_mode "content".'),
-        "head_limit": _integer(
+        "-i": boolean("Case-insensitive search (rg -i)."),
+        "-n": boolean('Show line numbers (rg -n). Only with output_mode "content".'),
+        "-A": integer('Lines to show after each match (rg -A). Only with output_mode "content".'),
+        "-B": integer('Lines to show before each match (rg -B). Only with output_mode "content".'),
+        "-C": integer('Lines to show around each match (rg -C). Only with output_mode "content".'),
+        "head_limit": integer(
             'Limit output to the first N lines or entries, like "| head -N", in every mode.'
         ),
-        "multiline": _boolean(
+        "multiline": boolean(
             "Multiline mode: . matches newlines and patterns may span lines (rg -U). Default false."
         ),
     },
     "pattern",
 )
 
-LS = _tool(
+LS = tool(
     "LS",
     "Lists the files and directories under a path as a tree. The path may be absolute under "
     "/workspace or relative to the repository root; omit it to list the repository root. "
     f"Listings stop after {LS_MAX_ENTRIES} entries, so prefer a deeper path, Glob or Grep in large "
     "repositories. Use ignore to leave out entries matching glob patterns.",
     {
-        "path": _string(f"The directory to list, {_PATH_NOTE}. Defaults to the root."),
+        "path": string(f"The directory to list, {_PATH_NOTE}. Defaults to the root."),
         "ignore": {
             "type": "array",
             "items": {"type": "string"},
@@ -143,7 +118,7 @@ LS = _tool(
     },
 )
 
-BASH = _tool(
+BASH = tool(
     "Bash",
     "Runs a bash command in the sandbox, with the repository root (/workspace) as working "
     "directory; there is no network. In plan mode only read-only commands are allowed (ls, "
@@ -153,51 +128,51 @@ BASH = _tool(
     f"Output is cut at {MAX_RESULT_CHARS} characters. "
     "Prefer Read, Glob, Grep and LS over cat, find and grep.",
     {
-        "command": _string("The command to run."),
-        "timeout": _integer(
+        "command": string("The command to run."),
+        "timeout": integer(
             f"Optional timeout in milliseconds (max {MAX_BASH_TIMEOUT_MS}); "
             f"default {DEFAULT_BASH_TIMEOUT_MS}.",
             minimum=1,
             maximum=MAX_BASH_TIMEOUT_MS,
         ),
-        "description": _string(
+        "description": string(
             "A clear, concise description of what this command does, in 5-10 words."
         ),
     },
     "command",
 )
 
-WRITE = _tool(
+WRITE = tool(
     "Write",
     "Writes a file, replacing it if it exists. Read an existing file before overwriting it, "
     "and prefer Edit for changing part of a file. In plan mode the only file you may write "
     "is your plan file (under /plan); every other path is refused.",
     {
-        "file_path": _string("The absolute path of the file to write."),
-        "content": _string("The complete content to write to the file."),
+        "file_path": string("The absolute path of the file to write."),
+        "content": string("The complete content to write to the file."),
     },
     "file_path",
     "content",
 )
 
-EDIT = _tool(
+EDIT = tool(
     "Edit",
     "Replaces exact text in a file. old_string must match the file exactly, indentation "
     "included, and must be unique in the file unless replace_all is true; include more "
     "surrounding lines to make it unique. In plan mode the only file you may edit is your "
     "plan file (under /plan).",
     {
-        "file_path": _string("The absolute path of the file to modify."),
-        "old_string": _string("The text to replace."),
-        "new_string": _string("The text to replace it with (must differ from old_string)."),
-        "replace_all": _boolean("Replace every occurrence of old_string (default false)."),
+        "file_path": string("The absolute path of the file to modify."),
+        "old_string": string("The text to replace."),
+        "new_string": string("The text to replace it with (must differ from old_string)."),
+        "replace_all": boolean("Replace every occurrence of old_string (default false)."),
     },
     "file_path",
     "old_string",
     "new_string",
 )
 
-LSP = _tool(
+LSP = tool(
     "LSP",
     "Code intelligence from a language server. document_symbols lists the symbols defined "
     "in file_path; workspace_symbols finds symbols named like symbol across the repository; "
@@ -210,39 +185,39 @@ LSP = _tool(
             "enum": list(LSP_OPERATIONS),
             "description": "The operation to perform.",
         },
-        "file_path": _string(f"The file to query, {_PATH_NOTE}."),
-        "symbol": _string("The symbol name to look for (workspace_symbols)."),
-        "line": _integer("The line number, 1-based.", minimum=1),
-        "character": _integer("The character offset in the line, 1-based.", minimum=1),
+        "file_path": string(f"The file to query, {_PATH_NOTE}."),
+        "symbol": string("The symbol name to look for (workspace_symbols)."),
+        "line": integer("The line number, 1-based.", minimum=1),
+        "character": integer("The character offset in the line, 1-based.", minimum=1),
     },
     "operation",
 )
 
-TASK = _tool(
+TASK = tool(
     "Task",
     "Launches a subagent to handle a task on its own, in a container of its own, and returns "
     "its final answer as text. Several Task calls in one turn run in parallel. The agents "
     "you may launch, and when to use each, are listed below.",
     {
-        "description": _string("A short (3-5 word) description of the task."),
-        "prompt": _string("The task for the subagent: everything it needs to know."),
-        "subagent_type": _string("The agent to launch (its name)."),
+        "description": string("A short (3-5 word) description of the task."),
+        "prompt": string("The task for the subagent: everything it needs to know."),
+        "subagent_type": string("The agent to launch (its name)."),
     },
     "description",
     "prompt",
     "subagent_type",
 )
 
-EXIT_PLAN_MODE = _tool(
+EXIT_PLAN_MODE = tool(
     "ExitPlanMode",
     "Call this when the plan in the plan file is complete and you are ready for the user to "
     "review it. The user then accepts it (and implementation starts) or asks for changes. "
     "Do not call it for research or questions: only when a plan is ready.",
-    {"summary": _string("Optional: one or two sentences on what the plan does.")},
+    {"summary": string("Optional: one or two sentences on what the plan does.")},
 )
 
 TODO_STATUSES = ("pending", "in_progress", "completed")
-TODO_WRITE = _tool(
+TODO_WRITE = tool(
     "TodoWrite",
     "Creates and updates your checklist for the current work; the user sees it above the "
     "prompt. Send the whole list each time (it replaces the last one). Use it for work of "
@@ -256,13 +231,13 @@ TODO_WRITE = _tool(
             "items": {
                 "type": "object",
                 "properties": {
-                    "content": _string("The step, in the imperative: 'Run the tests'."),
+                    "content": string("The step, in the imperative: 'Run the tests'."),
                     "status": {
                         "type": "string",
                         "enum": list(TODO_STATUSES),
                         "description": "Where the step stands.",
                     },
-                    "activeForm": _string("The step as under way: 'Running the tests'."),
+                    "activeForm": string("The step as under way: 'Running the tests'."),
                 },
                 "required": ["content", "status"],
                 "additionalProperties": False,
@@ -274,10 +249,27 @@ TODO_WRITE = _tool(
 
 ALL_TOOLS: dict[str, ToolSpec] = {
     spec.name: spec
-    for spec in (READ, GLOB, GREP, LS, BASH, WRITE, EDIT, LSP, TASK, EXIT_PLAN_MODE, TODO_WRITE)
+    for spec in (
+        READ,
+        GLOB,
+        GREP,
+        LS,
+        BASH,
+        WRITE,
+        EDIT,
+        LSP,
+        TASK,
+        EXIT_PLAN_MODE,
+        TODO_WRITE,
+        WEB_FETCH,
+        WEB_SEARCH,
+    )
 }
-HOST_TOOLS = frozenset({TASK.name, EXIT_PLAN_MODE.name, TODO_WRITE.name})
-"""Tools the host answers itself: nothing of theirs runs in a sandbox."""
+HOST_TOOLS = frozenset(
+    {TASK.name, EXIT_PLAN_MODE.name, TODO_WRITE.name, WEB_FETCH.name, WEB_SEARCH.name}
+)
+"""Tools the host answers itself: nothing of theirs runs in a sandbox (the web tools read
+only what the user's web grant allows)."""
 
 
 def tools_for(names: Iterable[str]) -> list[ToolSpec]:

@@ -11,8 +11,10 @@ Tests, the CLI end-to-end tests and the demo script what the "model" answers, in
         assert api.message_requests[0].body["system"][0]["cache_control"]
 
 The server speaks the real wire format: non-streaming JSON Messages, server-sent events
-when the request says `"stream": true` (tool input split into several `input_json_delta`
-chunks, as the API does), `/v1/messages/count_tokens`, and errors with the API's JSON
+when the request says `"stream": true` (message_start, content_block_start, text_delta
+and input_json_delta chunks, content_block_stop, message_delta, message_stop, as the API
+sends them; `message(..., pace=0.05)` sends a reply's deltas a word at a time, 50 ms
+apart), `/v1/messages/count_tokens`, and errors with the API's JSON
 shape and status codes. `GET /v1/models/{id}` and `GET /v1/models` answer from its model
 list (every model exists when it has none), and a request naming a model not in the list
 gets the API's 404 (`not_found_error`, "model: ID"). It never checks that content makes
@@ -23,6 +25,7 @@ tool, gets exactly that.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -59,6 +62,34 @@ def thinking(value: str, signature: str = "fake-signature") -> Block:
     return {"type": "thinking", "thinking": value, "signature": signature}
 
 
+def server_tool_use(query: str, id: str | None = None) -> Block:
+    """The block of a search the API itself runs (its server-side web search tool)."""
+    return {
+        "type": "server_tool_use",
+        "id": id or f"srvtoolu_fake_{uuid.uuid4().hex[:16]}",
+        "name": "web_search",
+        "input": {"query": query},
+    }
+
+
+def web_search_tool_result(tool_use_id: str, results: Sequence[tuple[str, str]]) -> Block:
+    """The results of a server-side search: (title, url) pairs, as the API shapes them."""
+    return {
+        "type": "web_search_tool_result",
+        "tool_use_id": tool_use_id,
+        "content": [
+            {
+                "type": "web_search_result",
+                "title": title,
+                "url": url,
+                "encrypted_content": f"enc-{index}-{uuid.uuid4().hex[:8]}",
+                "page_age": "April 30, 2025",
+            }
+            for index, (title, url) in enumerate(results)
+        ],
+    }
+
+
 def usage(
     input_tokens: int = 10,
     output_tokens: int = 5,
@@ -87,6 +118,9 @@ class Reply:
     model: str | None = None
     stop_details: dict[str, Any] | None = None
     """What the API says about the stop (a refusal's category and explanation)."""
+    pace: float = 0.0
+    """When streamed: seconds between two deltas, and text sent a word at a time, as a
+    model writes it (0: every delta at once, each block in three pieces)."""
 
     def to_json(self, message_id: str, model: str) -> dict[str, Any]:
         """The Message object as the API returns it (the request's model unless scripted)."""
@@ -109,12 +143,15 @@ def message(
     usage: dict[str, int] | None = None,
     model: str | None = None,
     stop_details: dict[str, Any] | None = None,
+    pace: float = 0.0,
 ) -> Reply:
-    """A scripted Message; the stop reason defaults to tool_use when a block calls a tool."""
+    """A scripted Message; the stop reason defaults to tool_use when a block calls a tool.
+    PACE slows its stream down (see Reply.pace)."""
     if stop_reason is None:
         calls_tool = any(block.get("type") == "tool_use" for block in blocks)
         stop_reason = "tool_use" if calls_tool else "end_turn"
-    return Reply(list(blocks), stop_reason, dict(usage or DEFAULT_USAGE), model, stop_details)
+    usage = dict(usage or DEFAULT_USAGE)
+    return Reply(list(blocks), stop_reason, usage, model, stop_details, pace)
 
 
 @dataclass(frozen=True)
@@ -127,6 +164,8 @@ class ScriptedError:
     retry_after: float | None = None
     mid_stream: bool = False
     """For a streaming request: answer 200, start the stream, then send an error event."""
+    after_text: str = ""
+    """Mid-stream: text streamed before the error event (an answer the API broke off)."""
 
     def body(self) -> dict[str, Any]:
         """The error JSON exactly as the API shapes it."""
@@ -140,9 +179,13 @@ def error(
     retry_after: float | None = None,
     *,
     mid_stream: bool = False,
+    after_text: str = "",
 ) -> ScriptedError:
-    """A scripted API error, e.g. `error(529, "overloaded_error", "Overloaded")`."""
-    return ScriptedError(status, type, message, retry_after, mid_stream)
+    """A scripted API error, e.g. `error(529, "overloaded_error", "Overloaded")`; with
+    AFTER_TEXT, a stream that breaks off after that much of an answer."""
+    return ScriptedError(
+        status, type, message, retry_after, mid_stream or bool(after_text), after_text
+    )
 
 
 @dataclass(frozen=True)
@@ -253,6 +296,8 @@ class FakeMessagesAPI:
         self._thread: threading.Thread | None = None
         self.stopping = threading.Event()
         """Set when the server stops: hung requests end then."""
+        self.first_text_sent: list[float] = []
+        """time.perf_counter() when each streamed reply's first text delta was sent."""
 
     @property
     def base_url(self) -> str:
@@ -467,15 +512,23 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model"))
         if isinstance(answer, ScriptedError):
             # The API can fail after its 200: a started stream, then an error event.
-            events = [
-                _message_start(message(), self._message_id(), model),
-                ("error", answer.body()),
-            ]
+            started = message(text(answer.after_text))
+            events = [_message_start(started, self._message_id(), model)]
+            if answer.after_text:
+                events += list(_block_events(0, text(answer.after_text)))[:-1]  # no block stop
+            events.append(("error", answer.body()))
         else:
             events = list(stream_events(answer, self._message_id(), model))
+        pace = answer.pace if isinstance(answer, Reply) else 0.0
+        texts = 0
         for name, data in events:
+            if name == "content_block_delta" and pace and self.api.stopping.wait(pace):
+                break  # the server stops: a slow stream ends as a dropped one would
             self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
+            if data.get("delta", {}).get("type") == "text_delta" and not texts:
+                texts += 1
+                self.api.first_text_sent.append(time.perf_counter())
         self.close_connection = True
 
 
@@ -507,7 +560,7 @@ def stream_events(
     yield _message_start(reply, message_id, model)
     yield "ping", {"type": "ping"}
     for index, block in enumerate(reply.content):
-        yield from _block_events(index, block)
+        yield from _block_events(index, block, by_word=reply.pace > 0)
     delta: dict[str, Any] = {"stop_reason": reply.stop_reason, "stop_sequence": None}
     if reply.stop_details is not None:
         delta["stop_details"] = reply.stop_details
@@ -529,13 +582,16 @@ def _message_start(reply: Reply, message_id: str, model: str) -> tuple[str, dict
     return "message_start", {"type": "message_start", "message": start}
 
 
-def _block_events(index: int, block: Block) -> Iterator[tuple[str, dict[str, Any]]]:
+def _block_events(
+    index: int, block: Block, by_word: bool = False
+) -> Iterator[tuple[str, dict[str, Any]]]:
     kind = block.get("type")
     deltas: list[dict[str, Any]]
     if kind == "text":
         start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": part} for part in _chunks(block["text"])]
-    elif kind == "tool_use":
+        parts = _words(block["text"]) if by_word else _chunks(block["text"])
+        deltas = [{"type": "text_delta", "text": part} for part in parts]
+    elif kind in ("tool_use", "server_tool_use"):
         start = {key: block[key] for key in ("type", "id", "name")} | {"input": {}}
         partial = json.dumps(block["input"])
         deltas = [{"type": "input_json_delta", "partial_json": part} for part in _chunks(partial)]
@@ -555,6 +611,12 @@ def _block_events(index: int, block: Block) -> Iterator[tuple[str, dict[str, Any
     for delta in deltas:
         yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
     yield "content_block_stop", {"type": "content_block_stop", "index": index}
+
+
+def _words(value: str) -> list[str]:
+    """A string in pieces of one word each, with the space before it (the way a model's
+    tokens arrive, near enough)."""
+    return re.findall(r"\s*\S+|\s+$", value) or [""]
 
 
 def _chunks(value: str, parts: int = 3) -> list[str]:

@@ -22,7 +22,7 @@ PROJECT_AGENTS = WORKSPACE / ".planrun" / "agents"
 CLAUDE_AGENTS = WORKSPACE / ".claude" / "agents"
 USER_AGENTS = HOME / "agents"
 CLAUDE_USER_AGENTS = CLAUDE_HOME / "agents"
-READ_ONLY = ("Glob", "Grep", "Read", "Bash", "LS", "LSP")
+READ_ONLY = ("Glob", "Grep", "Read", "Bash", "LS", "LSP", "WebFetch", "WebSearch")
 
 
 def agent_file(fs: FakeFilesystem, path: Path, front_matter: str, body: str = "Do it.") -> Path:
@@ -197,14 +197,14 @@ def test_omitted_tools_mean_every_tool(fs: FakeFilesystem) -> None:
 
 def test_a_file_whose_tools_are_all_unknown_is_skipped_naming_them(fs: FakeFilesystem) -> None:
     path = agent_file(
-        fs, CLAUDE_AGENTS / "u.md", "name: web\ndescription: W\ntools: WebFetch, mcp__gh__search"
+        fs, CLAUDE_AGENTS / "u.md", "name: web\ndescription: W\ntools: Teleport, Frobnicate"
     )
     registry = load()
     with pytest.raises(ConfigError, match="unknown agent 'web'"):
         registry.get("web")
     [warning] = registry.warnings
     assert warning.path == path
-    assert "WebFetch, mcp__gh__search" in warning.message and "skipped" in warning.message
+    assert "Teleport, Frobnicate" in warning.message and "skipped" in warning.message
     assert "\n" not in warning.message
 
 

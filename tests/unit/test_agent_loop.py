@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_runner import Model
 from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.conversation import saved_conversation
 from sandbox_runner.agents.events import AgentEvent
@@ -44,7 +45,7 @@ class Recording:
 
 def make_loop(
     tmp_path: Path,
-    model: ScriptedModel,
+    model: Model,
     mode: list[PermissionMode],
     approver: Approver,
     host_tools: dict[str, HostTool] | None = None,

@@ -33,7 +33,8 @@ HOME = Path("/home/dev/.planrun")
 PROJECT_AGENTS = WORKSPACE / ".planrun" / "agents"
 CLAUDE_AGENTS = WORKSPACE / ".claude" / "agents"
 USER_AGENTS = HOME / "agents"
-READ_ONLY = ["Glob", "Grep", "Read", "Bash", "LS", "LSP"]
+READ_ONLY = ["Glob", "Grep", "Read", "Bash", "LS", "LSP", "WebFetch", "WebSearch"]
+"""What Plan and Explore may use; the web tools are offered only with a web grant."""
 
 
 def agent_file(fs: FakeFilesystem, path: Path, front_matter: str, body: str = "") -> Path:
@@ -448,13 +449,20 @@ def test_claude_code_tools_planrun_lacks_are_left_out_with_a_warning(fs: FakeFil
     agent_file(
         fs,
         Path("/repo/.claude/agents/web.md"),
-        "name: researcher\ndescription: Reads the web\ntools: Read, WebFetch, mcp__github__search",
+        "name: researcher\ndescription: Reads the web\n"
+        "tools: Read, WebFetch, WebSearch, Teleport, mcp__github__search",
         "Research.",
     )
     registry = load()
-    assert registry.get("researcher").tools == ("Read",)
+    assert registry.get("researcher").tools == (
+        "Read",
+        "WebFetch",
+        "WebSearch",
+        "mcp__github__search",
+    )
     [warning] = registry.warnings
-    assert "WebFetch" in warning.message and "mcp__github__search" in warning.message
+    assert "Teleport" in warning.message and "mcp__github__search" not in warning.message
+    assert "WebFetch" not in warning.message.split("left out:")[1].split("(")[0]
 
 
 def test_the_format_lists_the_accepted_heading_names() -> None:

@@ -44,6 +44,7 @@ class Reviewer(FakeUI):
     def event(self, event: AgentEvent) -> None:
         assert self.session is not None
         self.interrupt_seen.append(self.session.cancel.is_set())
+        super().event(event)
 
     def review_plan(self, plan_file: Path, text: str) -> PlanReview:
         self.reviewed.append(text)

@@ -44,7 +44,8 @@ class FakeUI:
         self.shown.append(text)
 
     def event(self, event: AgentEvent) -> None:
-        pass
+        if event.kind == "text_end":  # an answer, as a UI prints it once it is complete
+            self.shown.append(event.detail.strip())
 
     def approve(self, ask: Ask) -> Approval:
         self.asked.append(ask)

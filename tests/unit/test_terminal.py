@@ -140,7 +140,7 @@ def test_a_message_sent_while_the_session_starts_waits_under_a_spinner(
         toolbars.append(plain(toolbar(session, PermissionMode.DEFAULT, ui.activity, "")))
         answered_early.extend(shown.shown)
         release.set()
-        while not shown.shown and time.monotonic() < deadline:
+        while (not shown.shown or ui.activity.busy) and time.monotonic() < deadline:
             time.sleep(0.01)
         toolbars.append(plain(toolbar(session, PermissionMode.DEFAULT, ui.activity, "")))
         pipe.send_text(CTRL_D)

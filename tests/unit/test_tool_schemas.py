@@ -46,6 +46,8 @@ EXPECTED_FIELDS = {
     "LSP": {"operation", "file_path", "symbol", "line", "character"},
     "Task": {"description", "prompt", "subagent_type"},
     "ExitPlanMode": {"summary"},
+    "WebFetch": {"url", "prompt"},
+    "WebSearch": {"query", "allowed_domains", "blocked_domains"},
     "TodoWrite": {"todos"},
 }
 
