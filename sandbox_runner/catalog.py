@@ -27,3 +27,8 @@ def model_id_for(name: str) -> str | None:
     if name.casefold() in MODEL_ALIASES:
         return MODEL_ALIASES[name.casefold()]
     return name if MODEL_ID.fullmatch(name) else None
+
+
+CUSTOM_PERSPECTIVE = "custom:"
+"""Written before a perspective's name, it says the name is meant as written: never a
+preset, never taken for a misspelt one (`--perspective custom:thorugh`)."""

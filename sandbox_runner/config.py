@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
+from sandbox_runner.catalog import CUSTOM_PERSPECTIVE, INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.config_trust import drop_untrusted
 from sandbox_runner.config_values import (
     CHECKS,
@@ -279,7 +279,7 @@ class LoadedSettings:
         return {**BUILTIN_PERSPECTIVES, **self.settings.perspectives}
 
     def expand_perspectives(self, names: Sequence[str]) -> list[str | None]:
-        """Expand preset names; other names are perspectives. [None] means one plain plan.
+        """Expand preset names; other names (custom:X too) are perspectives. [None]: one plan.
 
         Raises:
             ConfigError: a name is not printable, has a line break or is too long, or
@@ -291,7 +291,8 @@ class LoadedSettings:
             problem = name_problem(name)
             if problem:
                 raise ConfigError(f"--perspective {name!r} {problem}")
-            for perspective in presets.get(name, [name]):
+            custom = name.removeprefix(CUSTOM_PERSPECTIVE)  # meant as written: no preset
+            for perspective in [custom] if custom != name else presets.get(name, [name]):
                 if perspective.strip() and perspective not in expanded:
                     expanded.append(perspective)
         limit = self.settings.max_plans

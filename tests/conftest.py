@@ -41,6 +41,14 @@ def planrun_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 
 
 @pytest.fixture(autouse=True)
+def no_real_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside the live tests, a planrun that asks the API before a fake one is set up is
+    refused at once (a local port nothing listens on), never sent to the real API."""
+    if not request.node.get_closest_marker("live") and not os.environ.get("ANTHROPIC_BASE_URL"):
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+
+
+@pytest.fixture(autouse=True)
 def claude_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own ~/.claude, so no test reads the user's Claude Code agents."""
     home = tmp_path_factory.mktemp("claude-home")

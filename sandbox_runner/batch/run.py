@@ -39,7 +39,11 @@ from sandbox_runner.batch.tasks_file import BatchFile, load_batch_file
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.model import check_model_options
 from sandbox_runner.plans.history import batches_dir, remember_run
+from sandbox_runner.runs.preflight import AccessCheck, preflight
 from sandbox_runner.runs.prepare import Warn
+
+BATCH_MODEL_HINT = "set it with the task's `model`, or planning_model in the config"
+"""How a task's model is chosen, said when the API does not know it."""
 
 
 @dataclass(frozen=True)
@@ -127,11 +131,16 @@ def run_batch(
     Raises:
         ConfigError: a bad batch file or option, a changed task, another driver of the
             same directory, no Docker, image, Ray or API key.
+        PreflightError: (a ConfigError) the API refused the key or does not know a
+            model, or no Docker engine answers, found before the batch directory is made.
     """
     batch_file, prepared = _prepared(options, warn)
     if options.engine == "local":
-        # The API key is this machine's (with Ray, each node's own).
+        # The API key is this machine's (with Ray, each node's own). It, the models and
+        # Docker are checked before a batch directory is claimed.
         check_model_options(None, None, [], os.environ)
+        models = [task.spec.model_id for task in prepared]
+        preflight(host.docker, AccessCheck(models, BATCH_MODEL_HINT))
     out_dir = open_batch_dir(options.out_dir, _workspaces(prepared))
     with batch_lock(out_dir):
         jobs = decide_all(

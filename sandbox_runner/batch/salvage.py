@@ -44,6 +44,8 @@ def salvage_scratch(scratch_root: Path, jobs: dict[str, tuple[Path, str]]) -> in
         directory, label = found
         transcript = scratch / f"{label}.transcript.jsonl"
         if transcript.is_file() and not transcript.is_symlink():
+            # A job stopped before its task wrote anything: the task has no directory yet.
+            directory.mkdir(parents=True, exist_ok=True)
             target = new_attempt_dir(directory, label, "interrupted")
             os.rename(transcript, target / transcript.name)
             draft = scratch / ".sandbox" / label / f"{label}.md"

@@ -13,6 +13,7 @@ import click
 from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_batch
 from sandbox_runner.batch import dry_run as what_would_run
 from sandbox_runner.cli.batch_progress import BatchProgress
+from sandbox_runner.cli.next_steps import batch_command, cost_line
 from sandbox_runner.cli.options import allow_web_option, examples, json_option, out_option
 from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
@@ -108,12 +109,16 @@ def batch_run(
         _print_dry_run(options, as_json=as_json)
         return
     outcome = run_batch(options, services(ctx), warn=warn, watch=_watch(as_json))
+    summary = outcome.summary
+    again = batch_command(file, Path(summary["out_dir"]), engine=engine, only=only)
     if outcome.interrupted and not as_json:
-        click.echo("planrun: interrupted; run the same command to resume", err=True)
+        click.echo(f"planrun: interrupted; go on with `{again}`", err=True)
     if as_json:
-        click.echo(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
-    else:
-        _print_summary(outcome.summary)
+        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        ctx.exit(outcome.exit_code)
+    _print_summary(summary)
+    if not outcome.interrupted and outcome.exit_code == 1:
+        click.echo(one_line(f"Next: `{again} --retry-failed` runs the failed jobs again"))
     ctx.exit(outcome.exit_code)
 
 
@@ -156,6 +161,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
         click.echo(one_line(f"  {job['key']:<{width}}  {job['status']:<10}{reason}".rstrip()))
     counts = ", ".join(f"{status} {n}" for status, n in summary["counts"].items())
     click.echo(one_line(f"Batch {summary['batch']}: {counts}"))
+    if cost := cost_line(summary.get("totals")):
+        click.echo(cost)
     click.echo(one_line(f"Summary: {Path(summary['out_dir']) / 'summary.md'}"))
 
 

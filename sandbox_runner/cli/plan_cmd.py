@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from sandbox_runner.cli.next_steps import cost_line
 from sandbox_runner.cli.options import (
     REPORT_JSON_HELP,
     allow_web_option,
@@ -229,5 +230,7 @@ def _summarise(report: Report) -> None:
     if report.recommended is not None and report.recommended.plan_file:
         path = report.json_path.parent / report.recommended.plan_file
         click.echo(one_line(f"Recommended plan: {path}"))
+    if cost := cost_line(report.document.get("totals")):
+        click.echo(cost)
     click.echo(one_line(f"Report: {report.markdown_path}"))
     click.echo(one_line(f"HTML report: {report.html_path}"))

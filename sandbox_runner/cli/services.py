@@ -21,6 +21,7 @@ from sandbox_runner.errors import (
     PlanrunError,
     WorkspaceError,
 )
+from sandbox_runner.runs.preflight import PreflightError
 from sandbox_runner.safe_text import one_line
 
 if TYPE_CHECKING:
@@ -135,6 +136,12 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
+        except PreflightError as error:
+            # One line per failed check, the last as click's own error line.
+            *others, last = [one_line(problem) for problem in error.problems] or [""]
+            for problem in others:
+                click.echo(f"Error: {problem}", err=True)
+            raise UsageProblem(last) from None
         except USAGE_ERRORS as error:
             raise UsageProblem(one_line(error)) from None
         except PlanrunError as error:

@@ -31,6 +31,7 @@ from sandbox_runner.runs.plan_resume import (
     plan_resume,
     read_run_record,
 )
+from sandbox_runner.runs.preflight import AccessCheck, preflight
 from sandbox_runner.runs.prepare import PlanRequest, Warn, claim_out_dir, prepare
 from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
 
@@ -143,6 +144,10 @@ class RunStart:
     """What a resumed run does with each of its plans (None: a new run)."""
 
 
+PLANNING_MODEL_HINT = "set it with --model, or planning_model in the config"
+"""How a plan run's model is chosen, said when the API does not know it."""
+RESUMED_MODEL_HINT = "the run was planned with it; plan it again with `planrun plan --model`"
+"""Said instead when a resumed run's model is unknown: its model is pinned in run.json."""
 Watch = Callable[[RunStart], RunDisplay]
 """Is told what a run is about to do, and returns the display of its progress."""
 
@@ -154,6 +159,8 @@ def plan_run(options: PlanOptions, host: RunHost, *, warn: Warn, watch: Watch) -
     Raises:
         ConfigError, WorkspaceError, InputError: a usage or configuration error, found
             before a container starts or a run directory is claimed.
+        PreflightError: the API refused the key or does not know the model, or Docker
+            or the image is missing (one line each), found then too.
     """
     if options.replay is None:
         _warm_up_model_client()
@@ -161,9 +168,10 @@ def plan_run(options: PlanOptions, host: RunHost, *, warn: Warn, watch: Watch) -
     spec, settings = prepare(options.request(requirements), warn)
     spec = spec.replaying(options.replay)
     check_model_options(options.replay, options.record, spec.labels, os.environ)
-    # Docker, the image and the workspace's readability are checked before a run
-    # directory is claimed.
-    sandboxes_for = host.sandbox_factory(spec.workspace, settings)
+    # The key, the model, Docker, the image and the workspace's readability are checked
+    # before a run directory is claimed: a run that cannot reach the model leaves nothing.
+    access = None if options.replay else AccessCheck([spec.model_id], PLANNING_MODEL_HINT)
+    sandboxes_for = preflight(lambda: host.sandbox_factory(spec.workspace, settings), access)
     out_dir = claim_out_dir(options.out_dir, spec.workspace)
     if options.out_dir is not None:
         remember_run(out_dir)
@@ -186,19 +194,21 @@ def resume_run(
 
     Raises:
         ConfigError: a batch's task, a run planrun cannot resume, another process writing
-            it, its repository changed since it started; or as `plan_run`.
+            it, its repository changed since it started; or as `plan_run` (a key or model
+            the API refuses, no Docker: before a plan is set aside).
     """
     check_not_batch_task(directory)
     read_run_record(directory)  # a run planrun cannot resume is refused before any lock
     with DirectoryLock(directory, name=RUN_LOCK, what="planrun plans resume"):
         recorded = read_run_record(directory)
-        spec, settings = prepare(recorded.request, warn)
+        spec, settings = prepare(recorded.request, warn, new_run=False)
         check_model_options(None, None, spec.labels, os.environ)
         check_unchanged(spec, directory, recorded.tree)
         resume = plan_resume(spec, directory)
         if resume.nothing_to_do:
             return None
-        sandboxes_for = host.sandbox_factory(spec.workspace, settings)
+        access = AccessCheck([spec.model_id], RESUMED_MODEL_HINT)
+        sandboxes_for = preflight(lambda: host.sandbox_factory(spec.workspace, settings), access)
         display = watch(RunStart(spec, directory, spec.labels, resume))
         resume.set_aside()
         models = _model_factory(spec.model_id, settings, None, None)

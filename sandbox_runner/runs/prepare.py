@@ -26,6 +26,7 @@ from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.inputs import read_context_files, read_template
 from sandbox_runner.plans.names import claim_directory
 from sandbox_runner.runs.attempts import ATTEMPTS_DIR
+from sandbox_runner.runs.perspective_names import check_perspective_names
 from sandbox_runner.runs.run_spec import PlanRunSpec, agent_override
 from sandbox_runner.runs.workspace import git_metadata_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
@@ -121,9 +122,12 @@ def _optional(kind: Callable[[Any], T], value: object) -> T | None:
     return None if value is None else kind(value)
 
 
-def prepare(request: PlanRequest, warn: Warn) -> tuple[PlanRunSpec, LoadedSettings]:
+def prepare(
+    request: PlanRequest, warn: Warn, *, new_run: bool = True
+) -> tuple[PlanRunSpec, LoadedSettings]:
     """Check every input of a run and build its spec; warnings go to `warn`. The settings
-    come along: the run's model and sandboxes are made with them.
+    come along: the run's model and sandboxes are made with them. A resumed run
+    (NEW_RUN false) keeps its perspectives' names, misspelt or not.
 
     Raises:
         ConfigError, WorkspaceError, InputError: a usage or configuration error.
@@ -161,6 +165,8 @@ def prepare(request: PlanRequest, warn: Warn) -> tuple[PlanRunSpec, LoadedSettin
         synthesiser = plan_agent(registry, SYNTHESIS_AGENT)
         if override := agent_override(synthesiser):
             warn(f"agent {override}")
+    if new_run:
+        check_perspective_names(request.perspectives, loaded.presets())
     model_id = loaded.planning_model_id()
     web = granted(settings.web, request.allow_web)
     if not web and (note := ungranted_note(agent)):

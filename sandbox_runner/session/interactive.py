@@ -16,9 +16,10 @@ from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.config_values import SCRATCH
 from sandbox_runner.errors import ConfigError, WorkspaceError
 from sandbox_runner.mcp.launch import McpChoice, open_hub
+from sandbox_runner.runs.preflight import AccessCheck, PreflightError, preflight
 from sandbox_runner.sandbox.host_paths import work_owner_problem
 from sandbox_runner.sandbox.spec import resolve_workspace
-from sandbox_runner.session.commands import Commands
+from sandbox_runner.session.commands import Commands, come_back
 from sandbox_runner.session.line import LineUI, run_lines
 from sandbox_runner.session.line_input import LineInput
 from sandbox_runner.session.mcp_servers import SessionServers
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 Warn = Callable[[object], None]
 """Shows a warning to the user (one line; the callee sanitises it)."""
+SESSION_MODEL_HINT = "set it with --model or /model"
+"""How a session's model is chosen, said when the API does not know it."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,9 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
 
     Raises:
         ConfigError, WorkspaceError: a bad repository or setting, no session to resume
-            (or one of another repository); DockerUnavailableError, ImageMissingError.
+            (or one of another repository).
+        PreflightError: in line mode, no Docker engine or image, a key the API refuses
+            or a model it does not know (one line each).
     """
     workspace = resolve_workspace(options.repo or ".")
     # Found now, not after the first approved edit: the work session could not write.
@@ -135,8 +140,16 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     commands = Commands(session, loaded.resolved_extra_dirs())
     try:
         if isinstance(ui, LineUI):
-            _start(session, ui, switch_to, "plan mode: the plan file is {}")
-            run_lines(session, commands, ui)
+            # The API is asked about the key and the model while the containers start;
+            # a failure of either is one line each and exit status 2, before any message.
+            access = AccessCheck([state.model], SESSION_MODEL_HINT)
+            note = "plan mode: the plan file is {}"
+            preflight(lambda: _start(session, ui, switch_to, note), access)
+            try:
+                run_lines(session, commands, ui)
+            except KeyboardInterrupt:
+                ui.show(come_back(session))  # then `planrun: interrupted`, exit status 130
+                raise
         else:
             history = store.directory / "history"
             _run_terminal(session, commands, ui, history, greeting, switch_to)
@@ -235,9 +248,17 @@ def _run_terminal(
     # start and the SDK loads behind it, under a spinner (a message sent meanwhile waits
     # for them).
     def first() -> None:
+        # Whatever the checks find is shown before any message typed meanwhile is sent:
+        # the worker runs this job first.
+        access = AccessCheck([session.state.model], SESSION_MODEL_HINT)
         with ui.preparing("starting the session"):
             ui.show(greeting)
-            _start(session, ui, mode, "plan mode: the plan file is `{}`")
+            note = "plan mode: the plan file is `{}`"
+            try:
+                preflight(lambda: _start(session, ui, mode, note), access)
+            except PreflightError as error:
+                for problem in error.problems:
+                    ui.show(f"error: {problem}")
         with ui.preparing("loading the model client"):
             _load_first_turn()
 

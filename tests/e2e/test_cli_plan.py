@@ -410,6 +410,7 @@ def test_ctrl_c_keeps_finished_plans_and_removes_containers(
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
+    assert f"go on with `planrun plans resume {out}`" in stderr
     assert (out / "fast.md").exists()
     report = json.loads((out / "report.json").read_text())
     statuses = {p["perspective"]: p["status"] for p in report["plans"]}

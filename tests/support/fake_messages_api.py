@@ -15,8 +15,11 @@ when the request says `"stream": true` (message_start, content_block_start, text
 and input_json_delta chunks, content_block_stop, message_delta, message_stop, as the API
 sends them; `message(..., pace=0.05)` sends a reply's deltas a word at a time, 50 ms
 apart), `/v1/messages/count_tokens`, and errors with the API's JSON
-shape and status codes. It never checks that content makes sense: a script that returns
-a tool_use whose input is not an object, or names an unknown tool, gets exactly that.
+shape and status codes. `GET /v1/models/{id}` and `GET /v1/models` answer from its model
+list (every model exists when it has none), and a request naming a model not in the list
+gets the API's 404 (`not_found_error`, "model: ID"). It never checks that content makes
+sense: a script that returns a tool_use whose input is not an object, or names an unknown
+tool, gets exactly that.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any, Self
 Block = dict[str, Any]
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+MODELS_PATH = "/v1/models"
 
 
 def text(value: str) -> Block:
@@ -240,11 +244,13 @@ Script = Sequence[Scripted] | Callable[[dict[str, Any]], Scripted]
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request the server received: path, JSON body and headers (names lower-cased)."""
+    """One request the server received: path, JSON body and headers (names lower-cased),
+    and when (time.monotonic(), to order requests of different kinds)."""
 
     path: str
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)
 
 
 def rough_token_count(body: dict[str, Any]) -> int:
@@ -262,6 +268,8 @@ class FakeMessagesAPI:
             the request JSON, or None to answer 404 as an endpoint without it would.
         api_key: when set, requests carrying another key (x-api-key or bearer token) get
             401 authentication_error.
+        models: when set, the only model ids that exist: any other gets 404
+            not_found_error, as the API answers an unknown model.
     """
 
     def __init__(
@@ -270,13 +278,18 @@ class FakeMessagesAPI:
         *,
         count_tokens: int | Callable[[dict[str, Any]], int] | None = rough_token_count,
         api_key: str | None = None,
+        models: Sequence[str] | None = None,
     ) -> None:
+        self.models = None if models is None else list(models)
         self.script: list[Scripted] | Callable[[dict[str, Any]], Scripted] = (
             script if callable(script) else list(script)
         )
         self.count_tokens = count_tokens
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
+        """The POST requests (messages, count_tokens), in order."""
+        self.lookups: list[RecordedRequest] = []
+        """The GET requests (the models endpoints), in order."""
         self.served = 0
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -361,7 +374,12 @@ class FakeMessagesAPI:
 
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
-            self.requests.append(request)
+            lookup = request.path.startswith(MODELS_PATH)
+            (self.lookups if lookup else self.requests).append(request)
+
+    def knows(self, model_id: str) -> bool:
+        """Whether MODEL_ID exists here."""
+        return self.models is None or model_id in self.models
 
 
 class _Server(ThreadingHTTPServer):
@@ -401,10 +419,33 @@ class _Handler(BaseHTTPRequestHandler):
         self.api.record(RecordedRequest(path, body, headers))
         if self.api.api_key is not None and _api_key(headers) != self.api.api_key:
             self._send_error(ScriptedError(401, "authentication_error", "invalid x-api-key"))
+        elif path in (COUNT_TOKENS_PATH, MESSAGES_PATH) and not self.api.knows(
+            str(body.get("model"))
+        ):
+            self._send_error(_unknown_model(str(body.get("model"))))
         elif path == COUNT_TOKENS_PATH:
             self._count_tokens(body)
         elif path == MESSAGES_PATH:
             self._messages(body)
+        else:
+            self._send_error(ScriptedError(404, "not_found_error", f"Not found: {path}"))
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.api.record(RecordedRequest(path, {}, headers))
+        model_id = path.removeprefix(MODELS_PATH + "/")
+        if self.api.api_key is not None and _api_key(headers) != self.api.api_key:
+            self._send_error(ScriptedError(401, "authentication_error", "invalid x-api-key"))
+        elif path == MODELS_PATH:
+            listed = [_model_info(model) for model in self.api.models or []]
+            first, last = (listed[0]["id"], listed[-1]["id"]) if listed else (None, None)
+            page = {"data": listed, "has_more": False, "first_id": first, "last_id": last}
+            self._send_json(200, page)
+        elif path.startswith(MODELS_PATH + "/") and self.api.knows(model_id):
+            self._send_json(200, _model_info(model_id))
+        elif path.startswith(MODELS_PATH + "/"):
+            self._send_error(_unknown_model(model_id))
         else:
             self._send_error(ScriptedError(404, "not_found_error", f"Not found: {path}"))
 
@@ -489,6 +530,21 @@ class _Handler(BaseHTTPRequestHandler):
                 texts += 1
                 self.api.first_text_sent.append(time.perf_counter())
         self.close_connection = True
+
+
+def _unknown_model(model_id: str) -> ScriptedError:
+    """The API's answer to a request naming a model it does not have."""
+    return ScriptedError(404, "not_found_error", f"model: {model_id}")
+
+
+def _model_info(model_id: str) -> dict[str, Any]:
+    """A ModelInfo object as the models endpoints return it."""
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": model_id,
+        "created_at": "2025-01-01T00:00:00Z",
+    }
 
 
 def _api_key(headers: dict[str, str]) -> str | None:
