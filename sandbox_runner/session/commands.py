@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "/mcp": "the MCP servers, whether they run, and their tools (read-only ones marked)",
     "/diff": "what the agent changed in the repository this session: /diff [path]",
     "/undo": "take back the files the agent changed in its last turn: /undo [N turns]",
+    "/resume": "the repository's other sessions; /resume ID switches to one (this one is kept)",
     "/help": "this list",
     "/exit": "end the session (its state is kept; planrun --continue comes back)",
     "/quit": "the same as /exit",
@@ -65,6 +66,8 @@ class Outcome:
     quit: bool = False
     diff: list[DiffLine] = field(default_factory=list)
     """A diff to show after the lines (in colour where the output has it)."""
+    resume: str | None = None
+    """The session to switch to once this one ends (`/resume ID`)."""
 
 
 class Commands:
@@ -99,6 +102,7 @@ class Commands:
             "/help": lambda args: Outcome([f"{name}  {text}" for name, text in COMMANDS.items()]),
             "/exit": lambda args: Outcome([come_back(session)], quit=True),
             "/quit": lambda args: Outcome([come_back(session)], quit=True),
+            "/resume": self._resume,
         }
 
     def run(self, line: str) -> Outcome:
@@ -119,6 +123,14 @@ class Commands:
             return Outcome(
                 [f"error: {error.strerror or error}: {error.filename or ''}".rstrip(": ")]
             )
+
+    def _resume(self, args: list[str]) -> Outcome:
+        from sandbox_runner.session.picker import resume_target
+
+        target, lines = resume_target(self.session.state, " ".join(args))
+        if target is None:
+            return Outcome(lines)
+        return Outcome([*lines, come_back(self.session)], quit=True, resume=target)
 
     def shell(self, line: str) -> Outcome:
         """`!cmd`: run it in the work container; its output, then how it ended."""

@@ -73,7 +73,8 @@ class SessionHost(Protocol):
 
 
 def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> None:
-    """Open (or resume) a session and drive it until the user leaves.
+    """Open (or resume) a session and drive it until the user leaves; `/resume ID` ends
+    it for that session, opened the same way (same flags) in the same terminal.
 
     Raises:
         ConfigError, WorkspaceError: a bad repository or setting, no session to resume
@@ -81,6 +82,20 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
         PreflightError: in line mode, no Docker engine or image, a key the API refuses
             or a model it does not know (one line each).
     """
+    # One reader of standard input for every session of the process: a line typed after
+    # `/resume ID` (and read ahead) belongs to the session it switches to.
+    stdin = LineInput(sys.stdin)
+    while True:
+        switch_to = _run_one(options, host, warn, stdin)
+        if switch_to is None:
+            return
+        options = replace(options, resume_id=switch_to, continue_latest=False, model=None)
+
+
+def _run_one(
+    options: SessionOptions, host: SessionHost, warn: Warn, stdin: LineInput
+) -> str | None:
+    """One session, until the user leaves it; the session `/resume ID` switches to."""
     workspace = resolve_workspace(options.repo or ".")
     # Found now, not after the first approved edit: the work session could not write.
     problem = work_owner_problem(workspace)
@@ -101,7 +116,7 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
     workspace = Path(state.repo)
     switch_to = None if resumed else options.mode
     greeting = _greeting(state, workspace, resumed, switch_to)
-    ui = _ui(workspace)
+    ui = _ui(workspace, stdin)
     if isinstance(ui, LineUI):
         # The first line comes before Docker is asked anything: the containers start in
         # the background, and a missing engine or image is still one line and exit status 2.
@@ -146,13 +161,13 @@ def run_session(options: SessionOptions, host: SessionHost, *, warn: Warn) -> No
             note = "plan mode: the plan file is {}"
             preflight(lambda: _start(session, ui, switch_to, note), access)
             try:
-                run_lines(session, commands, ui)
+                return run_lines(session, commands, ui)
             except KeyboardInterrupt:
                 ui.show(come_back(session))  # then `planrun: interrupted`, exit status 130
                 raise
         else:
             history = store.directory / "history"
-            _run_terminal(session, commands, ui, history, greeting, switch_to)
+            return _run_terminal(session, commands, ui, history, greeting, switch_to)
     finally:
         session.close()
 
@@ -213,14 +228,14 @@ def _chooser() -> Callable[[list[SessionState]], str | None] | None:
     return None
 
 
-def _ui(workspace: Path) -> LineUI | TerminalUI:
+def _ui(workspace: Path, stdin: LineInput) -> LineUI | TerminalUI:
     """The terminal UI on a terminal; line mode otherwise."""
     if sys.stdin.isatty() and sys.stdout.isatty():
         # Imported only here: line mode (and every other command) starts without it.
         from sandbox_runner.session.terminal import TerminalUI
 
         return TerminalUI()
-    return LineUI(LineInput(sys.stdin), sys.stdout, workspace)
+    return LineUI(stdin, sys.stdout, workspace)
 
 
 def _start(
@@ -241,7 +256,7 @@ def _run_terminal(
     history: Path,
     greeting: str,
     mode: PermissionMode | None,
-) -> None:
+) -> str | None:
     from sandbox_runner.session.terminal import run_terminal
 
     # The prompt comes up at once; the first line is printed above it, and the containers
@@ -262,7 +277,7 @@ def _run_terminal(
         with ui.preparing("loading the model client"):
             _load_first_turn()
 
-    run_terminal(session, commands, ui, history, first)
+    return run_terminal(session, commands, ui, history, first)
 
 
 def _load_first_turn() -> None:

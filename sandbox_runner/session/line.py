@@ -170,13 +170,13 @@ class LineUI:
             self._mid_line = False
 
 
-def run_lines(session: Session, commands: Commands, ui: LineUI) -> None:
+def run_lines(session: Session, commands: Commands, ui: LineUI) -> str | None:
     """Read lines until the input ends (or /exit); each is a command (`/…`, `!…`) or a
-    message."""
+    message. Returns the session `/resume ID` switches to, if that ended it."""
     while True:
         line = ui.input.next_line()
         if line is None:
-            return
+            return None
         line = line.rstrip("\r\n")
         if not line.strip():
             continue
@@ -186,6 +186,6 @@ def run_lines(session: Session, commands: Commands, ui: LineUI) -> None:
                 ui.show(text)
             ui.diff(outcome.diff)
             if outcome.quit:
-                return
+                return outcome.resume
         else:
             session.send(commands.message(line))

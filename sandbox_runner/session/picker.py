@@ -39,6 +39,29 @@ def pick_session(workspace: Path, choose: Callable[[list[SessionState]], str | N
     return chosen
 
 
+def resume_target(current: SessionState, wanted: str) -> tuple[str | None, list[str]]:
+    """`/resume [ID]` in a session: without WANTED, the repository's other sessions to
+    switch to; with it (an id or the start of one), that session's id and what to say.
+
+    Raises:
+        ConfigError: WANTED names no other session of the repository, or several.
+    """
+    others = [s for s in all_sessions() if s.repo == current.repo and s.id != current.id]
+    if not wanted:
+        if not others:
+            return None, ["no other session of this repository (planrun starts a new one)"]
+        lines = ["the other sessions of this repository, the most recent first:"]
+        lines += [session_line(state) for state in others]
+        return None, [*lines, "/resume ID switches to one; this session is kept"]
+    matches = [s.id for s in others if s.id == wanted] or [
+        s.id for s in others if s.id.startswith(wanted)
+    ]
+    if len(matches) != 1:
+        what = "several sessions" if matches else "no other session"
+        raise ConfigError(f"{what} of this repository match {wanted!r}; /resume lists them")
+    return matches[0], [f"switching to session {matches[0]}"]
+
+
 def choose_on_terminal(found: list[SessionState]) -> str | None:
     """The session chosen with the arrow keys and Enter (None: Ctrl-C or Ctrl-D)."""
     from prompt_toolkit.shortcuts import choice

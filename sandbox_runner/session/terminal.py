@@ -93,6 +93,8 @@ class Terminal:
         self.worker = Worker(ui.say)
         self.hint = ""
         self.quit_armed = False
+        self.resume_to: str | None = None
+        """The session `/resume ID` switches to when this one ends."""
         self._queued = self._dropped = 0
         """Jobs queued so far, and the last one an interrupt dropped."""
         self._waiting: dict[int, str] = {}
@@ -237,6 +239,8 @@ class Terminal:
             name = text.split()[0]
             if name in ("/exit", "/quit"):
                 return False  # run_terminal says how to come back
+            if name == "/resume" and len(text.split()) > 1:
+                return self._switch(text)
             if name in ("/status", "/help", "/cost"):  # read-only: answer now, even mid-turn
                 self._print(self.commands.run(text))
                 return True
@@ -298,6 +302,16 @@ class Terminal:
 
         self._submit(run)
 
+    def _switch(self, text: str) -> bool:
+        """`/resume ID`: end this session for that one, once the agent is idle."""
+        if self.ui.activity.busy:
+            self.ui.say("the agent is working: press Esc first, then /resume")
+            return True
+        outcome = self.commands.run(text)
+        self.ui.say(*outcome.lines[:1])
+        self.resume_to = outcome.resume
+        return outcome.resume is None
+
     def _print(self, outcome: Outcome) -> None:
         if outcome.lines:
             self.ui.say(*outcome.lines)
@@ -324,8 +338,9 @@ def run_terminal(
     ui: TerminalUI,
     history: Path,
     first: Callable[[], None] | None = None,
-) -> None:
-    """The full terminal session on a real terminal, until the user quits."""
+) -> str | None:
+    """The full terminal session on a real terminal, until the user quits; returns the
+    session `/resume ID` switches to, if that ended it."""
     # planrun's own output goes straight to the terminal (in run_in_terminal); anything
     # else printed meanwhile lands above the prompt.
     ui.write_to(sys.stdout)
@@ -333,6 +348,7 @@ def run_terminal(
         terminal = Terminal(session, commands, ui, history=FileHistory(str(history)))
         asyncio.run(terminal.run(first))
     ui.say(come_back(session))
+    return terminal.resume_to
 
 
 # TerminalUI is imported from here too (by the CLI).

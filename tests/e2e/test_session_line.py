@@ -160,3 +160,22 @@ def test_kill_9_in_plan_mode_then_resume(tmp_path: Path, planrun_home: Path) -> 
     assert again.returncode == 0, err
     assert f"resumed session {state['id']}-plan in plan mode" in out
     assert f"plan_file: {state['plan_file']}" in out
+
+
+def test_resume_id_switches_to_another_session_in_the_same_process(
+    tmp_path: Path, planrun_home: Path
+) -> None:
+    repo = owned_repo(tmp_path / "repo")
+    with FakeMessagesAPI(lambda body: message(text("Noted."))) as api:
+        first = planrun(api, "--repo", str(repo), home=planrun_home)
+        out, err = first.communicate("remember the first\n/exit\n", 120)
+        assert first.returncode == 0, err
+        [state_file] = (planrun_home / "sessions").glob("*/state.json")
+        first_id = json.loads(state_file.read_text())["id"]
+        second = planrun(api, "--repo", str(repo), home=planrun_home)
+        out, err = second.communicate(f"/resume {first_id}\n/status\n", 120)
+    assert second.returncode == 0, err
+    assert f"switching to session {first_id}" in out
+    assert f"resumed session {first_id} in default mode" in out
+    assert out.count("kept: planrun --continue") == 1  # the one left
+    assert f"session: {first_id}" in out  # /status ran in the resumed session

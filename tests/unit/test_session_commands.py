@@ -261,3 +261,30 @@ def test_the_picker_resumes_the_session_chosen(workspace: Path, tmp_path: Path) 
         pick_session(workspace, lambda found: None)
     with pytest.raises(ConfigError, match="no session of"):
         pick_session(tmp_path, choose)
+
+
+def test_resume_lists_the_other_sessions_and_switches_to_one_by_id_or_prefix(
+    session: Session, workspace: Path, tmp_path: Path
+) -> None:
+    commands = Commands(session)
+    alone = commands.run("/resume")
+    assert alone.lines == ["no other session of this repository (planrun starts a new one)"]
+    other = open_session(workspace, tmp_path, Models({}), FakeUI())
+    other.close()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    open_session(elsewhere, tmp_path, Models({}), FakeUI()).close()
+    listed = commands.run("/resume")
+    assert not listed.quit and listed.resume is None
+    assert any(line.startswith(other.state.id) for line in listed.lines)
+    assert session.state.id not in "\n".join(listed.lines[1:])  # not itself
+    assert len(listed.lines) == 3  # the heading, the one other session, how to switch
+    switched = commands.run(f"/resume {other.state.id[:-2]}")
+    assert switched.quit and switched.resume == other.state.id
+    assert switched.lines[0] == f"switching to session {other.state.id}"
+    assert switched.lines[1].startswith(f"session {session.state.id} kept")
+    wrong = commands.run("/resume nosuch")
+    assert not wrong.quit and wrong.resume is None
+    assert wrong.lines == [
+        "error: no other session of this repository match 'nosuch'; /resume lists them"
+    ]
