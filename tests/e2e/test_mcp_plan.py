@@ -192,3 +192,51 @@ def test_ctrl_c_removes_the_server_containers(
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert mine() == []
+
+
+def test_one_plan_reads_through_mcp_and_the_web_refuses_a_write_and_changes_nothing(
+    api: FakeMessagesAPI, repo: Path, tmp_path: Path
+) -> None:
+    """The whole of research beyond the repository in one plan-mode run: a `.mcp.json`
+    server's read tool and a WebFetch used, its write tool refused, the repository as it
+    was."""
+    from tests.support.web_server import WebServer, page
+
+    agent = repo / ".claude" / "agents" / "researcher.md"
+    agent.write_text(RESEARCHER.replace("tools: Read,", "tools: Read, WebFetch,"))
+    git(repo, "commit", "-qam", "the researcher may read the web")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["mcp", "approve", "git", "--repo", str(repo)]).exit_code == 0
+    docs = "<html><body><h1>Flags</h1><p>Pass <code>--loud</code> to shout.</p></body></html>"
+    with WebServer({"/flags": page(docs)}) as server:
+        api.script = PerspectiveScript(
+            {
+                "plan": [
+                    message(tool_use("mcp__git__git_log", {"repo_path": "/workspace"})),
+                    message(tool_use("WebFetch", {"url": server.url("/flags"), "prompt": "?"})),
+                    message(
+                        tool_use(
+                            "mcp__git__git_commit", {"repo_path": "/workspace", "message": "x"}
+                        )
+                    ),
+                    message(
+                        tool_use("Write", {"file_path": "/plan/plan.md", "content": VALID_PLAN})
+                    ),
+                    message(text("The plan is written.")),
+                ]
+            }
+        )
+        head, out = git(repo, "rev-parse", "HEAD"), tmp_path / "out"
+        result = runner.invoke(
+            cli,
+            ["plan", "Add a flag", "--repo", str(repo), "--agent", "researcher",
+             "--out", str(out), "--allow-web", "127.0.0.1"],
+            catch_exceptions=False,
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    results = results_by_tool(out / "plan.transcript.jsonl")
+    assert "the researcher may read the web" in results["mcp__git__git_log"]["content"]
+    fetched = results["WebFetch"]
+    assert not fetched["is_error"] and "--loud" in fetched["content"]
+    assert results["mcp__git__git_commit"]["is_error"]
+    assert git(repo, "rev-parse", "HEAD") == head and git(repo, "status", "--porcelain") == ""
