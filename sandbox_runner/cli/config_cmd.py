@@ -26,6 +26,30 @@ def _shown(value: object) -> str:
     return str(value)
 
 
+def _masked_servers(servers: dict[str, object]) -> dict[str, object]:
+    """mcp_servers with the values of each server's env and headers hidden (they often hold
+    a token), unless a value only names a variable (`${GITHUB_TOKEN}`)."""
+    shown: dict[str, object] = {}
+    for name, entry in servers.items():
+        if not isinstance(entry, dict):
+            shown[name] = entry
+            continue
+        shown[name] = {
+            key: (
+                {k: v if _names_a_variable(v) else "***" for k, v in value.items()}
+                if key in ("env", "headers") and isinstance(value, dict)
+                else value
+            )
+            for key, value in entry.items()
+        }
+    return shown
+
+
+def _names_a_variable(value: object) -> bool:
+    text = str(value).strip()
+    return text.startswith("${") and text.endswith("}") and text.count("$") == 1
+
+
 @click.group(
     short_help="Show the merged settings and their sources.",
     epilog=examples("planrun config show"),
@@ -44,6 +68,7 @@ def config_show(repo: str, as_json: bool) -> None:
     for warning in loaded.warnings:
         warn(warning)
     values = asdict(loaded.settings)
+    values["mcp_servers"] = _masked_servers(values["mcp_servers"])
     if as_json:
         document = {
             "settings": values,

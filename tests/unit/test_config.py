@@ -712,6 +712,24 @@ def test_config_show_json(fs: FakeFilesystem, repo: Path) -> None:
     assert document["files"] == [str(PROJECT_YAML)]
 
 
+def test_config_show_hides_the_tokens_of_mcp_servers(
+    fs: FakeFilesystem, repo: Path, planrun_home: Path
+) -> None:
+    fs.create_file(
+        planrun_home / "config.yaml",
+        contents=(
+            "mcp_servers:\n"
+            "  docs: {url: 'https://mcp.example.com', headers: {Authorization: 'Bearer s3cr3t'}}\n"
+            "  gh: {command: gh-mcp, env: {GITHUB_TOKEN: '${GITHUB_TOKEN}', LEVEL: ghp_abc}}\n"
+        ),
+    )
+    for args in (["config", "show", "--repo", str(REPO)], ["config", "show", "--json"]):
+        result = CliRunner().invoke(cli, [*args, "--repo", str(REPO)] if "--json" in args else args)
+        assert result.exit_code == 0, result.output
+        assert "s3cr3t" not in result.output and "ghp_abc" not in result.output
+        assert "${GITHUB_TOKEN}" in result.output and "mcp.example.com" in result.output
+
+
 def test_config_show_reports_a_bad_config_in_one_line(fs: FakeFilesystem, repo: Path) -> None:
     fs.create_file(PROJECT_YAML, contents="parallel: four\n")
     result = CliRunner().invoke(cli, ["config", "show", "--repo", str(REPO)])
