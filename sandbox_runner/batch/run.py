@@ -69,6 +69,9 @@ class BatchOptions:
     """Hosts the web tools may reach, besides the `web` setting's (--allow-web)."""
     scratch: bool = False
     """Every task's commands may write, into a throw-away layer (`--scratch`)."""
+    image: str | None = None
+    """Every task's sandboxes run on this toolchain image (`--image`); None: the configured
+    one."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +194,13 @@ def _prepared(options: BatchOptions, warn: Warn) -> tuple[BatchFile, list[Prepar
     batch_file = load_batch_file(options.file)
     tasks = select_tasks(batch_file, options.only)
     prepared = prepare_tasks(
-        batch_file, tasks, options.parallel, warn, options.allow_web, scratch=options.scratch
+        batch_file,
+        tasks,
+        options.parallel,
+        warn,
+        options.allow_web,
+        scratch=options.scratch,
+        image=options.image,
     )
     if options.engine == "ray":
         scratch_tasks = [task.task.id for task in prepared if task.spec.scratch]

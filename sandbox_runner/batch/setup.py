@@ -90,6 +90,7 @@ def prepare_tasks(
     allow_web: Sequence[str] = (),
     *,
     scratch: bool = False,
+    image: str | None = None,
 ) -> list[PreparedTask]:
     """Prepare every task; the first bad one is an error naming it.
 
@@ -108,7 +109,11 @@ def prepare_tasks(
             template=task.template,
             context_files=task.context,
             parallel=parallel,
-            overrides={**task.overrides, **({"plan_commands": "scratch"} if scratch else {})},
+            overrides={
+                **task.overrides,
+                **({"plan_commands": "scratch"} if scratch else {}),
+                **({"image": image} if image else {}),
+            },
             allow_web=allow_web,
         )
         try:
@@ -158,6 +163,8 @@ def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob
                 parts["web"] = list(spec.web.entries)
             if job.scratch:
                 parts["scratch"] = True  # its commands ran: not the same plan as without
+            if settings.image:
+                parts["image"] = settings.image  # another toolchain: another plan
             if job.memory:
                 # The user's memory files lie outside the repository's tree fingerprint.
                 parts["memory"] = hashlib.sha256(job.memory.encode("utf-8")).hexdigest()

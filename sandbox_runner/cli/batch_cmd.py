@@ -14,7 +14,13 @@ from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_bat
 from sandbox_runner.batch import dry_run as what_would_run
 from sandbox_runner.cli.batch_progress import BatchProgress
 from sandbox_runner.cli.next_steps import batch_command, cost_line
-from sandbox_runner.cli.options import allow_web_option, examples, json_option, out_option
+from sandbox_runner.cli.options import (
+    allow_web_option,
+    examples,
+    image_option,
+    json_option,
+    out_option,
+)
 from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.safe_text import one_line
@@ -68,6 +74,7 @@ def batch() -> None:
 @click.option("--redo", "redo", multiple=True, help="Run task ID again although it changed.")
 @click.option("--only", help="Only the tasks whose id matches this regular expression.")
 @allow_web_option()
+@image_option()
 @click.option("--dry-run", is_flag=True, help="Say what would run, run nothing.")
 @click.option(
     "--scratch", is_flag=True, help="Plans may run any command; writes go to a throw-away layer."
@@ -87,6 +94,7 @@ def batch_run(
     redo: tuple[str, ...],
     only: str | None,
     allow_web: tuple[str, ...],
+    image: str | None,
     dry_run: bool,
     scratch: bool,
     as_json: bool,
@@ -104,6 +112,7 @@ def batch_run(
         only=only,
         allow_web=allow_web,
         scratch=scratch,
+        image=image,
     )
     if dry_run:
         _print_dry_run(options, as_json=as_json)

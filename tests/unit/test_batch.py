@@ -541,3 +541,24 @@ def test_the_time_left_is_the_average_job_time_times_the_jobs_left() -> None:
     now[0] = 130.0
     progress.update(task, advance=2)  # two jobs finished together after 30 s
     assert JobsRemaining().render(progress.tasks[task]).plain == "0:01:00"
+
+
+def test_image_reaches_every_task_and_its_fingerprint(tmp_path: Path, sample_repo: Path) -> None:
+    text = "defaults: {repo: repo}\ntasks:\n  - {id: t1, requirements: r}\n"
+    batch = load_batch_file(write(tmp_path / "batch.yaml", text))
+    plain = prepare_tasks(batch, batch.tasks, None, lambda _: None)
+    chosen = prepare_tasks(batch, batch.tasks, None, lambda _: None, image="node-tools:18")
+    assert plain[0].settings.settings.image is None
+    assert chosen[0].settings.settings.image == "node-tools:18"
+    assert chosen[0].settings.sources["image"] == "flag --image"
+    [before] = batch_jobs(plain, None)
+    [after] = batch_jobs(chosen, None)
+    assert before.fingerprint != after.fingerprint  # another toolchain, another plan
+    options = [p.name for p in batch_run_params() if p.name == "image"]
+    assert options == ["image"]
+
+
+def batch_run_params() -> list[Any]:
+    from sandbox_runner.cli.batch_cmd import batch_run
+
+    return list(batch_run.params)
