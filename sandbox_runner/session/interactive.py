@@ -24,6 +24,7 @@ from sandbox_runner.session.line import LineUI, run_lines
 from sandbox_runner.session.line_input import LineInput
 from sandbox_runner.session.mcp_servers import SessionServers
 from sandbox_runner.session.picker import choose_on_terminal, pick_session
+from sandbox_runner.session.remembered import flags_of, with_remembered
 from sandbox_runner.session.sandboxes import DockerSessionSandboxes
 from sandbox_runner.session.session import Session
 from sandbox_runner.session.state import SessionState, SessionStore, latest_for
@@ -101,6 +102,9 @@ def _run_one(
     problem = work_owner_problem(workspace)
     if problem:
         raise WorkspaceError(problem)
+    if options.resume_id == "":
+        options = replace(options, resume_id=pick_session(workspace, _chooser()))
+    options = _with_flags_of_resumed(options, workspace)
     flags = {
         "planning_model": None,
         "image": options.image,
@@ -110,9 +114,10 @@ def _run_one(
     loaded = load_settings(workspace, flags=flags)
     web = granted(loaded.settings.web, options.allow_web)
     registry = _registry(workspace, loaded, warn, web)
-    if options.resume_id == "":
-        options = replace(options, resume_id=pick_session(workspace, _chooser()))
     store, state, resumed = _open_store(options, workspace, loaded)
+    if flags_of(options) != state.flags:
+        state.flags = flags_of(options)
+        store.save(state)
     workspace = Path(state.repo)
     switch_to = None if resumed else options.mode
     greeting = _greeting(state, workspace, resumed, switch_to)
@@ -206,6 +211,20 @@ def _open_store(
     if Path(state.repo) != workspace and options.repo != ".":
         raise ConfigError(f"session {state.id} is of {state.repo}, not {workspace}")
     return store, state, True
+
+
+def _with_flags_of_resumed(options: SessionOptions, workspace: Path) -> SessionOptions:
+    """OPTIONS, with the flags the session they resume was opened with (where they give
+    none of their own); unchanged for a new session or one that cannot be read (opening
+    it then says why)."""
+    session_id = latest_for(workspace) if options.continue_latest else options.resume_id
+    if not session_id:
+        return options
+    try:
+        _, state = SessionStore.open(session_id)
+    except ConfigError:
+        return options
+    return with_remembered(options, state.flags)
 
 
 def _greeting(

@@ -44,6 +44,10 @@ class SessionState:
     cost_usd: float = 0.0
     todos: list[dict[str, str]] = field(default_factory=list)
     """The work agent's checklist (TodoWrite), each item {content, status, activeForm}."""
+    flags: dict[str, Any] = field(default_factory=dict)
+    """The flags the session was opened with that choose its sandboxes and tools (image,
+    network, scratch, allow_web, mcp_config, strict_mcp_config): a resume uses them again
+    unless it is given its own."""
     created: float = field(default_factory=time.time)
     last_activity: float = field(default_factory=time.time)
 
