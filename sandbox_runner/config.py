@@ -31,6 +31,7 @@ from sandbox_runner.limits import (
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 from sandbox_runner.safe_text import name_problem
+from sandbox_runner.spend import Spend
 
 CONFIG_DIR = ".planrun"
 """The project's planrun directory, holding its config file."""
@@ -74,6 +75,12 @@ class Settings:
     """max_tokens of each model call."""
     max_total_tokens: int = RunLimits.max_total_tokens
     """Input, output and cache tokens over one subagent run."""
+    max_cost_usd: float | None = None
+    """Estimated USD (list prices) a whole plan run, batch or session may spend; unset: no
+    cap. A project file may only lower it."""
+    max_cost_usd_per_plan: float | None = None
+    """Estimated USD one perspective's plan (or the synthesis) may spend; unset: no cap. A
+    project file may only lower it."""
     api_timeout: float = API_TIMEOUT_SECONDS
     """Seconds one model API attempt may take (never past the subagent's timeout)."""
     api_retries: int = API_RETRIES
@@ -260,6 +267,8 @@ class LoadedSettings:
             max_output_tokens=values.max_output_tokens,
             max_total_tokens=values.max_total_tokens,
             timeout_seconds=values.timeout,
+            max_cost_usd=values.max_cost_usd_per_plan,
+            spend=Spend(values.max_cost_usd),
         )
 
     def model_id(self, flag: str | None = None) -> str:

@@ -53,6 +53,25 @@ def _at_least(minimum: float, expected: str, *, integer: bool) -> Callable[[obje
     return check
 
 
+def _optional_usd(value: object) -> float | None:
+    """A cost cap in USD, or None (no cap); an environment variable's text is read here."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise _Invalid(_USD) from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Invalid(_USD)
+    if not math.isfinite(value) or value <= 0:
+        raise _Invalid(_USD)
+    return float(value)
+
+
+_USD = "an amount in US dollars above 0"
+
+
 def _boolean(value: object) -> bool:
     if not isinstance(value, bool):
         raise _Invalid("true or false")
@@ -155,6 +174,8 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "timeout": _at_least(1, "a number of seconds, at least 1", integer=False),
     "max_output_tokens": _at_least(1, _POSITIVE, integer=True),
     "max_total_tokens": _at_least(1, _POSITIVE, integer=True),
+    "max_cost_usd": _optional_usd,
+    "max_cost_usd_per_plan": _optional_usd,
     "api_timeout": _at_least(1, "a number of seconds, at least 1", integer=False),
     "api_retries": _at_least(0, "a whole number, 0 or more", integer=True),
     "memory_mb": _at_least(32, "an integer of at least 32 (MiB)", integer=True),
@@ -234,6 +255,8 @@ LOWER_ONLY = (
     "scratch_mb",
 )
 """Limits a project file may lower but never raise."""
+COST_CAPS = ("max_cost_usd", "max_cost_usd_per_plan")
+"""Cost caps, unset meaning none: a project file may set or lower one, never raise or unset it."""
 SWITCHES = {"planning_enabled": "planning", "synthesis": "the synthesis"}
 """What a project file may turn off but never on, when the user's side turned it off."""
 
@@ -267,6 +290,12 @@ def check_project_value(
         raise ConfigError(
             f"{where}: a project config cannot set {name!r}; a repository defines its MCP "
             "servers in .mcp.json, and you approve them (planrun mcp approve NAME)"
+        )
+    if name in COST_CAPS and limit is not None and (value is None or value > limit):
+        cap = "no cap" if limit is None else f"at most {limit!r}"
+        raise ConfigError(
+            f"{where}: key {key!r} is {value!r}, but a project config may only lower "
+            f"{name!r} ({cap} from {limit_source})"
         )
     if name in LOWER_ONLY and value > limit:
         raise ConfigError(

@@ -4,7 +4,11 @@ a subagent run's budget. Configuration reads its defaults from here."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sandbox_runner.spend import Spend
 
 
 class LimitError(ValueError):
@@ -72,6 +76,11 @@ class RunLimits:
     """Wall-clock time of the whole run."""
     context_budget: int = 200_000
     """The model's context window; a system prompt and tools above it are refused."""
+    max_cost_usd: float | None = None
+    """Estimated USD (list prices) this one run's model calls may cost; None: no cap."""
+    spend: Spend | None = field(default=None, compare=False, repr=False)
+    """The budget this run shares with the others of its plan run, batch or session: every
+    call is charged to it, and none starts once it is spent."""
 
 
 TOOL_TIMEOUT_SECONDS = 120.0

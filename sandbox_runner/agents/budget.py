@@ -1,8 +1,13 @@
-"""How much of a run's turns and tokens is left: when to warn the model, when to end it."""
+"""How much of a run's turns, tokens and cost is left: when to warn the model, when to end it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from sandbox_runner.limits import RunLimits
+from sandbox_runner.plans.pricing import estimate_cost
+from sandbox_runner.spend import usd
+from sandbox_runner.types import Usage
 
 WARN_TURNS_LEFT = 3
 """The model is told once when this many turns remain before its final one."""
@@ -63,3 +68,21 @@ def final_turn_note(reason: str, plan_file: str) -> str:
         "complete plan now, in Markdown, as your answer, with every required section; it "
         f"replaces {plan_file} and is kept as an incomplete plan."
     )
+
+
+def charge(limits: RunLimits, model: str, usage: Usage) -> None:
+    """Charge a model call's USAGE to the budget the run shares, if it has one."""
+    if limits.spend is not None:
+        limits.spend.charge(model, usage)
+
+
+def cost_stop_reason(limits: RunLimits, model: str, run_usage: Usage) -> str:
+    """Why no further model call may start for cost ("" when one may): the shared budget
+    is spent, or this run's own cost (RUN_USAGE of MODEL) reached its cap."""
+    if limits.spend is not None and limits.spend.exhausted():
+        return limits.spend.reason()
+    cap = limits.max_cost_usd
+    cost = estimate_cost(model, run_usage) if cap is not None else None
+    if cap is not None and cost is not None and cost >= cap:
+        return f"cost budget of {usd(cap)} per plan reached ({usd(cost)} spent)"
+    return ""

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from sandbox_runner import Sandbox
-from sandbox_runner.agents.budget import Budget
+from sandbox_runner.agents.budget import Budget, charge, cost_stop_reason
 from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.conversation import (
     NOT_RUN,
@@ -28,7 +28,7 @@ from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.agents.hooks import Approver, LoopHooks
 from sandbox_runner.agents.loop_config import LoopConfig
 from sandbox_runner.agents.model_call import CallStopped, complete_within
-from sandbox_runner.agents.run_state import Interrupted, LimitReached, RunState
+from sandbox_runner.agents.run_state import BudgetReached, Interrupted, LimitReached, RunState
 from sandbox_runner.agents.streaming import TextStream
 from sandbox_runner.agents.tool_calls import TurnCalls
 from sandbox_runner.errors import PlanrunError
@@ -226,6 +226,7 @@ class AgentLoop:
         # would end the transcript's json.dumps, or the next request, in a RecursionError.
         response = dataclasses.replace(response, content=without_deep_inputs(response.content))
         state.usage.add(response.usage)
+        charge(self.config.limits, self.config.model_id, response.usage)
         state.last_call_tokens = response.usage.total
         last = state.messages[-1] if state.messages else None
         if last is not None and last["role"] == "assistant":
@@ -247,6 +248,7 @@ class AgentLoop:
         """Tokens a tool spent on a model call of its own (a WebSearch): they count in the
         run's totals, and the transcript keeps them for a resumed run."""
         self.state.usage.add(usage)
+        charge(self.config.limits, self.config.model_id, usage)
         self.log("usage", source=source, usage=vars(usage))
 
     def log_result(self, call: ToolCall, result: ToolResult) -> None:
@@ -292,6 +294,8 @@ class AgentLoop:
             raise LimitReached(f"token limit of {limits.max_total_tokens} reached")
         if time.monotonic() - state.started >= limits.timeout_seconds:
             raise LimitReached(self._time_limit_reason())
+        if reason := cost_stop_reason(limits, self.config.model_id, state.usage):
+            raise BudgetReached(reason)
 
     def _time_limit_reason(self) -> str:
         return f"time limit of {self.config.limits.timeout_seconds:g} s reached"

@@ -15,7 +15,7 @@ from sandbox_runner.agents.events import EventSink
 from sandbox_runner.agents.hooks import LoopHooks
 from sandbox_runner.agents.loop import AgentLoop
 from sandbox_runner.agents.loop_config import LoopConfig
-from sandbox_runner.agents.run_state import Interrupted, LimitReached, PlanPaths
+from sandbox_runner.agents.run_state import BudgetReached, Interrupted, LimitReached, PlanPaths
 from sandbox_runner.agents.web_tools import WebTools
 from sandbox_runner.catalog import WEB_TOOLS
 from sandbox_runner.errors import PlanrunError, SandboxError
@@ -172,6 +172,8 @@ class PlanAgentRun:
                 self.loop.go_on(earlier.conversation, earlier.note(self.paths))
         except Interrupted as stopped:
             status, reason, resumable = PlanStatus.INCOMPLETE, str(stopped), True
+        except BudgetReached as spent:
+            status, reason, resumable = PlanStatus.BUDGET, str(spent), True
         except LimitReached as limit:
             status, reason = PlanStatus.INCOMPLETE, str(limit)
         except PlanrunError as error:

@@ -59,6 +59,11 @@ class LimitReached(Exception):
     """Control flow, not an error: a run limit stops the loop and keeps the partial plan."""
 
 
+class BudgetReached(LimitReached):
+    """A cost budget (the run's, or the one it shares) is spent: the run stops at the model
+    call boundary and keeps its partial plan."""
+
+
 class Interrupted(LimitReached):
     """The user (Ctrl-C, SIGTERM) or the driver stopped the run: nothing about the
     conversation ended it, so it can be continued."""

@@ -51,6 +51,28 @@ def mcp_options(command: F) -> F:
     )(command)
 
 
+def budget_options(command: F) -> F:
+    """`--max-cost-usd` and `--max-cost-usd-per-plan`: the cost caps of a run or batch."""
+    command = click.option(
+        "--max-cost-usd-per-plan",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="USD",
+        help="Stop each plan once it has cost this much (list-price estimate).",
+    )(command)
+    return click.option(
+        "--max-cost-usd",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="USD",
+        help="Stop every agent once the whole run has cost this much (list-price estimate).",
+    )(command)
+
+
+def budget_overrides(max_cost_usd: float | None, per_plan: float | None) -> dict[str, object]:
+    """The settings the budget flags set (none for a flag not given)."""
+    values = {"max_cost_usd": max_cost_usd, "max_cost_usd_per_plan": per_plan}
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def image_option() -> Callable[[F], F]:
     """`--image`: the user's toolchain image, which planrun adds its runtime to."""
     return click.option(

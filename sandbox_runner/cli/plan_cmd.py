@@ -9,10 +9,13 @@ from pathlib import Path
 
 import click
 
+from sandbox_runner.cli.estimate_view import show_estimate
 from sandbox_runner.cli.next_steps import cost_line
 from sandbox_runner.cli.options import (
     REPORT_JSON_HELP,
     allow_web_option,
+    budget_options,
+    budget_overrides,
     examples,
     image_option,
     json_option,
@@ -93,6 +96,12 @@ from sandbox_runner.safe_text import one_line
     type=click.Path(path_type=Path),
     help="Record the conversations into this directory.",
 )
+@budget_options
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Say what would run and estimate its tokens and cost; start nothing.",
+)
 @image_option()
 @mcp_options
 @click.pass_context
@@ -119,14 +128,18 @@ def plan(
     replay: Path | None,
     record: Path | None,
     image: str | None,
+    max_cost_usd: float | None,
+    max_cost_usd_per_plan: float | None,
+    dry_run: bool,
     mcp_config: Path | None,
     strict_mcp_config: bool,
 ) -> None:
     """Plan REQUIREMENTS (text, `-f FILE`, or `-` for stdin) from one or more perspectives.
 
-    Exit status: 0 every plan complete and valid; 1 a plan failed or is invalid (the
-    report is still written); 2 a usage or configuration error; 3 the workspace changed;
-    130 interrupted by Ctrl-C or SIGTERM (the report is still written).
+    Exit status: 0 every plan complete and valid; 1 a plan failed, is invalid or was
+    stopped by the cost budget (the report is still written); 2 a usage or configuration
+    error; 3 the workspace changed; 130 interrupted by Ctrl-C or SIGTERM (the report is
+    still written).
     """
     options = PlanOptions(
         requirements=requirements,
@@ -148,7 +161,11 @@ def plan(
         record=record,
         image=image,
         mcp=McpChoice(mcp_config, strict_mcp_config),
+        budget=budget_overrides(max_cost_usd, max_cost_usd_per_plan),
     )
+    if dry_run:
+        show_estimate(options, warn=warn, as_json=as_json)
+        return
     outcome = plan_run(options, services(ctx), warn=warn, watch=_announce(as_json))
     show_outcome(ctx, outcome, as_json=as_json)
 

@@ -197,6 +197,8 @@ def _run_status(record: RunRecord) -> str:
         return "workspace_changed"
     if record.exit_code == EXIT_INTERRUPTED:
         return "interrupted"
+    if any(result.status is PlanStatus.BUDGET for result in record.results):
+        return "budget"
     if not record.results or any(r.status is not PlanStatus.COMPLETE for r in record.results):
         return "plan_failed"
     if not all(result.valid for result in record.results):

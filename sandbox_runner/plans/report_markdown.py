@@ -75,6 +75,7 @@ def plan_counts(plans: list[dict[str, Any]]) -> str:
     counts = {
         "failed": sum(p["status"] == "failed" for p in plans),
         "incomplete": sum(p["status"] == "incomplete" for p in plans),
+        "stopped by the budget": sum(p["status"] == "budget" for p in plans),
         "did not pass validation": sum(p["status"] == "complete" and not p["valid"] for p in plans),
         "valid": sum(bool(p["valid"]) for p in plans),
     }

@@ -48,6 +48,8 @@ class PlanStatus(StrEnum):
     COMPLETE = "complete"
     INCOMPLETE = "incomplete"
     FAILED = "failed"
+    BUDGET = "budget"
+    """A cost budget stopped it; its plan so far is kept, and a resume can go on with it."""
 
 
 @dataclass

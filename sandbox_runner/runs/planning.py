@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +75,8 @@ class PlanOptions:
     """The user's toolchain image (--image); None: the configured one."""
     scratch: bool = False
     """Commands may write, into a throw-away layer over the repository (`--scratch`)."""
+    budget: Mapping[str, object] = field(default_factory=dict)
+    """The cost caps the flags set (`max_cost_usd`, `max_cost_usd_per_plan`)."""
 
     def request(self, requirements: str) -> PlanRequest:
         """The run's request, with the requirements as read."""
@@ -94,6 +96,7 @@ class PlanOptions:
             overrides={
                 **({"image": self.image} if self.image else {}),
                 **({"plan_commands": SCRATCH} if self.scratch else {}),
+                **self.budget,
             },
         )
 

@@ -1,0 +1,69 @@
+"""`--dry-run` of `planrun plan`: what would run, and its estimated tokens and cost."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from sandbox_runner.runs.estimate import (
+    CHARS_PER_TOKEN,
+    OUTPUT_TOKENS_PER_TURN,
+    RunEstimate,
+    dry_run,
+)
+from sandbox_runner.runs.planning import PlanOptions
+from sandbox_runner.runs.prepare import Warn
+from sandbox_runner.safe_text import one_line
+from sandbox_runner.spend import usd
+
+
+def show_estimate(options: PlanOptions, *, warn: Warn, as_json: bool) -> None:
+    """Print what `planrun plan` with OPTIONS would run and what it may cost (JSON with
+    AS_JSON); starts nothing."""
+    estimate = dry_run(options, warn=warn)
+    if as_json:
+        click.echo(json.dumps(estimate.to_dict(), indent=2))
+        return
+    for line in estimate_lines(estimate):
+        click.echo(line)
+
+
+def estimate_lines(estimate: RunEstimate) -> list[str]:
+    """The dry run as lines for a person."""
+    lines = ["planrun plan --dry-run: nothing was started and nothing was paid", ""]
+    for plan in estimate.plans:
+        view = one_line(plan.perspective or "(no perspective)")
+        lines.append(
+            f"  plan {plan.label}: {view}; agent {plan.agent}, model {plan.model}, "
+            f"prompt ~{plan.prompt_tokens:,} tokens, up to {plan.max_turns} turns"
+        )
+    web = ", ".join(estimate.web) or "none"
+    servers = ", ".join(estimate.mcp_servers) or "none"
+    commands = "scratch (writes go to a throw-away layer)" if estimate.scratch else "read-only"
+    lines += [
+        f"  sandboxes: {estimate.sandboxes} (image {estimate.image})",
+        f"  commands: {commands}",
+        f"  web grant: {web}",
+        f"  MCP servers: {servers}",
+        f"  synthesis: {'on' if estimate.synthesis else 'off'}",
+        f"  budget: {_cap(estimate.max_cost_usd)} per run, "
+        f"{_cap(estimate.max_cost_usd_per_plan)} per plan",
+        "",
+    ]
+    totals = estimate.totals()
+    for key, what in (("one_turn", "one turn of each plan"), ("max_turns_estimate", "every turn")):
+        figure = totals[key]
+        assert isinstance(figure, dict)
+        cost = figure["cost_usd"]
+        money = usd(cost) if isinstance(cost, float) else "unknown (model not in the price table)"
+        lines.append(f"  estimate, {what}: ~{figure['tokens']:,} tokens, {money}")
+    lines.append(
+        f"  (tokens counted as {CHARS_PER_TOKEN} characters each; each turn resends the "
+        f"prompt uncached and writes {OUTPUT_TOKENS_PER_TURN:,} tokens; list prices)"
+    )
+    return lines
+
+
+def _cap(amount: float | None) -> str:
+    return "no cap" if amount is None else usd(amount)

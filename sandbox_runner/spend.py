@@ -1,0 +1,61 @@
+"""A budget in US dollars that many agent loops spend from: a run's perspectives, a batch's
+jobs, a session's turns and Task subagents. Costs are list-price estimates (plans/pricing)."""
+
+from __future__ import annotations
+
+import threading
+
+from sandbox_runner.plans.pricing import estimate_cost
+from sandbox_runner.types import Usage
+
+
+class Spend:
+    """What the model calls under one budget have cost so far, and the cap on it.
+
+    Thread-safe: the perspectives of a run (and the jobs of a batch) charge it from their
+    own threads. Calls to a model the price table does not know cost nothing here, so a
+    budget never stops them (they are counted in `unpriced_calls`, for the report).
+    """
+
+    def __init__(self, max_usd: float | None, *, spent_before: float = 0.0) -> None:
+        """A budget of MAX_USD (None: no cap), SPENT_BEFORE of which is already gone (the
+        jobs of a batch that finished before a resume)."""
+        self.max_usd = max_usd
+        self._spent = spent_before
+        self.unpriced_calls = 0
+        self._lock = threading.Lock()
+
+    def charge(self, model: str, usage: Usage) -> float:
+        """Add the estimated cost of USAGE of MODEL; returns that cost (0 when unknown)."""
+        cost = estimate_cost(model, usage)
+        with self._lock:
+            if cost is None:
+                self.unpriced_calls += 1
+                return 0.0
+            self._spent += cost
+        return cost
+
+    @property
+    def spent(self) -> float:
+        """Estimated USD spent so far."""
+        with self._lock:
+            return self._spent
+
+    def left(self) -> float | None:
+        """USD left before the cap (never below 0), or None without a cap."""
+        if self.max_usd is None:
+            return None
+        return max(0.0, self.max_usd - self.spent)
+
+    def exhausted(self) -> bool:
+        """Whether the cap is reached: no further model call may start."""
+        return self.max_usd is not None and self.spent >= self.max_usd
+
+    def reason(self) -> str:
+        """Why the budget stops the run, for the plan's reason and the report."""
+        return f"cost budget of {usd(self.max_usd or 0.0)} reached ({usd(self.spent)} spent)"
+
+
+def usd(amount: float) -> str:
+    """A cost as users read it: $0.0123 below a dollar, $1.23 above."""
+    return f"${amount:.4f}" if amount < 1 else f"${amount:,.2f}"
