@@ -73,6 +73,8 @@ class RunRecord:
     """The synthesis of a recommended plan; None when the run had none (as if off)."""
     scratch: bool = field(default=False, kw_only=True)
     """Whether the plans' commands ran in a scratch layer (plan_commands: scratch)."""
+    budget: dict[str, float | None] = field(default_factory=dict, kw_only=True)
+    """The cost caps (`max_cost_usd`, `max_cost_usd_per_plan`; None: no cap)."""
 
     def __post_init__(self) -> None:
         if len(self.perspectives) != len(self.results):
@@ -137,6 +139,11 @@ def _document(
         "workspace_problem": record.workspace_problem,
         "agent_override": record.agent_override or None,
         "plan_commands": "scratch" if record.scratch else "read-only",
+        "budget": {
+            "max_cost_usd": record.budget.get("max_cost_usd"),
+            "max_cost_usd_per_plan": record.budget.get("max_cost_usd_per_plan"),
+            "reached": any(result.status is PlanStatus.BUDGET for result in record.results),
+        },
         "workspace_check": record.workspace_check,
         "workspace_check_note": record.workspace_check_note,
         "synthesis": _synthesis_entry(record.synthesis),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sandbox_runner.plans.report_budget import budget_words
 from sandbox_runner.plans.report_html_parts import (
     badge,
     commands_section,
@@ -102,7 +103,8 @@ def _headline(report: dict[str, Any]) -> str:
         (
             "Usage",
             f"{totals['tokens']['total']:,} tokens · cost "
-            + html_text(cost_text(totals["cost_usd"])),
+            + html_text(cost_text(totals["cost_usd"]))
+            + (f" · {html_text(words)}" if (words := budget_words(report)) else ""),
         ),
     ]
     chips = [_chip(report["recommended"], "recommended", "Recommended")] if _has_rec(report) else []

@@ -6,6 +6,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
+from sandbox_runner.plans.report_budget import budget_words
 from sandbox_runner.plans.report_schema import REPORT_SCHEMA_DOC
 from sandbox_runner.safe_text import markdown_text, one_line
 
@@ -19,6 +20,7 @@ RUN_STATUS_WORDS = {
     "plan_failed": "❌ plan_failed",
     "plan_invalid": "❌ plan_invalid",
     "interrupted": "⏹️ interrupted: stopped by a signal",
+    "budget": "💸 budget: the cost budget stopped the run",
     "workspace_changed": "❌ workspace_changed: the workspace changed during the run",
 }
 
@@ -294,6 +296,7 @@ def _totals(report: dict[str, Any]) -> str:
         f"output {tokens['output']:,}, cache write {tokens['cache_creation']:,}, "
         f"cache read {tokens['cache_read']:,}) · cost {cost} · "
         f"run time {duration(report['wall_seconds'])}"
+        + (f" · {words}" if (words := budget_words(report)) else "")
     )
 
 

@@ -23,7 +23,7 @@ Top level:
 - `exit_code`: the exit code of `planrun plan`.
 - `status`: the most serious of: `workspace_changed` when the workspace changed during
   the run, whatever the plans did; `interrupted` when a signal (Ctrl-C, SIGTERM) stopped
-  the run; `plan_failed` when a plan failed or is incomplete (or no plan ran);
+  the run; `budget` when the cost budget stopped a plan; `plan_failed` when a plan failed or is incomplete (or no plan ran);
   `plan_invalid` when every plan completed but one or more did not pass validation;
   otherwise `ok` (every plan complete and valid, exit code 0). The synthesis never
   changes `status` or `exit_code`: how it went is in `synthesis` and `recommended`.
@@ -35,6 +35,9 @@ Top level:
 - `plan_commands`: what the plans' commands could do: `read-only` (only commands that
   read ran) or `scratch` (any command ran, its writes going to a throw-away layer over the
   repository; `--scratch`).
+- `budget`: the run's cost caps, `max_cost_usd` (the whole run) and
+  `max_cost_usd_per_plan` (each plan, the synthesis included), each `null` when unset, and
+  `reached`: whether a plan was stopped by one (see the plans with status `budget`).
 - `workspace_check`: what was compared before and after the run: `full` (the tree
   fingerprint and `git status`; outside git, the fingerprint is all there is), `files_only`
   (the fingerprint only: `git status` could not run, or the run was interrupted) or
@@ -81,7 +84,8 @@ Each plan:
 - `perspective`: the point of view it was planned from, or `null`.
 - `label`: its file-name-safe name, unique in the run; the key of the maps above.
 - `agent`, `model`: the subagent and the model id that wrote it.
-- `status`: `complete`, `incomplete` or `failed`.
+- `status`: `complete`, `incomplete`, `failed` or `budget` (the cost budget stopped it
+  at a model call boundary; the plan it had written so far is kept, and it is resumable).
 - `valid`: complete and passed validation (sections, 3-5 critical files that exist).
 - `reason`: why the run ended as it did (`""` when there is nothing to say).
 - `plan_file`: the plan, or `null` when none was written.

@@ -165,6 +165,10 @@ def _record(
         agent_override=spec.agent_override,
         synthesis=synthesis,
         scratch=spec.scratch,
+        budget={
+            "max_cost_usd": spec.limits.spend.max_usd if spec.limits.spend else None,
+            "max_cost_usd_per_plan": spec.limits.max_cost_usd,
+        },
     )
 
 
