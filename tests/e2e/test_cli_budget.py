@@ -1,0 +1,76 @@
+"""Cost budgets end to end: `planrun plan` against the fake Messages API, real sandboxes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from sandbox_runner.cli import cli
+from tests.support.fake_messages_api import FakeMessagesAPI, message, text, tool_use
+from tests.support.plan_scripts import PerspectiveScript
+from tests.unit.test_plan_loop import VALID_PLAN
+
+ONE_TURN_USD = 10 * 3e-6 + 5 * 15e-6
+"""The fake API's default usage (10 tokens in, 5 out) at the default model's list price."""
+
+
+def plan(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["plan", *args], catch_exceptions=False)
+
+
+def test_a_budget_smaller_than_one_turn_stops_the_plan_and_writes_the_report(
+    api: FakeMessagesAPI, sample_repo: Path, tmp_path: Path, sandbox_image: str
+) -> None:
+    api.script = PerspectiveScript(
+        {
+            "security": [
+                message(
+                    tool_use("Write", {"file_path": "/plan/security.md", "content": VALID_PLAN})
+                ),
+                message(tool_use("Read", {"file_path": "src/app.py"})),
+                message(text("done")),
+            ]
+        }
+    )
+    out = tmp_path / "out"
+    budget = f"{ONE_TURN_USD / 2:.6f}"
+    result = plan(
+        "Add a flag", "--repo", str(sample_repo), "--perspective", "security",
+        "--out", str(out), "--max-cost-usd", budget,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert len(api.message_requests) == 1
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "budget" and report["exit_code"] == 1
+    assert report["budget"] == {
+        "max_cost_usd": float(budget), "max_cost_usd_per_plan": None, "reached": True,
+    }  # fmt: skip
+    [entry] = report["plans"]
+    assert entry["status"] == "budget" and entry["resumable"]
+    assert entry["reason"].startswith(f"cost budget of ${float(budget):.4f} reached")
+    assert "--verbose" in (out / "security.md").read_text()
+    assert "💸 budget: the cost budget stopped the run" in (out / "report.md").read_text()
+    assert "reached (the plans it stopped have status budget)" in (out / "report.html").read_text()
+
+
+def test_dry_run_estimates_and_starts_nothing(
+    api: FakeMessagesAPI, sample_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ["Add a flag", "--repo", str(sample_repo), "--out", str(out), "--dry-run"]
+    args += ["--perspective", "security", "--perspective", "simplicity", "--max-cost-usd", "2"]
+    result = plan(*args)
+    assert result.exit_code == 0, result.output
+    assert "nothing was started and nothing was paid" in result.stdout
+    assert "plan security: security; agent Plan, model claude-sonnet-4-6" in result.stdout
+    assert "budget: $2.00 per run, no cap per plan" in result.stdout
+    assert "estimate, every turn: ~" in result.stdout
+    estimate = json.loads(plan(*args, "--json").stdout)
+    first, second = estimate["plans"]
+    assert second["label"] == "simplicity" and second["perspective"] == "simplicity"
+    assert first["prompt_tokens"] > 1000 and first["max_turns"] == 40
+    assert estimate["totals"]["one_turn"]["cost_usd"] > 0
+    assert estimate["sandboxes"] == 2 and estimate["synthesis"] is True
+    assert api.message_requests == [] and not out.exists()
