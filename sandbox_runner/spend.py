@@ -4,6 +4,7 @@ jobs, a session's turns and Task subagents. Costs are list-price estimates (plan
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.types import Usage
@@ -24,6 +25,22 @@ class Spend:
         self._spent = spent_before
         self.unpriced_calls = 0
         self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A job shipped to another machine takes the budget as it stands (its lock stays).
+        return {"max_usd": self.max_usd, "spent": self.spent, "unpriced": self.unpriced_calls}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.max_usd = state["max_usd"]
+        self._spent = state["spent"]
+        self.unpriced_calls = state["unpriced"]
+        self._lock = threading.Lock()
+
+    def at_least(self, total: float) -> None:
+        """Count TOTAL as spent unless more already is: what jobs on other machines spent
+        (their copies of the budget were charged, not this one)."""
+        with self._lock:
+            self._spent = max(self._spent, total)
 
     def charge(self, model: str, usage: Usage) -> float:
         """Add the estimated cost of USAGE of MODEL; returns that cost (0 when unknown)."""

@@ -31,6 +31,7 @@ from sandbox_runner.runs.workspace import (
     tree_fingerprint,
     workspace_git_status,
 )
+from sandbox_runner.spend import Spend
 
 EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
 GOING_ON = "goes on with its earlier conversation"
@@ -83,6 +84,8 @@ class BatchDriver:
     """Where this machine's jobs keep their files while they run (None: out_dir/.scratch)."""
     git_for: Callable[[Path], GitStatusRunner | None] = lambda path: None
     """How `git status` of a repository is taken (None: the check compares files only)."""
+    spend: Spend | None = None
+    """The batch's cost budget, over every attempt of every job (the ledger's costs count)."""
     checks: dict[Path, WorkspaceComparison] = field(default_factory=dict)
     ledger: Ledger = field(init=False)
     records: dict[str, LedgerRecord] = field(init=False)
@@ -90,6 +93,8 @@ class BatchDriver:
     """The results this run committed, by job key: its reports need not read them back."""
     attempts: dict[str, int] = field(init=False)
     running: set[str] = field(default_factory=set)
+    ledger_cost: float = field(init=False)
+    """What every attempt the ledger records cost, earlier runs of the batch included."""
     started: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
@@ -97,6 +102,9 @@ class BatchDriver:
         found = self.ledger.last_by_key()
         self.records = {key: record for key, (record, _) in found.items()}
         self.attempts = {key: count for key, (_, count) in found.items()}
+        self.ledger_cost = sum(record.cost_usd or 0.0 for record in self.ledger.read())
+        if self.spend is not None:
+            self.spend.at_least(self.ledger_cost)
 
     def run(self) -> BatchOutcome:
         """Run every job that is to run; Ctrl-C (KeyboardInterrupt) ends it with 130."""
@@ -106,6 +114,9 @@ class BatchDriver:
         self._go_on_where_possible()
         self._write_summary(None, "running")
         to_run = [job for job in self.jobs if job.decision.action in RUNS]
+        for job in to_run:
+            limits = replace(job.payload.limits, spend=self.spend)
+            job.payload = replace(job.payload, limits=limits)
         futures: dict[Future[JobOutcome], BatchJob] = {}
         interrupted = False
         try:
@@ -161,6 +172,11 @@ class BatchDriver:
         self._write_summary(None, "running")
 
     def _record(self, record: LedgerRecord) -> None:
+        self.ledger_cost += record.cost_usd or 0.0
+        if self.spend is not None:
+            # A job in another process (Ray) charged its own copy of the budget; one in
+            # this process charged this one as it ran, so this changes nothing for it.
+            self.spend.at_least(self.ledger_cost)
         self.ledger.append(record)
         self.records[record.key] = record
         self.attempts[record.key] = self.attempts.get(record.key, 0) + 1

@@ -20,7 +20,7 @@ from sandbox_runner.batch.resume import ATTEMPT_KEY, FINGERPRINT_KEY
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.plans.files import write_new
-from sandbox_runner.plans.results import PlanResult
+from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.runs.plan_job import (
     EarlierAttempt,
     PlanJob,
@@ -112,6 +112,12 @@ def run_job(
     outcome carries a failed result instead.
     """
     started = _now()
+    spend = payload.limits.spend
+    if spend is not None and spend.exhausted():
+        # Never started: no sandbox, no call; a resume with a higher budget runs it.
+        skipped = failed_result(payload.job, payload.model_id, f"not started: {spend.reason()}")
+        result = replace(skipped, status=PlanStatus.BUDGET, resumable=True)
+        return JobOutcome(payload.key, result, None, "", socket.gethostname(), started, _now())
     scratch = scratch_root / f"{payload.task_id}.{payload.label}.{uuid.uuid4().hex[:8]}"
     scratch.mkdir(parents=True)
     job = payload.job

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sandbox_runner.batch.ledger import LedgerRecord
 from sandbox_runner.plans.document import split_document
+from sandbox_runner.plans.results import PlanStatus
 
 FINGERPRINT_KEY = "batch_fingerprint"
 ATTEMPT_KEY = "batch_attempt"
@@ -107,6 +108,7 @@ def decide(
         return Decision(Action.REFUSED, False, following)
     if last.complete:
         return Decision(Action.SKIP_COMPLETE, False, last.attempt)
-    if retry_failed:
+    if retry_failed or last.status == PlanStatus.BUDGET:
+        # A job the budget stopped (or never started) runs when the batch is resumed.
         return Decision(Action.RETRY, has_files, following)
     return Decision(Action.SKIP_FAILED, False, last.attempt)

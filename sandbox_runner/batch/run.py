@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Protocol
@@ -39,8 +39,10 @@ from sandbox_runner.batch.tasks_file import BatchFile, load_batch_file
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.model import check_model_options
 from sandbox_runner.plans.history import batches_dir, remember_run
+from sandbox_runner.runs.estimate import PlanEstimate, estimate_plan
 from sandbox_runner.runs.preflight import AccessCheck, preflight
 from sandbox_runner.runs.prepare import Warn
+from sandbox_runner.spend import Spend
 
 BATCH_MODEL_HINT = "set it with the task's `model`, or planning_model in the config"
 """How a task's model is chosen, said when the API does not know it."""
@@ -72,6 +74,9 @@ class BatchOptions:
     image: str | None = None
     """Every task's sandboxes run on this toolchain image (`--image`); None: the configured
     one."""
+    budget: Mapping[str, object] = field(default_factory=dict)
+    """The cost caps the flags set (`max_cost_usd` for the whole batch, across its jobs and
+    runs; `max_cost_usd_per_plan` for each job)."""
 
 
 @dataclass(frozen=True)
@@ -111,13 +116,21 @@ class PlannedJob:
     action: Action
     goes_on: bool
     """Whether it would go on with an earlier conversation (see salvage.would_go_on)."""
+    estimate: PlanEstimate | None = None
+    """Its tokens and cost, estimated from its prompt (None: it would not run)."""
 
     @property
     def runs(self) -> bool:
         return self.action in RUNS
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "action": self.action.value, "goes_on": self.goes_on}
+        estimate = self.estimate.to_dict() if self.estimate is not None else None
+        return {
+            "key": self.key,
+            "action": self.action.value,
+            "goes_on": self.goes_on,
+            "estimate": estimate,
+        }
 
 
 def run_batch(
@@ -172,7 +185,17 @@ def dry_run(options: BatchOptions, *, warn: Warn) -> list[PlannedJob]:
     if out_dir is not None and out_dir.is_dir():
         jobs = decide_all(jobs, out_dir, retry_failed=options.retry_failed, redo=options.redo)
         going_on = _going_on(jobs, out_dir, [task.spec.workspace for task in prepared])
-    return [PlannedJob(job.key, job.decision.action, job.key in going_on) for job in jobs]
+    return [
+        PlannedJob(job.key, job.decision.action, job.key in going_on, _estimate(job))
+        for job in jobs
+    ]
+
+
+def _estimate(job: BatchJob) -> PlanEstimate | None:
+    payload = job.payload
+    if job.decision.action not in RUNS:
+        return None
+    return estimate_plan(payload.job, job.label, payload.model_id, payload.limits)
 
 
 def batch_status(directory: Path) -> dict[str, Any]:
@@ -201,6 +224,7 @@ def _prepared(options: BatchOptions, warn: Warn) -> tuple[BatchFile, list[Prepar
         options.allow_web,
         scratch=options.scratch,
         image=options.image,
+        budget=options.budget,
     )
     if options.engine == "ray":
         scratch_tasks = [task.task.id for task in prepared if task.spec.scratch]
@@ -250,6 +274,7 @@ def _drive(
             on_stop=display.stopping if display else lambda: None,
             scratch=scratch,
             git_for=engine.git_for,
+            spend=batch_spend(prepared),
         )
         with display or contextlib.nullcontext():
             return driver.run()
@@ -282,3 +307,11 @@ def _remember(out_dir: Path, prepared: list[PreparedTask]) -> None:
         if not directory.exists():
             directory.mkdir(parents=True)
             remember_run(directory)
+
+
+def batch_spend(prepared: list[PreparedTask]) -> Spend | None:
+    """The batch's cost budget: the lowest `max_cost_usd` of its tasks' settings (the
+    `--max-cost-usd` flag sets it for every task; a repository's file may only lower it)."""
+    caps = [task.settings.settings.max_cost_usd for task in prepared]
+    known = [cap for cap in caps if cap is not None]
+    return Spend(min(known)) if known else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -91,6 +91,7 @@ def prepare_tasks(
     *,
     scratch: bool = False,
     image: str | None = None,
+    budget: Mapping[str, object] | None = None,
 ) -> list[PreparedTask]:
     """Prepare every task; the first bad one is an error naming it.
 
@@ -113,6 +114,7 @@ def prepare_tasks(
                 **task.overrides,
                 **({"plan_commands": "scratch"} if scratch else {}),
                 **({"image": image} if image else {}),
+                **(budget or {}),
             },
             allow_web=allow_web,
         )

@@ -13,9 +13,12 @@ import click
 from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_batch
 from sandbox_runner.batch import dry_run as what_would_run
 from sandbox_runner.cli.batch_progress import BatchProgress
+from sandbox_runner.cli.estimate_view import batch_estimate, estimate_note, estimate_words
 from sandbox_runner.cli.next_steps import batch_command, cost_line
 from sandbox_runner.cli.options import (
     allow_web_option,
+    budget_options,
+    budget_overrides,
     examples,
     image_option,
     json_option,
@@ -75,7 +78,10 @@ def batch() -> None:
 @click.option("--only", help="Only the tasks whose id matches this regular expression.")
 @allow_web_option()
 @image_option()
-@click.option("--dry-run", is_flag=True, help="Say what would run, run nothing.")
+@budget_options
+@click.option(
+    "--dry-run", is_flag=True, help="Say what would run and estimate its cost; run nothing."
+)
 @click.option(
     "--scratch", is_flag=True, help="Plans may run any command; writes go to a throw-away layer."
 )
@@ -95,11 +101,14 @@ def batch_run(
     only: str | None,
     allow_web: tuple[str, ...],
     image: str | None,
+    max_cost_usd: float | None,
+    max_cost_usd_per_plan: float | None,
     dry_run: bool,
     scratch: bool,
     as_json: bool,
 ) -> None:
-    """Exit status: 0 every job complete and valid; 1 some failed; 2 usage (a bad batch
+    """Exit status: 0 every job complete and valid; 1 some failed or were stopped or
+    skipped by the cost budget; 2 usage (a bad batch
     file, a changed task, another driver); 3 a workspace changed; 130 interrupted."""
     options = BatchOptions(
         file=file,
@@ -113,6 +122,7 @@ def batch_run(
         allow_web=allow_web,
         scratch=scratch,
         image=image,
+        budget=budget_overrides(max_cost_usd, max_cost_usd_per_plan),
     )
     if dry_run:
         _print_dry_run(options, as_json=as_json)
@@ -151,14 +161,17 @@ def _watch(as_json: bool) -> Callable[[BatchStart], BatchProgress | None]:
 
 def _print_dry_run(options: BatchOptions, *, as_json: bool) -> None:
     jobs = what_would_run(options, warn=warn)
+    total = batch_estimate(jobs)
     if as_json:
-        click.echo(json.dumps({"dry_run": True, "jobs": [job.to_dict() for job in jobs]}, indent=2))
+        document = {"dry_run": True, "jobs": [job.to_dict() for job in jobs], "totals": total}
+        click.echo(json.dumps(document, indent=2))
         return
     for job in jobs:
         action = job.action.value + (" (goes on)" if job.goes_on else "")
-        click.echo(one_line(f"{action:<18} {job.key}"))
+        click.echo(one_line(f"{action:<18} {job.key}{estimate_note(job.estimate)}"))
     runs = sum(1 for job in jobs if job.runs)
     click.echo(f"{runs} of {len(jobs)} job(s) would run", err=True)
+    click.echo(one_line(f"Estimate: {estimate_words(total)}"), err=True)
 
 
 def _print_summary(summary: dict[str, Any]) -> None:

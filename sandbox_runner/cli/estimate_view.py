@@ -1,4 +1,5 @@
-"""`--dry-run` of `planrun plan`: what would run, and its estimated tokens and cost."""
+"""`--dry-run` of `planrun plan` and `planrun batch`: what would run, and its estimated
+tokens and cost."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import json
 
 import click
 
+from sandbox_runner.batch.run import PlannedJob
 from sandbox_runner.runs.estimate import (
     CHARS_PER_TOKEN,
     OUTPUT_TOKENS_PER_TURN,
+    PlanEstimate,
     RunEstimate,
     dry_run,
+    totals_of,
 )
 from sandbox_runner.runs.planning import PlanOptions
 from sandbox_runner.runs.prepare import Warn
@@ -53,16 +57,40 @@ def estimate_lines(estimate: RunEstimate) -> list[str]:
     ]
     totals = estimate.totals()
     for key, what in (("one_turn", "one turn of each plan"), ("max_turns_estimate", "every turn")):
-        figure = totals[key]
-        assert isinstance(figure, dict)
-        cost = figure["cost_usd"]
-        money = usd(cost) if isinstance(cost, float) else "unknown (model not in the price table)"
-        lines.append(f"  estimate, {what}: ~{figure['tokens']:,} tokens, {money}")
+        lines.append(f"  estimate, {what}: {_figure(totals[key])}")
     lines.append(
         f"  (tokens counted as {CHARS_PER_TOKEN} characters each; each turn resends the "
         f"prompt uncached and writes {OUTPUT_TOKENS_PER_TURN:,} tokens; list prices)"
     )
     return lines
+
+
+def batch_estimate(jobs: list[PlannedJob]) -> dict[str, object]:
+    """The estimate of the jobs of a batch that would run."""
+    return totals_of([job.estimate for job in jobs if job.estimate is not None])
+
+
+def estimate_note(estimate: PlanEstimate | None) -> str:
+    """A job's estimate at the end of its dry-run line ("" for a job that would not run)."""
+    if estimate is None:
+        return ""
+    return f"  (~{estimate.prompt_tokens:,} prompt tokens, up to {estimate.max_turns} turns)"
+
+
+def estimate_words(totals: dict[str, object]) -> str:
+    """A batch's estimate in one line."""
+    return (
+        f"one turn of each job {_figure(totals['one_turn'])}; every turn "
+        f"{_figure(totals['max_turns_estimate'])} ({CHARS_PER_TOKEN} characters a token, "
+        f"{OUTPUT_TOKENS_PER_TURN:,} output tokens a turn, list prices)"
+    )
+
+
+def _figure(figure: object) -> str:
+    assert isinstance(figure, dict)
+    cost = figure["cost_usd"]
+    money = usd(cost) if isinstance(cost, float) else "unknown (model not in the price table)"
+    return f"~{figure['tokens']:,} tokens, {money}"
 
 
 def _cap(amount: float | None) -> str:

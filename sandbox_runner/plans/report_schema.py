@@ -23,7 +23,8 @@ Top level:
 - `exit_code`: the exit code of `planrun plan`.
 - `status`: the most serious of: `workspace_changed` when the workspace changed during
   the run, whatever the plans did; `interrupted` when a signal (Ctrl-C, SIGTERM) stopped
-  the run; `budget` when the cost budget stopped a plan; `plan_failed` when a plan failed or is incomplete (or no plan ran);
+  the run; `budget` when the cost budget stopped a plan; `plan_failed` when a plan
+  failed or is incomplete (or no plan ran);
   `plan_invalid` when every plan completed but one or more did not pass validation;
   otherwise `ok` (every plan complete and valid, exit code 0). The synthesis never
   changes `status` or `exit_code`: how it went is in `synthesis` and `recommended`.

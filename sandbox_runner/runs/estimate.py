@@ -88,12 +88,7 @@ class RunEstimate:
 
     def totals(self) -> dict[str, object]:
         """Tokens and cost of one turn of every plan, and of every plan using all its turns."""
-        one = [plan.usage(1) for plan in self.plans]
-        full = [plan.usage(plan.max_turns) for plan in self.plans]
-        return {
-            "one_turn": _summed(self.plans, one),
-            "max_turns_estimate": _summed(self.plans, full),
-        }
+        return totals_of(self.plans)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -173,6 +168,14 @@ def dry_run(options: PlanOptions, *, warn: Warn) -> RunEstimate:
     requirements = read_requirements(options.requirements, options.requirements_file)
     spec, loaded = prepare(options.request(requirements), warn)
     return estimate_run(spec, loaded, options.mcp)
+
+
+def totals_of(plans: Sequence[PlanEstimate]) -> dict[str, object]:
+    """Tokens and cost of one turn of every plan, and of every plan using all its turns
+    (`cost_usd` None when a plan's model has no list price)."""
+    one = [plan.usage(1) for plan in plans]
+    full = [plan.usage(plan.max_turns) for plan in plans]
+    return {"one_turn": _summed(plans, one), "max_turns_estimate": _summed(plans, full)}
 
 
 def _cost(model: str, usage: Usage) -> float | None:

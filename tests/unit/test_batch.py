@@ -160,10 +160,17 @@ def test_cli_dry_run_lists_the_jobs(tmp_path: Path, sample_repo: Path) -> None:
     batch = write(tmp_path / "batch.yaml", text)
     result = CliRunner().invoke(cli, ["batch", str(batch), "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["jobs"] == [
+    document = json.loads(result.stdout)
+    jobs = [{key: job[key] for key in ("key", "action", "goes_on")} for job in document["jobs"]]
+    assert jobs == [
         {"key": "t/a", "action": "run", "goes_on": False},
         {"key": "t/b", "action": "run", "goes_on": False},
     ]
+    estimates = [job["estimate"] for job in document["jobs"]]
+    assert [estimate["label"] for estimate in estimates] == ["a", "b"]
+    one_turn = document["totals"]["one_turn"]
+    assert one_turn["tokens"] == sum(estimate["one_turn"]["tokens"] for estimate in estimates)
+    assert one_turn["cost_usd"] > 0
 
 
 def conversation(task: str) -> str:
@@ -525,12 +532,15 @@ def test_a_dry_run_says_which_jobs_would_go_on(tmp_path: Path, sample_repo: Path
     arguments = ["batch", str(tmp_path / "batch.yaml"), "--out", str(tmp_path / "out")]
     result = CliRunner().invoke(cli, [*arguments, "--dry-run", "--retry-failed"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == [
+    lines = result.stdout.splitlines()
+    assert [line.split("  (~")[0] for line in lines] == [
         "skip (complete)    t1/a",
         "retry (goes on)    t1/b",
         "skip (complete)    t2/a",
         "retry (goes on)    t2/b",
     ]
+    # Only the jobs that would run are estimated.
+    assert ["prompt tokens, up to 40 turns)" in line for line in lines] == [0, 1, 0, 1]
 
 
 def test_the_time_left_is_the_average_job_time_times_the_jobs_left() -> None:
