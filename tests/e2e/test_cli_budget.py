@@ -9,7 +9,7 @@ from click.testing import CliRunner, Result
 
 from sandbox_runner.cli import cli
 from tests.support.fake_messages_api import FakeMessagesAPI, message, text, tool_use
-from tests.support.plan_scripts import PerspectiveScript
+from tests.support.plan_scripts import PerspectiveScript, writes_plan
 from tests.unit.test_plan_loop import VALID_PLAN
 
 ONE_TURN_USD = 10 * 3e-6 + 5 * 15e-6
@@ -74,3 +74,33 @@ def test_dry_run_estimates_and_starts_nothing(
     assert estimate["totals"]["one_turn"]["cost_usd"] > 0
     assert estimate["sandboxes"] == 2 and estimate["synthesis"] is True
     assert api.message_requests == [] and not out.exists()
+
+
+def test_a_batch_budget_skips_later_jobs_and_a_higher_one_resumes_them(
+    api: FakeMessagesAPI, sample_repo: Path, tmp_path: Path, sandbox_image: str
+) -> None:
+    labels = ("simplicity", "security")
+    api.script = PerspectiveScript({label: writes_plan(label, VALID_PLAN) for label in labels})
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(
+        f"defaults:\n  repo: {sample_repo}\n  perspectives: [{', '.join(labels)}]\n"
+        "tasks:\n  - id: alpha\n    requirements: Plan alpha.\n"
+    )
+    out = tmp_path / "out"
+    command = ["batch", str(batch), "--out", str(out), "--parallel", "1", "--json"]
+    first = CliRunner().invoke(cli, [*command, "--max-cost-usd", f"{ONE_TURN_USD / 2:.6f}"])
+    assert first.exit_code == 1, first.output
+    jobs = {job["key"]: job for job in json.loads(first.stdout)["jobs"]}
+    assert {key: job["status"] for key, job in jobs.items()} == {
+        "alpha/simplicity": "budget",
+        "alpha/security": "budget",
+    }
+    assert jobs["alpha/security"]["reason"].startswith("not started: cost budget of")
+    assert len(api.message_requests) == 1  # the first job's first turn, nothing after it
+
+    second = CliRunner().invoke(cli, [*command, "--max-cost-usd", "10"])
+    assert second.exit_code == 0, second.output
+    statuses = {job["key"]: job["status"] for job in json.loads(second.stdout)["jobs"]}
+    assert set(statuses.values()) == {"complete"}
+    # The stopped job went on with its conversation (2 more turns); the other ran all 3.
+    assert len(api.message_requests) == 1 + 2 + 3
