@@ -91,6 +91,12 @@ class LazyGroup(click.Group):
     is_flag=True,
     help="In plan mode, commands may write (tests, builds): into a throw-away layer.",
 )
+@click.option(
+    "--max-cost-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="USD",
+    help="Stop the turn once the session has cost this much (list-price estimate).",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -107,6 +113,7 @@ def cli(
     mcp_config: Path | None,
     strict_mcp_config: bool,
     scratch: bool,
+    max_cost_usd: float | None,
 ) -> None:
     """planrun: read-only Plan subagents, each in its own hardened Docker container.
 
@@ -133,5 +140,6 @@ def cli(
         network=network,
         mcp=McpChoice(mcp_config, strict_mcp_config),
         scratch=scratch,
+        max_cost_usd=max_cost_usd,
     )
     start_session(ctx, options)

@@ -62,6 +62,11 @@ class Tally:
                 key = f"{key}#{len(self._loops)}"
             self._loops[key] = loop
 
+    def loops(self) -> dict[str, AgentLoop]:
+        """Every loop counted, by key: the conversations, then their Task subagents."""
+        with self._lock:
+            return dict(self._loops)
+
     def totals(self, model: str) -> tuple[int, float]:
         """Tokens and estimated cost so far, this process's stretches priced at the model
         each ran on (the rest at MODEL)."""

@@ -346,9 +346,10 @@ def cost_lines(session: Session) -> list[str]:
     """What /cost prints: each conversation's tokens and cost so far, then the total (the
     toolbar's numbers)."""
     state, lines = session.state, []
-    for which, loop in session.conversations.started().items():
+    for which, loop in session.tally.loops().items():
+        # The work and plan conversations, then each Task subagent ("work/task-1-Explore").
         usage = loop.state.usage
-        name = state.id + ("-plan" if which == "plan" else "")
+        name = state.id + ("-plan" if which == "plan" else "" if which == "work" else f" {which}")
         cost = session.ledger.cost(which, usage, state.model)
         lines.append(
             f"{name}: {usage.input_tokens:,} input, {usage.output_tokens:,} output, "
@@ -361,6 +362,9 @@ def cost_lines(session: Session) -> list[str]:
         lines.append(f"before this resume: {before}")
     tokens, cost = session.totals()
     lines.append(f"total: {tokens:,} tokens; ${cost:.4f} (estimated at list price)")
+    if (spend := session.limits.spend) is not None and spend.max_usd is not None:
+        left = spend.left() or 0.0
+        lines.append(f"budget: ${spend.spent:.4f} of ${spend.max_usd:.4f} used, ${left:.4f} left")
     return lines
 
 

@@ -15,6 +15,7 @@ from sandbox_runner.agents.registry import Registry
 from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.config_values import SCRATCH
 from sandbox_runner.errors import ConfigError, WorkspaceError
+from sandbox_runner.limits import RunLimits
 from sandbox_runner.mcp.launch import McpChoice, open_hub
 from sandbox_runner.runs.preflight import AccessCheck, PreflightError, preflight
 from sandbox_runner.sandbox.host_paths import work_owner_problem
@@ -65,6 +66,8 @@ class SessionOptions:
     """`--mcp-config` and `--strict-mcp-config`."""
     scratch: bool = False
     """Plan mode's commands may write, into a throw-away layer (`--scratch`)."""
+    max_cost_usd: float | None = None
+    """The session's cost budget (`--max-cost-usd`); None: the `max_cost_usd` setting."""
 
 
 class SessionHost(Protocol):
@@ -110,6 +113,7 @@ def _run_one(
         "image": options.image,
         "work_network": options.network,
         "plan_commands": SCRATCH if options.scratch else None,
+        "max_cost_usd": options.max_cost_usd,
     }
     loaded = load_settings(workspace, flags=flags)
     web = granted(loaded.settings.web, options.allow_web)
@@ -149,7 +153,7 @@ def _run_one(
         sandboxes=sandboxes,
         model=_models(loaded, state),
         ui=ui,
-        limits=loaded.run_limits(),
+        limits=session_limits(loaded, state),
         task_budget=loaded.settings.parallel,
         web=web,
         mcp=servers,
@@ -326,3 +330,12 @@ def _models(loaded: LoadedSettings, state: SessionState) -> Callable[[str], Mode
         )
 
     return make
+
+
+def session_limits(loaded: LoadedSettings, state: SessionState) -> RunLimits:
+    """The limits of the session's loops; its cost budget covers the whole session, what
+    it cost before this resume included."""
+    limits = loaded.run_limits()
+    if limits.spend is not None:
+        limits.spend.at_least(state.cost_usd)
+    return limits

@@ -18,7 +18,7 @@ from sandbox_runner import Model
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.agents.memory import Memory, load_memory
 from sandbox_runner.agents.registry import Registry
-from sandbox_runner.agents.run_state import Interrupted, LimitReached
+from sandbox_runner.agents.run_state import BudgetReached, Interrupted, LimitReached
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.session import accounting, prompts
@@ -35,6 +35,10 @@ from sandbox_runner.tools.permissions import PermissionMode
 from sandbox_runner.web_grant import WebGrant
 
 INTERRUPTED_NOTE = "[The user interrupted this turn before it finished.]"
+
+
+BUDGET_HINT = "/cost shows it; resume with a higher --max-cost-usd (or max_cost_usd) to go on"
+"""What a turn the cost budget stopped says after why."""
 
 
 class Session:
@@ -178,6 +182,8 @@ class Session:
             # The next message goes out with this one, unanswered: the model is told why.
             loop.add_note(INTERRUPTED_NOTE)
             self.ui.show(f"stopped: {stopped}")
+        except BudgetReached as spent:
+            self.ui.show(f"stopped: {spent}; {BUDGET_HINT}")
         except LimitReached as limit:
             self.ui.show(f"stopped: {limit}")
         except PlanrunError as error:
