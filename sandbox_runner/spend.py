@@ -1,13 +1,11 @@
 """A budget in US dollars that many agent loops spend from: a run's perspectives, a batch's
-jobs, a session's turns and Task subagents. Costs are list-price estimates (plans/pricing)."""
+jobs, a session's turns and Task subagents. Costs are list-price estimates (plans/pricing
+makes them; the agent loop charges them here)."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
-
-from sandbox_runner.plans.pricing import estimate_cost
-from sandbox_runner.types import Usage
 
 
 class Spend:
@@ -42,15 +40,13 @@ class Spend:
         with self._lock:
             self._spent = max(self._spent, total)
 
-    def charge(self, model: str, usage: Usage) -> float:
-        """Add the estimated cost of USAGE of MODEL; returns that cost (0 when unknown)."""
-        cost = estimate_cost(model, usage)
+    def charge(self, cost: float | None) -> None:
+        """Add the estimated COST of a model call (None: its model has no list price)."""
         with self._lock:
             if cost is None:
                 self.unpriced_calls += 1
-                return 0.0
-            self._spent += cost
-        return cost
+            else:
+                self._spent += cost
 
     @property
     def spent(self) -> float:

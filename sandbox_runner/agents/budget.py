@@ -73,7 +73,7 @@ def final_turn_note(reason: str, plan_file: str) -> str:
 def charge(limits: RunLimits, model: str, usage: Usage) -> None:
     """Charge a model call's USAGE to the budget the run shares, if it has one."""
     if limits.spend is not None:
-        limits.spend.charge(model, usage)
+        limits.spend.charge(estimate_cost(model, usage))
 
 
 def cost_stop_reason(limits: RunLimits, model: str, run_usage: Usage) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -27,17 +28,18 @@ ONE_TURN = estimate_cost(PRICED_MODEL, Usage(input_tokens=100, output_tokens=25)
 
 def test_spend_charges_priced_calls_and_says_when_it_is_spent() -> None:
     spend = Spend(0.001)
-    assert spend.charge(PRICED_MODEL, Usage(100, 25)) == ONE_TURN
+    spend.charge(ONE_TURN)
+    assert spend.spent == ONE_TURN
     assert not spend.exhausted() and spend.left() == pytest.approx(0.001 - (ONE_TURN or 0))
-    spend.charge(PRICED_MODEL, Usage(1000, 250))
+    spend.charge(estimate_cost(PRICED_MODEL, Usage(1000, 250)))
     assert spend.exhausted() and spend.left() == 0.0
     assert spend.reason().startswith("cost budget of $0.0010 reached ($0.0")
 
 
 def test_an_unpriced_model_is_counted_but_never_stopped() -> None:
     spend = Spend(0.000001)
-    assert spend.charge("scripted", Usage(10**6, 10**6)) == 0.0
-    assert spend.unpriced_calls == 1 and not spend.exhausted()
+    spend.charge(estimate_cost("scripted", Usage(10**6, 10**6)))
+    assert spend.unpriced_calls == 1 and spend.spent == 0.0 and not spend.exhausted()
 
 
 def test_usd_reads_as_money() -> None:
@@ -142,3 +144,12 @@ def test_the_environment_and_flags_set_the_budget(fs: FakeFilesystem) -> None:
     assert load_settings(REPO, env=env, flags=flags, home=HOME).settings.max_cost_usd == 1.25
     fs.create_file(HOME / "config.yaml", contents="max_cost_usd: -1\n")
     assert "must be an amount in US dollars above 0" in _load_error()
+
+
+def test_a_budget_shipped_to_another_process_keeps_what_was_spent() -> None:
+    spend = Spend(1.0, spent_before=0.25)
+    copy = pickle.loads(pickle.dumps(spend))
+    copy.charge(0.5)
+    assert copy.spent == 0.75 and spend.spent == 0.25  # a copy: the driver counts it later
+    spend.at_least(0.75)
+    assert spend.left() == 0.25
