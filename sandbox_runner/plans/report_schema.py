@@ -48,7 +48,7 @@ Top level:
   - `state`: `ran` (see `recommended` for how it ended), `off` (turned off by
     `--no-synthesis` or `synthesis: false`, or `--replay` holds no recorded synthesis) or
     `skipped` (a single plan, fewer than two valid plans, or the run was interrupted
-    before it started);
+    or its cost budget spent before it started);
   - `note`: why it did not run, `""` when it ran;
   - `agent_override`: which user or project file replaced the built-in Synthesis agent,
     or `null`.

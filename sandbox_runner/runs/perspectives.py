@@ -98,6 +98,8 @@ class PerspectiveRunner:
         )
         if isinstance(planned, Synthesis):
             return planned
+        if (spend := spec.limits.spend) is not None and spend.exhausted():
+            return Synthesis(SynthesisState.SKIPPED, note=f"not started: {spend.reason()}")
         self.synthesis_job = planned
         future = self.executor.submit("synthesis", functools.partial(self._one, planned))
         self.synthesis_future = future

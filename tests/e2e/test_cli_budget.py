@@ -104,3 +104,21 @@ def test_a_batch_budget_skips_later_jobs_and_a_higher_one_resumes_them(
     assert set(statuses.values()) == {"complete"}
     # The stopped job went on with its conversation (2 more turns); the other ran all 3.
     assert len(api.message_requests) == 1 + 2 + 3
+
+
+def test_a_budget_spent_by_the_plans_skips_the_synthesis(
+    api: FakeMessagesAPI, sample_repo: Path, tmp_path: Path, sandbox_image: str
+) -> None:
+    labels = ("simplicity", "security")
+    api.script = PerspectiveScript({label: writes_plan(label, VALID_PLAN) for label in labels})
+    out = tmp_path / "out"
+    arguments = ["x", "--repo", str(sample_repo), "--out", str(out), "--json"]
+    arguments += ["--perspective", "simplicity", "--perspective", "security"]
+    # Six turns (three a plan) pass: the sixth starts below the budget and ends above it.
+    result = plan(*arguments, "--max-cost-usd", f"{ONE_TURN_USD * 5.5:.6f}")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [entry["status"] for entry in report["plans"]] == ["complete", "complete"]
+    assert report["synthesis"]["state"] == "skipped"
+    assert report["synthesis"]["note"].startswith("not started: cost budget of")
+    assert len(api.message_requests) == 6 and report["budget"]["reached"] is False
