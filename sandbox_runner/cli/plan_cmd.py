@@ -221,6 +221,11 @@ def next_step(report: Report, name: str) -> str:
     """The command to run next, said out loud."""
     if report.exit_code == 0:
         return f"Next: `planrun plans open {name}` opens the report"
+    if any(entry.status == "budget" for entry in report.plans):
+        return (
+            f"Next: `planrun plans resume {name}` goes on with the plans the cost budget "
+            "stopped (under the same budget, counted afresh)"
+        )
     if any(not entry.valid for entry in report.plans):
         return f"Next: `planrun plans resume {name}` redoes the plans that failed"
     return f"Next: `planrun plans show {name}` shows the report"

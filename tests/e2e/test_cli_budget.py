@@ -42,6 +42,7 @@ def test_a_budget_smaller_than_one_turn_stops_the_plan_and_writes_the_report(
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     assert len(api.message_requests) == 1
+    assert "goes on with the plans the cost budget stopped" in result.stdout
     report = json.loads((out / "report.json").read_text())
     assert report["status"] == "budget" and report["exit_code"] == 1
     assert report["budget"] == {
