@@ -14,6 +14,7 @@ from typing import Any
 from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_text import MAX_NAME_CHARS, name_problem
+from sandbox_runner.spend import cost_cap
 from sandbox_runner.web_grant import GrantError, WebGrant, parse_entries
 
 __all__ = [
@@ -54,22 +55,10 @@ def _at_least(minimum: float, expected: str, *, integer: bool) -> Callable[[obje
 
 
 def _optional_usd(value: object) -> float | None:
-    """A cost cap in USD, or None (no cap); an environment variable's text is read here."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise _Invalid(_USD) from None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Invalid(_USD)
-    if not math.isfinite(value) or value <= 0:
-        raise _Invalid(_USD)
-    return float(value)
-
-
-_USD = "an amount in US dollars above 0"
+    try:
+        return cost_cap(value)
+    except ValueError:
+        raise _Invalid("an amount in US dollars above 0") from None
 
 
 def _boolean(value: object) -> bool:

@@ -4,6 +4,7 @@ makes them; the agent loop charges them here)."""
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
@@ -72,3 +73,21 @@ class Spend:
 def usd(amount: float) -> str:
     """A cost as users read it: $0.0123 below a dollar, $1.23 above."""
     return f"${amount:.4f}" if amount < 1 else f"${amount:,.2f}"
+
+
+def cost_cap(value: object) -> float | None:
+    """A cost cap as a setting gives it: an amount in USD above 0 (a number, or the text of
+    an environment variable), or None for no cap.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"not an amount: {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"not above 0: {value!r}")
+    return float(value)
