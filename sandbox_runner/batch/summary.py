@@ -19,7 +19,9 @@ from sandbox_runner.safe_text import markdown_cell
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
 SCHEMA_VERSION = 1
-STATUS_ORDER = ("complete", "invalid", "incomplete", "failed", "error", "running", "pending")
+STATUS_ORDER = (
+    "complete", "invalid", "incomplete", "failed", "error", "budget", "running", "pending",
+)  # fmt: skip
 REASON_CHARS = 120
 
 

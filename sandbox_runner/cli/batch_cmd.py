@@ -136,7 +136,10 @@ def batch_run(
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
         ctx.exit(outcome.exit_code)
     _print_summary(summary)
-    if not outcome.interrupted and outcome.exit_code == 1:
+    if not outcome.interrupted and "budget" in summary["counts"]:
+        hint = f"Next: `{again} --max-cost-usd USD` with a higher budget runs the jobs it stopped"
+        click.echo(one_line(hint))
+    elif not outcome.interrupted and outcome.exit_code == 1:
         click.echo(one_line(f"Next: `{again} --retry-failed` runs the failed jobs again"))
     ctx.exit(outcome.exit_code)
 

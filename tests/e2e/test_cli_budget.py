@@ -97,6 +97,7 @@ def test_a_batch_budget_skips_later_jobs_and_a_higher_one_resumes_them(
         "alpha/security": "budget",
     }
     assert jobs["alpha/security"]["reason"].startswith("not started: cost budget of")
+    assert json.loads(first.stdout)["counts"] == {"budget": 2}
     assert len(api.message_requests) == 1  # the first job's first turn, nothing after it
 
     second = CliRunner().invoke(cli, [*command, "--max-cost-usd", "10"])
