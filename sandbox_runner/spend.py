@@ -71,8 +71,9 @@ class Spend:
 
 
 def usd(amount: float) -> str:
-    """A cost as users read it: $0.0123 below a dollar, $1.23 above."""
-    return f"${amount:.4f}" if amount < 1 else f"${amount:,.2f}"
+    """A cost as users read it: $0.0123 below a dollar (unless cents say it all: $0.50),
+    $1.23 above."""
+    return f"${amount:.4f}" if amount < 1 and round(amount, 2) != amount else f"${amount:,.2f}"
 
 
 def cost_cap(value: object) -> float | None:

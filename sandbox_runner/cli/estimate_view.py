@@ -60,7 +60,8 @@ def estimate_lines(estimate: RunEstimate) -> list[str]:
         lines.append(f"  estimate, {what}: {_figure(totals[key])}")
     lines.append(
         f"  (tokens counted as {CHARS_PER_TOKEN} characters each; each turn resends the "
-        f"prompt uncached and writes {OUTPUT_TOKENS_PER_TURN:,} tokens; list prices)"
+        f"prompt uncached and writes {OUTPUT_TOKENS_PER_TURN:,} tokens; list prices; "
+        "the synthesis is not included)"
     )
     return lines
 

@@ -43,7 +43,7 @@ def test_an_unpriced_model_is_counted_but_never_stopped() -> None:
 
 
 def test_usd_reads_as_money() -> None:
-    assert usd(0.00676) == "$0.0068" and usd(1234.5) == "$1,234.50"
+    assert usd(0.00676) == "$0.0068" and usd(1234.5) == "$1,234.50" and usd(0.5) == "$0.50"
 
 
 def _run(workspace: Path, out_dir: Path, model: ScriptedModel, limits: RunLimits) -> PlanResult:
