@@ -62,11 +62,12 @@ def test_dry_run_estimates_and_starts_nothing(
     out = tmp_path / "out"
     args = ["Add a flag", "--repo", str(sample_repo), "--out", str(out), "--dry-run"]
     args += ["--perspective", "security", "--perspective", "simplicity", "--max-cost-usd", "2"]
+    args += ["--max-cost-usd-per-plan", "0.5"]
     result = plan(*args)
     assert result.exit_code == 0, result.output
     assert "nothing was started and nothing was paid" in result.stdout
     assert "plan security: security; agent Plan, model claude-sonnet-4-6" in result.stdout
-    assert "budget: $2.00 per run, no cap per plan" in result.stdout
+    assert "budget: $2.00 per run, $0.50 per plan" in result.stdout
     assert "estimate, every turn: ~" in result.stdout
     estimate = json.loads(plan(*args, "--json").stdout)
     first, second = estimate["plans"]
@@ -74,6 +75,7 @@ def test_dry_run_estimates_and_starts_nothing(
     assert first["prompt_tokens"] > 1000 and first["max_turns"] == 40
     assert estimate["totals"]["one_turn"]["cost_usd"] > 0
     assert estimate["sandboxes"] == 2 and estimate["synthesis"] is True
+    assert estimate["max_cost_usd"] == 2.0 and estimate["max_cost_usd_per_plan"] == 0.5
     assert api.message_requests == [] and not out.exists()
 
 
