@@ -105,8 +105,12 @@ class ShadowGit:
                 sizes[path] = info.st_size
         if sum(sizes.values()) > MAX_SNAPSHOT_BYTES:
             self._check_new_bytes(sizes)
-        if large:
-            listed = "".join(f"{path}\0" for path in large)
+        # A nested repository still in the index would make `git add` run `git status`
+        # inside it, under its own config (core.fsmonitor, filters: programs of the
+        # agent's choosing); dropped first, it is read again as new, from its HEAD only.
+        dropped = [*large, *self._nested_repositories()]
+        if dropped:
+            listed = "".join(f"{path}\0" for path in dropped)
             self._git("update-index", "-z", "--force-remove", "--stdin", work=True, stdin=listed)
         specs = ".\0" + "".join(f":(exclude,literal){path}\0" for path in large)
         self._git(
@@ -114,6 +118,12 @@ class ShadowGit:
             work=True, stdin=specs, allowed=(0, 1),
         )  # fmt: skip
         return Snapshot(self._git("write-tree", work=True).strip(), large)
+
+    def _nested_repositories(self) -> list[str]:
+        """The paths the index keeps as links to a nested repository's commit."""
+        staged = self._git("ls-files", "-z", "-s")
+        records = (record.split("\t", 1) for record in filter(None, staged.split("\0")))
+        return [path for meta, path in records if meta.startswith("160000 ")]
 
     def _check_new_bytes(self, sizes: dict[str, int]) -> None:
         """Refuse a snapshot that would add more than MAX_SNAPSHOT_BYTES to the store

@@ -201,3 +201,26 @@ def test_a_snapshot_cut_short_by_a_crash_does_not_stop_the_next_session(
     turn(again, ("src/app.py", "again\n"))
     session_undo(again, ["2"])
     assert (repo / "src" / "app.py").read_text() == "def main():\n    return 42\n"
+
+
+def test_a_nested_repository_planted_by_the_agent_never_runs_its_own_programs(
+    checkpoints: Checkpoints, repo: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    program = tmp_path / "evil.sh"
+    program.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    program.chmod(0o755)
+    nested = repo / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    git = ["git", "-c", "user.name=u", "-c", "user.email=u@e", "-C", str(nested)]
+    (nested / "x.txt").write_text("x\n")
+    (nested / ".gitattributes").write_text("* filter=evil\n")
+    subprocess.run([*git, "init", "-q"], check=True, env=env)
+    subprocess.run([*git, "add", "-A"], check=True, env=env)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True, env=env)
+    for key, value in {"core.fsmonitor": program, "filter.evil.clean": program}.items():
+        subprocess.run([*git, "config", key, str(value)], check=True, env=env)
+    turn(checkpoints, ("vendor/lib/x.txt", "changed\n"))
+    turn(checkpoints, ("vendor/lib/x.txt", "again\n"))
+    assert not marker.exists()  # git on the host never asked the nested repository's status
