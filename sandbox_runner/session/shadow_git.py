@@ -13,6 +13,7 @@ kept as a link to its commit, not its files; a FIFO or socket is skipped.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
@@ -190,15 +191,19 @@ class ShadowGit:
         allowed: tuple[int, ...] = (0,),
     ) -> bytes:
         env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+        env["PATH"] = _absolute_path()
         env |= {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
         env |= {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
         if git_dir:
             env["GIT_DIR"] = str(self.git_dir)
         if work:
             env["GIT_WORK_TREE"] = str(self.workspace)
+        program = shutil.which("git", path=env["PATH"])
+        if program is None:
+            raise CheckpointError("git is not installed (no git on PATH)")
         try:
             done = subprocess.run(
-                ["git", *args],
+                [program, *args],
                 input=stdin.encode("utf-8", "surrogateescape") if stdin is not None else None,
                 capture_output=True,
                 env=env,
@@ -212,3 +217,9 @@ class ShadowGit:
             reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
             raise CheckpointError(f"git {args[0]} failed: {reason[0]}")
         return done.stdout
+
+
+def _absolute_path() -> str:
+    """PATH without its empty and relative entries: git runs in the repository, where
+    such an entry would find a `git` (or a program git runs) the repository holds."""
+    return os.pathsep.join(entry for entry in os.get_exec_path() if os.path.isabs(entry))

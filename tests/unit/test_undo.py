@@ -224,3 +224,17 @@ def test_a_nested_repository_planted_by_the_agent_never_runs_its_own_programs(
     turn(checkpoints, ("vendor/lib/x.txt", "changed\n"))
     turn(checkpoints, ("vendor/lib/x.txt", "again\n"))
     assert not marker.exists()  # git on the host never asked the nested repository's status
+
+
+@pytest.mark.parametrize("entry", ["", "."])
+def test_a_git_program_in_the_repository_never_runs_for_a_relative_path_entry(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    marker = tmp_path / "ran"
+    (repo / "git").write_text(f"#!/bin/sh\necho ran >> {marker}\nexit 1\n")
+    (repo / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{entry}:{os.environ['PATH']}")  # a common slip in a shell rc
+    checkpoints = Checkpoints(tmp_path / "session" / "checkpoints", repo)
+    assert checkpoints.open() is None
+    turn(checkpoints, ("src/app.py", "changed\n"))
+    assert not marker.exists()
