@@ -12,6 +12,7 @@ kept as a link to its commit, not its files; a FIFO or socket is skipped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -104,6 +105,7 @@ class ShadowGit:
                 large[path] = (info.st_size, info.st_mtime_ns)
             elif stat.S_ISREG(info.st_mode):
                 sizes[path] = info.st_size
+                _readable(self.workspace / path, info.st_mode)
         if sum(sizes.values()) > MAX_SNAPSHOT_BYTES:
             self._check_new_bytes(sizes)
         # A nested repository still in the index would make `git add` run `git status`
@@ -217,6 +219,16 @@ class ShadowGit:
             reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
             raise CheckpointError(f"git {args[0]} failed: {reason[0]}")
         return done.stdout
+
+
+def _readable(path: Path, mode: int) -> None:
+    """Give a file its owner's read bit back: a command could take it away, and git,
+    unable to read the file, would keep its old content (the change hidden from /diff
+    and /undo)."""
+    if not mode & stat.S_IRUSR:
+        # Never through a link (where the platform cannot chmod one, not at all).
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.chmod(path, stat.S_IMODE(mode) | stat.S_IRUSR, follow_symlinks=False)
 
 
 def _absolute_path() -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -238,3 +240,40 @@ def test_a_git_program_in_the_repository_never_runs_for_a_relative_path_entry(
     assert checkpoints.open() is None
     turn(checkpoints, ("src/app.py", "changed\n"))
     assert not marker.exists()
+
+
+HIDE_AS_OWNER = """
+import os, sys
+from pathlib import Path
+from sandbox_runner.session.checkpoints import Checkpoints
+repo = Path(sys.argv[1])
+checkpoints = Checkpoints(Path(sys.argv[2]), repo)
+assert checkpoints.open() is None
+checkpoints.begin()
+(repo / "src" / "app.py").write_text("import evil\\n")
+os.chmod(repo / "src" / "app.py", 0)
+assert checkpoints.end() is None
+print([turn.paths for turn in checkpoints.turns])
+"""
+
+
+def test_an_edit_made_unreadable_by_its_owner_is_still_a_change_of_the_turn(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Run as the repository's owner (root reads a file whatever its mode)."""
+    session = tmp_path / "session"
+    session.mkdir()
+    run_as: list[str] = []
+    if os.geteuid() == 0:
+        for path in [tmp_path, session, repo, *repo.rglob("*")]:
+            os.chown(path, 4321, 4321)
+        for parent in tmp_path.parents:
+            if parent == Path(tempfile.gettempdir()):
+                break
+            parent.chmod(parent.stat().st_mode | 0o011)
+        run_as = ["setpriv", "--reuid=4321", "--regid=4321", "--clear-groups"]
+    source = str(Path(__file__).resolve().parents[2])
+    command = [*run_as, sys.executable, "-c", HIDE_AS_OWNER, str(repo), str(session / "c")]
+    env = {"PYTHONPATH": source, "PATH": os.environ["PATH"]}
+    found = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    assert found.stdout.strip() == "[['src/app.py']]"  # /diff shows it, /undo takes it back
