@@ -129,6 +129,7 @@ class PlanMode:
         session.store.event("plan_ready", plan_file=session.state.plan_file)
         review = session.ui.review_plan(plan_file.host_path, text)
         if not review.accept:
+            plan_file.keep_revision("keep-planning")
             return ToolResult(call.id, prompts.keep_planning(review.feedback))
         result = ToolResult(call.id, "The user accepted the plan; implementation starts now.")
         raise PlanAccepted(result, review)
