@@ -96,9 +96,9 @@ def history(name: str, perspective: str | None) -> None:
         added, removed = line_changes(previous, text)
         previous = text
         source = revision.source if revision.source in SOURCES else "unknown"
-        reviewed = f" (reviewed: {', '.join(revision.reviews)})" if revision.reviews else ""
+        again = f" (again: {', '.join(revision.again)})" if revision.again else ""
         when = revision.time[:19].replace("T", " ")
-        line = f"{revision.number:>4}  {when}  {source:<13} +{added} -{removed}{reviewed}"
+        line = f"{revision.number:>4}  {when}  {source:<13} +{added} -{removed}{again}"
         click.echo(one_line(line))
 
 

@@ -57,8 +57,9 @@ class Revision:
     """What made it: a key of SOURCES."""
     size: int
     sha256: str
-    reviews: list[str] = field(default_factory=list)
-    """Reviews of this same text that changed nothing (a "keep planning" round)."""
+    again: list[str] = field(default_factory=list)
+    """Later events that left this same text (a "keep planning" round, a resume or a
+    retry that made the same plan), by source."""
 
     @property
     def file_name(self) -> str:
@@ -125,8 +126,8 @@ def record_revision(
 ) -> Revision | None:
     """Keep TEXT as PLAN's newest revision, made by SOURCE.
 
-    The same text as the newest revision is not kept twice: a review of it is noted on
-    that revision instead, and None comes back.
+    The same text as the newest revision is not kept twice: None comes back, and unless
+    the plan agent made it, SOURCE is noted on that revision (its `again` list).
 
     Raises:
         UnsafeFileError: a symbolic link or other non-directory stands where the store is.
@@ -141,9 +142,9 @@ def record_revision(
     digest = hashlib.sha256(text.encode("utf-8", errors="backslashreplace")).hexdigest()
     revisions = list(log.revisions)
     if revisions and revisions[-1].sha256 == digest:
-        if source == "keep-planning":
+        if not source.startswith("agent"):
             latest = revisions[-1]
-            revisions[-1] = replace(latest, reviews=[*latest.reviews, source])
+            revisions[-1] = replace(latest, again=[*latest.again, source])
             _write_index(directory, revisions, log.pruned)
         return None
     number = max((rev.number for rev in revisions), default=log.pruned) + 1
@@ -192,7 +193,7 @@ def _revision(entry: dict[str, Any]) -> Revision:
         source=str(entry["source"]),
         size=int(entry["size"]),
         sha256=str(entry["sha256"]),
-        reviews=[str(review) for review in entry.get("reviews", [])],
+        again=[str(source) for source in entry.get("again", [])],
     )
 
 

@@ -76,7 +76,7 @@ def test_plan_edits_and_a_keep_planning_round_keep_revisions(
     assert history.returncode == 0, history.stderr
     lines = history.stdout.splitlines()
     assert [line.split()[3] for line in lines] == ["agent-write", "agent-edit", "agent-edit"]
-    assert "(reviewed: keep-planning)" in lines[1] and "+1 -1" in lines[1]
+    assert "(again: keep-planning)" in lines[1] and "+1 -1" in lines[1]
     assert "+3 -0" in lines[2]
     diff = cli(planrun_home, "plans", "diff", name)
     assert diff.returncode == 0, diff.stderr

@@ -50,8 +50,9 @@ def test_the_same_text_is_not_kept_twice_but_a_review_of_it_is_noted(plan: Path)
     record_revision(plan, "A\n", "agent-write")
     assert record_revision(plan, "A\n", "agent") is None
     assert record_revision(plan, "A\n", "keep-planning") is None
+    assert record_revision(plan, "A\n", "resume") is None
     log = load_revisions(plan)
-    assert len(log.revisions) == 1 and log.revisions[0].reviews == ["keep-planning"]
+    assert len(log.revisions) == 1 and log.revisions[0].again == ["keep-planning", "resume"]
     assert sorted(p.name for p in log.directory.iterdir()) == ["0001.md", "index.json"]
     # The same text again after a change is a new revision (an undo is a change too).
     record_revision(plan, "B\n", "editor")

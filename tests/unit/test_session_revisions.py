@@ -54,7 +54,7 @@ def test_two_edits_and_a_keep_planning_round_keep_revisions(
         (2, "agent-edit"),
         (3, "agent-edit"),
     ]
-    assert log.revisions[1].reviews == ["keep-planning"]  # the text the user sent back
+    assert log.revisions[1].again == ["keep-planning"]  # the text the user sent back
     assert log.text(log.revisions[-1]) == plan.read_text()
 
     history = CliRunner().invoke(cli, ["plans", "history", plan.stem])
@@ -63,7 +63,7 @@ def test_two_edits_and_a_keep_planning_round_keep_revisions(
     assert len(lines) == 3
     assert lines[0].split()[0] == "1" and "agent-write" in lines[0] and "+7 -0" in lines[0]
     assert "agent-edit" in lines[1] and "+1 -1" in lines[1]
-    assert "reviewed: keep-planning" in lines[1]
+    assert "(again: keep-planning)" in lines[1]
     assert "+1 -0" in lines[2]
 
     diff = CliRunner().invoke(cli, ["plans", "diff", plan.stem])
