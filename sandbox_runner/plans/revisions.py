@@ -39,6 +39,7 @@ SOURCES = {
     "keep-planning": "reviewed; the user asked to keep planning",
     "editor": "the user edited it in $EDITOR",
     "restore": "restored after /reject",
+    "found": "as planrun found it on entering plan mode (written before, or by hand)",
     "plan": "written by a plan run",
     "resume": "made again by `planrun plans resume`",
     "retry": "made again by a batch retry",
@@ -127,7 +128,8 @@ def record_revision(
     """Keep TEXT as PLAN's newest revision, made by SOURCE.
 
     The same text as the newest revision is not kept twice: None comes back, and unless
-    the plan agent made it, SOURCE is noted on that revision (its `again` list).
+    the plan agent made it or it was merely found, SOURCE is noted on that revision (its
+    `again` list).
 
     Raises:
         UnsafeFileError: a symbolic link or other non-directory stands where the store is.
@@ -142,7 +144,7 @@ def record_revision(
     digest = hashlib.sha256(text.encode("utf-8", errors="backslashreplace")).hexdigest()
     revisions = list(log.revisions)
     if revisions and revisions[-1].sha256 == digest:
-        if not source.startswith("agent"):
+        if not source.startswith("agent") and source != "found":
             latest = revisions[-1]
             revisions[-1] = replace(latest, again=[*latest.again, source])
             _write_index(directory, revisions, log.pruned)

@@ -63,6 +63,10 @@ class PlanMode:
         again = state.plan_file is not None
         plan_file.choose()
         state.snapshot = plan_file.read()
+        if state.snapshot is not None:
+            # A plan written before revisions were kept, or edited by hand since the last
+            # one: kept first, so that the agent's changes never lose it.
+            plan_file.keep_revision("found")
         state.previous_mode, state.mode, state.active = state.mode, "plan", "plan"
         plan_file.stage()
         session.conversations.push_plan()

@@ -92,6 +92,7 @@ def test_editor_edits_and_a_reject_are_revisions(workspace: Path, tmp_path: Path
         made.close()
     log = load_revisions(plan)
     assert [rev.source for rev in log.revisions] == ["editor", "editor", "restore"]
+    assert log.revisions[0].again == []  # entering plan mode on it again is no event
     assert log.text(log.revisions[-1]) == "# Plan\n\nWritten by hand.\n"
 
 
@@ -130,3 +131,37 @@ def test_usage_errors_exit_2_with_one_line(planrun_home: Path) -> None:
     assert one.exit_code == 2 and "nothing to compare" in one.output
     missing = CliRunner().invoke(cli, ["plans", "diff", "calm-lake", "7"])
     assert missing.exit_code == 2 and "no revision 7 (kept: 1-1)" in missing.output
+
+
+def test_a_plan_edited_by_hand_between_sessions_is_kept_before_the_agent_changes_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    made = open_session(workspace, tmp_path, Models({}), FakeUI())
+    try:
+        made.enter_plan()
+        plan = made.plan_file.host_path
+        plan.write_text("# Plan\n\nBy the agent.\n")
+        made.plan_file.keep_revision("agent-write")
+        made.exit_plan()
+        plan.write_text("# Plan\n\nBy hand, outside planrun.\n")
+        made.enter_plan()
+    finally:
+        made.close()
+    log = load_revisions(plan)
+    assert [rev.source for rev in log.revisions] == ["agent-write", "found"]
+    assert log.text(log.revisions[-1]) == "# Plan\n\nBy hand, outside planrun.\n"
+
+
+def test_plans_history_says_how_many_revisions_were_pruned(planrun_home: Path) -> None:
+    from sandbox_runner.plans.revisions import record_revision
+
+    plan = planrun_home / "plans" / "calm-lake.md"
+    plan.parent.mkdir(parents=True, exist_ok=True)
+    plan.write_text("x\n")
+    for number in range(5):
+        record_revision(plan, f"text {number}\n", "agent-edit", keep=2)
+    history = CliRunner().invoke(cli, ["plans", "history", "calm-lake"])
+    assert history.output.splitlines()[0] == "(3 older revisions pruned)"
+    assert [line.split()[0] for line in history.output.splitlines()[1:]] == ["4", "5"]
+    pruned = CliRunner().invoke(cli, ["plans", "diff", "calm-lake", "1"])
+    assert pruned.exit_code == 2 and "no revision 1 (kept: 4-5)" in pruned.output
