@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from sandbox_runner.cli.options import json_option, repo_option
+from sandbox_runner.cli.options import examples, json_option, repo_option
 from sandbox_runner.errors import PlanrunError
 
 
@@ -17,7 +17,14 @@ class VerifyUsageError(click.ClickException):
     exit_code = 2
 
 
-@click.command("verify")
+@click.command(
+    "verify",
+    epilog=examples(
+        "planrun verify brave-comet",
+        "planrun verify plans/due-dates.md --base origin/main --strict",
+        "planrun verify PLAN.md --json --ignore 'gen/*'",
+    ),
+)
 @click.argument("plan")
 @click.option("--base", "base_rev", metavar="REV", help="Compare REV..HEAD and the working tree.")
 @click.option(
