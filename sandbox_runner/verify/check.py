@@ -24,7 +24,7 @@ STRICT_KINDS = frozenset(
     }
 )
 """Warnings that `--strict` makes drift; `unnamed_file` is always drift, and
-`no_base_commit` and `nothing_changed` are never."""
+`no_base_commit`, `base_moved_on` and `nothing_changed` are never."""
 
 
 @dataclass(frozen=True)
@@ -123,13 +123,17 @@ def _base_reasons(change: Change) -> list[tuple[str, str, str]]:
         return [("base_commit_unknown", plan_commit, message)]
     if not check.moved:
         return []
-    if change.base_rev is None:
+    if not check.in_history:
+        message = f"the plan's base commit is not in HEAD's history (HEAD is {change.head[:12]})"
+    elif change.base_rev is None:
         message = (
             f"HEAD moved since the plan was written (HEAD is {start}); "
             f"compare from there with --base {plan_commit}"
         )
-    elif not check.in_history:
-        message = f"the plan's base commit is not in HEAD's history (the change starts at {start})"
     else:
-        message = f"the plan was written at another commit than the change starts from ({start})"
+        message = (
+            f"the change starts at {start}, not where the plan was written; "
+            "the plan may be out of date"
+        )
+        return [("base_moved_on", plan_commit, message)]
     return [("head_moved", plan_commit, message)]
