@@ -128,7 +128,10 @@ def _build(workspace: Path, directory: Path, common: Path, private: Path) -> Non
     config = _small(workspace, common / "config") or b""
     text = safe_git_config(config.decode("utf-8", "replace")) + FORCED_CONFIG
     (private / "config").write_text(text)
-    (private / "objects" / "info" / "alternates").write_text(f"{common / 'objects'}\n")
+    objects = (common / "objects").resolve()
+    if not objects.is_relative_to(workspace) or not objects.is_dir():
+        raise GitError(f"{common}/objects leads outside the repository; it is not read")
+    (private / "objects" / "info" / "alternates").write_text(f"{objects}\n")
     (private / "info" / "attributes").write_text(ATTRIBUTES)
     for name, source in (
         ("packed-refs", common),

@@ -183,3 +183,18 @@ def test_json_shape(repo: Path) -> None:
     kinds = {(r["kind"], r["subject"], r["drift"]) for r in report["reasons"]}
     assert ("unnamed_file", "todo/other.py", True) in kinds
     assert ("critical_file_untouched", "todo/cli.py", False) in kinds
+
+
+def test_git_metadata_leading_outside_the_repository_is_refused(repo: Path, tmp_path: Path) -> None:
+    plan = write_plan(repo)
+    objects = repo / ".git" / "objects"
+    objects.rename(tmp_path / "objects")
+    objects.symlink_to(tmp_path / "objects")
+    done = planrun(repo, str(plan))
+    assert done.returncode == 2 and "leads outside the repository" in done.stderr
+    objects.unlink()
+    (tmp_path / "objects").rename(objects)
+    (repo / ".git").rename(tmp_path / "elsewhere.git")
+    (repo / ".git").write_text(f"gitdir: {tmp_path / 'elsewhere.git'}\n")
+    done = planrun(repo, str(plan))
+    assert done.returncode == 2 and "points outside the repository" in done.stderr
