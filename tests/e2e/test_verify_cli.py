@@ -198,3 +198,29 @@ def test_git_metadata_leading_outside_the_repository_is_refused(repo: Path, tmp_
     (repo / ".git").write_text(f"gitdir: {tmp_path / 'elsewhere.git'}\n")
     done = planrun(repo, str(plan))
     assert done.returncode == 2 and "points outside the repository" in done.stderr
+
+
+def test_a_submodule_counts_by_its_commit_and_its_config_never_runs(
+    repo: Path, tmp_path: Path
+) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "f").write_text("a\n")
+    git(sub, "init", "-q")
+    git(sub, "add", "f")
+    git(sub, "commit", "-qm", "sub")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "vendor/sub")
+    git(repo, "commit", "-qm", "add the submodule")
+    plan = write_plan(repo)
+    marker, hook = tmp_path / "marker", tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    git(repo / "vendor" / "sub", "config", "core.fsmonitor", str(hook))
+    implement(repo, "todo/model.py", "vendor/sub/f")
+    assert planrun(repo, str(plan)).returncode == 0  # its working tree is not looked into
+    git(repo / "vendor" / "sub", "-c", "core.fsmonitor=false", "commit", "-qam", "moved")
+    done = planrun(repo, str(plan))
+    assert done.returncode == 1 and "drift: vendor/sub: changed" in done.stdout
+    assert not marker.exists()
+    git(repo, "status")  # git as usual looks into the submodule, with its config
+    assert marker.exists()
