@@ -141,3 +141,20 @@ def test_plan_names_resolve_to_files_runs_and_session_plans(tmp_path: Path) -> N
     assert plan_file(str(run)) == run / "recommended.md"
     with pytest.raises(ConfigError, match="is not a plan file"):
         plan_file("no-such-plan")
+
+
+def test_a_base_that_moved_on_is_a_note_and_a_missing_one_strict_drift(tmp_path: Path) -> None:
+    refs = plan_refs(PLAN, tmp_path)
+    files = ("todo/model.py", "todo/cli.py", "README.md", "tests/test_due.py")
+    moved_on = Change(
+        "c" * 40, "origin/main", "d" * 40, files, (), BaseCheck(BASE, True, True, True)
+    )
+    verdict = judge(refs, moved_on, (), strict=True)
+    assert [r.kind for r in verdict.reasons] == ["base_moved_on"] and not verdict.drift
+    elsewhere = Change("c" * 40, None, None, (), files, BaseCheck(BASE, True, True, False))
+    verdict = judge(refs, elsewhere, (), strict=True)
+    assert verdict.drift and "not in HEAD's history" in verdict.reasons[0].message
+    unknown = Change("c" * 40, None, None, (), files, BaseCheck(BASE, False, True, False))
+    verdict = judge(refs, unknown, (), strict=False)
+    assert [r.kind for r in verdict.reasons] == ["base_commit_unknown"] and not verdict.drift
+    assert judge(refs, unknown, (), strict=True).drift
