@@ -29,6 +29,9 @@ class BaseCheck:
     """Whether the change starts from another commit than the plan's."""
     in_history: bool
     """Whether the plan's commit is an ancestor of HEAD."""
+    moved_files: tuple[str, ...] = ()
+    """With a base: the files changed between the plan's commit and where the change
+    starts, when the plan's commit is an ancestor of it."""
 
 
 @dataclass(frozen=True)
@@ -101,4 +104,15 @@ def _base_check(git: RepositoryGit, plan_commit: str | None, start: str, head: s
     if _commit(git, plan_commit) is None:
         return BaseCheck(plan_commit, known=False, moved=True, in_history=False)
     status, _ = git.run("merge-base", "--is-ancestor", plan_commit, head, allowed=(0, 1))
-    return BaseCheck(plan_commit, known=True, moved=plan_commit != start, in_history=status == 0)
+    moved_files: list[str] = []
+    if plan_commit != start and start != head:
+        behind, _ = git.run("merge-base", "--is-ancestor", plan_commit, start, allowed=(0, 1))
+        if behind == 0:
+            moved_files = git.paths(*DIFF, SUBMODULES, plan_commit, start)
+    return BaseCheck(
+        plan_commit,
+        known=True,
+        moved=plan_commit != start,
+        in_history=status == 0,
+        moved_files=tuple(moved_files),
+    )

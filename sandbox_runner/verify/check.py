@@ -103,7 +103,7 @@ def judge(plan: PlanRefs, change: Change, ignore: tuple[str, ...], *, strict: bo
         for path, done in verdict.tests.items()
         if not done
     ]
-    found += _base_reasons(change)
+    found += _base_reasons(change, plan)
     if not change.files:
         found.append(("nothing_changed", change.head[:12], "no file changed"))
     verdict.reasons = [
@@ -113,7 +113,7 @@ def judge(plan: PlanRefs, change: Change, ignore: tuple[str, ...], *, strict: bo
     return verdict
 
 
-def _base_reasons(change: Change) -> list[tuple[str, str, str]]:
+def _base_reasons(change: Change, plan: PlanRefs) -> list[tuple[str, str, str]]:
     check = change.base_check
     if check.plan_commit is None:
         return [("no_base_commit", "plan", "the plan does not record its base commit")]
@@ -125,15 +125,20 @@ def _base_reasons(change: Change) -> list[tuple[str, str, str]]:
         return []
     if not check.in_history:
         message = f"the plan's base commit is not in HEAD's history (HEAD is {change.head[:12]})"
-    elif change.base_rev is None:
+        return [("head_moved", plan_commit, message)]
+    if change.base_rev is None:
         message = (
             f"HEAD moved since the plan was written (HEAD is {start}); "
             f"compare from there with --base {plan_commit}"
         )
-    else:
-        message = (
-            f"the change starts at {start}, not where the plan was written; "
-            "the plan may be out of date"
+        return [("head_moved", plan_commit, message)]
+    # The base branch moving on matters only where it changed what the plan is about.
+    stale = [p for p in check.moved_files if any(covers(m, p) for m in plan.mentioned)]
+    return [
+        (
+            "base_moved_on",
+            path,
+            f"changed on the base since the plan was written (at {plan_commit})",
         )
-        return [("base_moved_on", plan_commit, message)]
-    return [("head_moved", plan_commit, message)]
+        for path in stale
+    ]

@@ -146,11 +146,20 @@ def test_plan_names_resolve_to_files_runs_and_session_plans(tmp_path: Path) -> N
 def test_a_base_that_moved_on_is_a_note_and_a_missing_one_strict_drift(tmp_path: Path) -> None:
     refs = plan_refs(PLAN, tmp_path)
     files = ("todo/model.py", "todo/cli.py", "README.md", "tests/test_due.py")
-    moved_on = Change(
-        "c" * 40, "origin/main", "d" * 40, files, (), BaseCheck(BASE, True, True, True)
-    )
+    moved = BaseCheck(BASE, True, True, True, moved_files=("todo/model.py", "setup.py"))
+    moved_on = Change("c" * 40, "origin/main", "d" * 40, files, (), moved)
     verdict = judge(refs, moved_on, (), strict=True)
-    assert [r.kind for r in verdict.reasons] == ["base_moved_on"] and not verdict.drift
+    assert [(r.kind, r.subject) for r in verdict.reasons] == [("base_moved_on", "todo/model.py")]
+    assert not verdict.drift
+    elsewhere_only = Change(
+        "c" * 40,
+        "origin/main",
+        "d" * 40,
+        files,
+        (),
+        BaseCheck(BASE, True, True, True, moved_files=("setup.py",)),
+    )
+    assert judge(refs, elsewhere_only, (), strict=True).reasons == []
     elsewhere = Change("c" * 40, None, None, (), files, BaseCheck(BASE, True, True, False))
     verdict = judge(refs, elsewhere, (), strict=True)
     assert verdict.drift and "not in HEAD's history" in verdict.reasons[0].message
