@@ -69,6 +69,7 @@ def report_json(
             "known": check.known,
             "head_moved": check.moved if check.plan_commit is not None else None,
             "in_history": check.in_history,
+            "moved_files": list(check.moved_files),
         },
         "changed_files": verdict.changed,
         "committed_files": list(change.committed),

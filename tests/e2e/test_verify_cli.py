@@ -171,6 +171,7 @@ def test_json_shape(repo: Path) -> None:
     assert report["base"] == {"rev": None, "commit": None}
     assert report["plan_base"]["commit"] == report["head"]
     assert report["plan_base"]["head_moved"] is False
+    assert report["plan_base"]["moved_files"] == []
     assert report["changed_files"] == ["todo/model.py", "todo/other.py"]
     assert report["unnamed_files"] == ["todo/other.py"]
     assert {"path": "todo/cli.py", "changed": False} in report["critical_files"]
