@@ -225,3 +225,18 @@ def test_a_submodule_counts_by_its_commit_and_its_config_never_runs(
     assert not marker.exists()
     git(repo, "status")  # git as usual looks into the submodule, with its config
     assert marker.exists()
+
+
+def test_a_base_that_changed_the_plans_files_since_it_was_written_is_said(repo: Path) -> None:
+    plan = write_plan(repo)
+    implement(repo, "todo/other.py")
+    git(repo, "commit", "-qam", "unrelated on main")
+    assert "base_moved_on" not in planrun(repo, str(plan), "--base", "main", "--json").stdout
+    implement(repo, "todo/store.py")
+    git(repo, "commit", "-qam", "store.py changed on main")
+    git(repo, "checkout", "-qb", "feature")
+    implement(repo, "todo/model.py")
+    git(repo, "commit", "-qam", "implement")
+    done = planrun(repo, str(plan), "--base", "main", "--strict")
+    assert "warning: todo/store.py: changed on the base since the plan was written" in done.stdout
+    assert "todo/other.py" not in done.stdout
