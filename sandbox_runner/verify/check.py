@@ -46,11 +46,17 @@ class Verdict:
     """Everything verify found; `drift` decides the exit status."""
 
     changed: list[str]
+    """Changed paths that no ignore glob matches."""
     ignored: list[str]
     unnamed: list[str]
+    """Changed paths the plan never names."""
     critical: dict[str, bool]
+    """Each critical file, and whether the change touched it."""
     steps: list[tuple[str, tuple[str, ...], bool | None]]
+    """Each Detailed Step: its text, the files it names, whether one changed (None: it
+    names none)."""
     tests: dict[str, bool]
+    """Each test file of the Test Plan, and whether it was added or changed."""
     reasons: list[Reason] = field(default_factory=list)
 
     @property
@@ -67,7 +73,7 @@ def ignored_by(path: str, globs: tuple[str, ...]) -> bool:
 
 
 def judge(plan: PlanRefs, change: Change, ignore: tuple[str, ...], *, strict: bool) -> Verdict:
-    """Hold the change to the plan; `strict` makes every warning but a missing base drift."""
+    """Hold the change to the plan; `strict` makes the warnings of STRICT_KINDS drift."""
     changed = [path for path in change.files if not ignored_by(path, ignore)]
     ignored = [path for path in change.files if ignored_by(path, ignore)]
 
