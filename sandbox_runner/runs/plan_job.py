@@ -145,6 +145,8 @@ def run_plan(
     if continuation is not None and continuation.has_plan and earlier is not None:
         write_new(paths.host_plan_file, earlier.plan or "")
     started = datetime.now(UTC)
+    # Read before the agent starts: the commit the plan is written against.
+    base_commit = git_head(workspace)
     sandbox = BackgroundStart(sandbox_factory(sandbox_dir))
     run = PlanAgentRun(
         job.agent,
@@ -173,7 +175,8 @@ def run_plan(
         # The plan is finished: a container that would not go away must not lose it.
         result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))
     source = "plan" if earlier is None else "resume"
-    return _publish(result, job, workspace, final_path, started, front_matter or {}, source)
+    front_matter = {"base_commit": base_commit, **(front_matter or {})}
+    return _publish(result, job, workspace, final_path, started, front_matter, source)
 
 
 def _continuation(
