@@ -19,6 +19,7 @@ class VerifyUsageError(click.ClickException):
 
 @click.command(
     "verify",
+    short_help="Check that a change follows its plan (a drift gate for CI).",
     epilog=examples(
         "planrun verify brave-comet",
         "planrun verify plans/due-dates.md --base origin/main --strict",
