@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import functools
 import io
 import json
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
