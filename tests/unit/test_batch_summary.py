@@ -58,7 +58,7 @@ def test_summary_md_has_one_row_per_task(tmp_path: Path, sample_repo: Path) -> N
     rows = task_lines((out / "summary.md").read_text(encoding="utf-8"))
     assert [row[0] for row in rows] == ["t1", "t2"]
     for row in rows:
-        task, plans, agreement, recommended, report = row[:5]
+        plans, agreement, recommended, report = row[1:5]
         assert plans == "2 of 2 valid"
         assert agreement == "3 of 3 files shared; same first file"
         # Two valid plans, and a batch merges none: the reason is in the row.
@@ -141,6 +141,7 @@ def test_status_table_cells_are_one_clipped_line() -> None:
         "report": None,
     }
     header, row = status_table([task])
+    assert header.startswith("Task")
     assert "\x1b" not in row and "\n" not in row
     assert "2 of 2 valid (1 not finished)" in row and "not yet" in row
     assert "…" in row and len(row) < 200
