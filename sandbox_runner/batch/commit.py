@@ -20,6 +20,7 @@ from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report import RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, PlanStatus, Synthesis, SynthesisState
+from sandbox_runner.plans.revisions import keep_published
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.runs.plan_job import failed_result, required_sections
 from sandbox_runner.runs.synthesis_step import skip_note, synthesis_off
@@ -58,6 +59,11 @@ def commit(job: BatchJob, outcome: JobOutcome, out_dir: Path) -> tuple[LedgerRec
     else:
         plan_text = _commit_values(outcome, job, plan_file, transcript)
     result = outcome.result
+    if plan_text.strip():
+        # A retry's plan is a revision of the task's plan, as a resumed run's is.
+        source = "retry" if job.decision.attempt > 1 else "plan"
+        if problem := keep_published(plan_file, plan_text, source):
+            result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))
     cost = estimate_cost(result.model, result.usage)
     record = LedgerRecord(
         key=job.key,

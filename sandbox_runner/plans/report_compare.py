@@ -1,6 +1,6 @@
 """The parts of report.html that read the plans section by section: each section of every
-plan side by side, the critical files as links into the repository, the validation rounds
-of each plan, and the plan's revisions when the report lists them."""
+plan side by side, the critical files as links into the repository, and the validation
+rounds of each plan."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from typing import Any
 from sandbox_runner.plans.report_html_parts import badge, critical_file_link, plan_name, section
 from sandbox_runner.plans.sections import CRITICAL_FILES_TITLE, DEFAULT_SECTIONS
 from sandbox_runner.plans.validate import extract_section
-from sandbox_runner.safe_text import html_text, markdown_html, one_line
+from sandbox_runner.safe_text import html_text, markdown_html
 
 COMPARED_SECTIONS = tuple(title for title in DEFAULT_SECTIONS if title != CRITICAL_FILES_TITLE)
 """The sections compared side by side; the critical files get a row of links instead."""
-REVISION_DEPTH = 3
 
 
 def comparison_section(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
@@ -118,28 +117,3 @@ def validation_section(report: dict[str, Any]) -> str:
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
     return section("validation", "Validation rounds", table)
-
-
-def revisions_section(report: dict[str, Any]) -> str:
-    """The plans' revisions, when the report lists them ("" otherwise)."""
-    revisions = report.get("revisions")
-    if not revisions:
-        return ""
-    return section("revisions", "Revisions", _value(revisions, REVISION_DEPTH))
-
-
-def _value(value: object, depth: int) -> str:
-    """Any JSON value as inert HTML: text escaped, a diff preformatted, lists and maps
-    nested a few levels deep."""
-    if isinstance(value, Mapping) and depth > 0:
-        items = "".join(
-            f"<dt>{html_text(one_line(str(key)))}</dt><dd>{_value(item, depth - 1)}</dd>"
-            for key, item in value.items()
-        )
-        return f'<dl class="revision">{items}</dl>'
-    if isinstance(value, list) and depth > 0:
-        return "<ol>" + "".join(f"<li>{_value(item, depth - 1)}</li>" for item in value) + "</ol>"
-    text = value if isinstance(value, str) else str(value)
-    if "\n" in text:
-        return f'<pre class="diff">{html_text(text)}</pre>'
-    return html_text(text)

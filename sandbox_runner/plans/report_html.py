@@ -8,7 +8,6 @@ from typing import Any
 
 from sandbox_runner.plans.report_compare import (
     comparison_section,
-    revisions_section,
     validation_section,
     validation_words,
 )
@@ -29,6 +28,7 @@ from sandbox_runner.plans.report_markdown import (
     plan_counts,
     workspace_words,
 )
+from sandbox_runner.plans.report_revisions import DIFF_CSS, PlanRevisions, revisions_section
 from sandbox_runner.plans.report_style import REPORT_CSS
 from sandbox_runner.safe_text import html_text, markdown_html, one_line
 
@@ -48,7 +48,11 @@ STATUS_BADGES = {
 }
 
 
-def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
+def render_html(
+    report: dict[str, Any],
+    bodies: Mapping[str, str],
+    revisions: Mapping[str, PlanRevisions] | None = None,
+) -> str:
     """The page (report.html) for a report built by build_report.
 
     Args:
@@ -57,6 +61,8 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
             wall_seconds) is shown first, before the perspectives' plans; nothing is shown
             for it when it is absent.
         bodies: each plan's Markdown (without front matter or `# Title`), by label.
+        revisions: the plans with more than one kept revision, by label (see
+            report_revisions.plan_revisions): shown collapsed, first against last.
 
     Returns:
         The page. Everything from a model, a repository or the user is escaped; the plans'
@@ -71,10 +77,10 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
         critical_files_section(report),
         validation_section(report),
         disagreements_section(report),
-        revisions_section(report),
         failures_section(report),
         commands_section(report),
         usage_section(report),
+        revisions_section(report["plans"], revisions or {}),
     ]
     title = html_text(f"Plan report: {one_line(report['run'])}")
     links = '<a href="report.md">report.md</a> · <a href="report.json">report.json</a>'
@@ -83,7 +89,7 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_POLICY}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{title}</title>\n<style>{REPORT_CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<title>{title}</title>\n<style>{REPORT_CSS}{DIFF_CSS}</style>\n</head>\n<body>\n<main>\n"
         + "\n".join(section for section in sections if section)
         + f"\n<footer>Written by planrun · {links}</footer>\n</main>\n</body>\n</html>\n"
     )
@@ -121,7 +127,6 @@ def _headline(report: dict[str, Any]) -> str:
     toc = [("recommended", "Recommended plan")] if _has_rec(report) else []
     toc += [("compare", "Section by section"), ("plans", "Plans")]
     toc += [("critical-files", "Critical files"), ("validation", "Validation")]
-    toc += [("revisions", "Revisions")] if report.get("revisions") else []
     toc += [("disagreements", "Disagreements"), ("failures", "Failures")]
     toc += [("usage", "Tokens, cost and time")]
     nav = " ".join(f'<a href="#{anchor}">{text}</a>' for anchor, text in toc)

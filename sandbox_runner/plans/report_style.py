@@ -96,9 +96,6 @@ ul.files { padding-left: 20px; }
 a.file code { color: var(--accent); }
 details.full > summary { cursor: pointer; padding: 8px 16px; color: var(--accent); }
 tr.validation.fixed td { background: var(--accent-wash); }
-pre.diff { background: var(--wash); padding: 8px 10px; border-radius: 6px; overflow-x: auto; }
-dl.revision dt { font-weight: 600; }
-dl.revision dd { margin: 0 0 6px 16px; }
 footer { color: var(--muted); font-size: 0.85rem; text-align: center; margin-top: 24px; }
 @media (max-width: 640px) {
   main { padding: 12px; }

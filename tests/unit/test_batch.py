@@ -36,6 +36,7 @@ from sandbox_runner.cli.batch_progress import BatchProgress, JobsRemaining
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import render_document, split_document
 from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.revisions import load_revisions
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.runs.executor import ThreadExecutor
 from sandbox_runner.runs.plan_job import EarlierAttempt
@@ -267,6 +268,15 @@ def test_finished_jobs_never_run_again_and_failed_ones_only_with_retry(
     assert {row.status for row in driver.rows()} == {"complete"}
     old = tmp_path / "out/tasks/t1/.attempts/b/1/b.md"
     assert old.is_file() and (tmp_path / "out/tasks/t1/b.md").is_file()
+    # The retry made the same plan again: noted on its one revision, not kept twice.
+    kept = {
+        label: [
+            (rev.source, rev.again)
+            for rev in load_revisions(tmp_path / f"out/tasks/t1/{label}.md").revisions
+        ]
+        for label in ("a", "b")
+    }
+    assert kept == {"a": [("plan", [])], "b": [("plan", ["retry"])]}
     status = read_status(tmp_path / "out")
     assert status is not None and status["counts"] == {"complete": 4}
     report = json.loads((tmp_path / "out/tasks/t1/report.json").read_text())

@@ -151,6 +151,7 @@ def test_plan_run_explores_writes_and_validates(plan: Runner, tmp_path: Path) ->
     metadata, body = split_document(written(result.plan_path))
     assert result.plan_path == tmp_path / "out" / "plan.md"
     assert metadata["status"] == "complete" and metadata["valid"] is True
+    assert metadata["base_commit"] is None  # the sample repository is no git repository
     assert metadata["critical_files"] == ["src/app.py", "src/util.py", "tests/test_app.py"]
     assert body.startswith("# Add a --verbose flag")
     kinds = [event.kind for event in events]
@@ -521,3 +522,11 @@ def test_a_refusal_fails_the_plan_with_what_the_api_said(plan: Runner) -> None:
     assert result.reason == (
         "the API stopped the model's answer as a refusal (category bio): Dangerous lab methods."
     )
+
+
+def test_the_plan_records_the_commit_it_was_written_against(plan: Runner, workspace: Path) -> None:
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "HEAD").write_text(commit + "\n")
+    result = plan(ScriptedModel([reply(say(VALID_PLAN))]))
+    assert split_document(written(result.plan_path))[0]["base_commit"] == commit

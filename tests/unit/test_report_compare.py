@@ -1,5 +1,5 @@
 """report.html read section by section: each section of every plan side by side, critical
-files as links into the repository, transcripts, validation rounds and revisions."""
+files as links into the repository, transcripts and validation rounds."""
 
 from __future__ import annotations
 
@@ -148,13 +148,3 @@ def test_a_plan_fixed_after_feedback_says_so(workspace: Path, out_dir: Path) -> 
     assert "fixed after validation feedback (1 problem in round 1, valid in round 2)" in rows[1][1]
     assert "<code>Risks</code>" in rows[1][1]
     assert "Validation: fixed after validation feedback" in part(html, "plan-2")
-
-
-def test_revisions_show_only_when_the_report_has_them(workspace: Path, out_dir: Path) -> None:
-    results = two_plans(workspace, out_dir)
-    assert 'id="revisions"' not in render(workspace, out_dir, results)
-    revisions = {"security": [{"number": 2, "diff": "--- a\n+++ b\n+<script>x</script>\n"}]}
-    html = render(workspace, out_dir, results, revisions=revisions)
-    shown = part(html, "revisions")
-    assert '<pre class="diff">--- a\n+++ b\n+&lt;script&gt;x&lt;/script&gt;\n</pre>' in shown
-    assert "<script" not in html
