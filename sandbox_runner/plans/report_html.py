@@ -6,6 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sandbox_runner.plans.report_compare import (
+    comparison_section,
+    validation_section,
+    validation_words,
+)
 from sandbox_runner.plans.report_html_parts import (
     badge,
     commands_section,
@@ -67,8 +72,10 @@ def render_html(
         _headline(report),
         _requirements(report["requirements"]),
         _recommended(report.get("recommended"), bodies, report["plans"]),
+        comparison_section(report, bodies),
         _plans(report["plans"], bodies),
         critical_files_section(report),
+        validation_section(report),
         disagreements_section(report),
         failures_section(report),
         commands_section(report),
@@ -118,7 +125,8 @@ def _headline(report: dict[str, Any]) -> str:
         _chip(plan, f"plan-{n}", plan_name(plan)) for n, plan in enumerate(report["plans"], 1)
     ]
     toc = [("recommended", "Recommended plan")] if _has_rec(report) else []
-    toc += [("plans", "Plans"), ("critical-files", "Critical files")]
+    toc += [("compare", "Section by section"), ("plans", "Plans")]
+    toc += [("critical-files", "Critical files"), ("validation", "Validation")]
     toc += [("disagreements", "Disagreements"), ("failures", "Failures")]
     toc += [("usage", "Tokens, cost and time")]
     nav = " ".join(f'<a href="#{anchor}">{text}</a>' for anchor, text in toc)
@@ -181,7 +189,8 @@ def _recommended(recommended: Any, bodies: Mapping[str, str], plans: list[dict[s
     return (
         '<section class="recommended" id="recommended">\n<h2>Recommended plan</h2>\n'
         f'<article class="plan">{_plan_header(recommended, "Recommended", merged)}'
-        f"{_problems(recommended)}{_plan_body(body, recommended)}</article>\n</section>"
+        f"{_problems(recommended)}{_plan_body(body, recommended, folded=False)}"
+        "</article>\n</section>"
     )
 
 
@@ -194,6 +203,8 @@ def _plans(plans: list[dict[str, Any]], bodies: Mapping[str, str]) -> str:
         for number, plan in enumerate(plans, 1)
     ]
     heading = "Plans side by side" if len(plans) > 1 else "Plan"
+    # The section comparison above shows the text; here each plan's figures, then its whole
+    # text folded.
     return (
         f'<section id="plans"><h2>{heading}</h2>\n<div class="columns">\n'
         + "\n".join(columns)
@@ -212,6 +223,10 @@ def _plan_header(plan: dict[str, Any], name: str, note: str = "") -> str:
     ]
     if plan.get("plan_file"):
         meta.append(file_link(plan["plan_file"]))
+    if plan.get("transcript"):
+        meta.append(file_link(plan["transcript"], "transcript"))
+    if "validation" in plan:
+        note = " · ".join(filter(None, [note, "Validation: " + html_text(validation_words(plan))]))
     return (
         f'<header><span class="name">{name}</span> {badge(plan)}'
         f'<div class="title">{title}</div><div class="meta">{" · ".join(meta)}</div>'
@@ -229,9 +244,13 @@ def _problems(plan: dict[str, Any]) -> str:
     return '<ul class="problems">' + "".join(f"<li>{p}</li>" for p in problems) + "</ul>"
 
 
-def _plan_body(body: str, plan: dict[str, Any]) -> str:
+def _plan_body(body: str, plan: dict[str, Any], *, folded: bool = True) -> str:
+    """The plan rendered; folded behind a summary line when its sections are compared."""
     if not body.strip():
         return (
             f'<div class="body"><p class="empty">No plan was written ({plan["status"]}).</p></div>'
         )
-    return f'<div class="body">{markdown_html(body, heading_offset=1)}</div>'
+    rendered = f'<div class="body">{markdown_html(body, heading_offset=1)}</div>'
+    if not folded:
+        return rendered
+    return f'<details class="full"><summary>The whole plan</summary>{rendered}</details>'

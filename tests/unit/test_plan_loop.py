@@ -259,6 +259,9 @@ def test_invalid_plan_is_sent_back_once_with_its_problems(plan: Runner) -> None:
     feedback = model.requests[2].messages[-1]["content"][0]["text"]
     assert "src/missing.py" in feedback
     assert result.valid
+    # The round is recorded, so the report can say the plan was fixed after feedback.
+    assert any("src/missing.py" in problem for problem in result.validation_feedback)
+    assert split_document(written(result.plan_path))[0]["validation_feedback"]
 
 
 def test_plan_still_invalid_after_feedback_is_reported(plan: Runner) -> None:
@@ -274,6 +277,7 @@ def test_plan_still_invalid_after_feedback_is_reported(plan: Runner) -> None:
     assert any("Risks" in problem for problem in result.check.problems)
     assert "invalid" in result.reason
     assert split_document(written(result.plan_path))[0]["valid"] is False
+    assert any("Risks" in problem for problem in result.validation_feedback)
 
 
 def test_turn_limit_keeps_the_partial_plan(plan: Runner) -> None:
