@@ -97,7 +97,11 @@ def render_html(
 
 def _headline(report: dict[str, Any]) -> str:
     tone, words = STATUS_BADGES.get(report["status"], ("bad", report["status"]))
-    head = f"<code>{html_text(report['git_head'][:12])}</code>" if report["git_head"] else "no HEAD"
+    head = (
+        f" at <code>{html_text(report['git_head'][:12])}</code>"
+        if report["git_head"]
+        else " (not a git repository, or no commit yet)"
+    )
     totals = report["totals"]
     facts = [
         (
@@ -105,7 +109,7 @@ def _headline(report: dict[str, Any]) -> str:
             f"{html_text(plan_counts(report['plans']))} (exit code {int(report['exit_code'])})",
         ),
         *_agreement(report),
-        ("Repository", f"<code>{html_text(report['repository'])}</code> at {head}"),
+        ("Repository", f"<code>{html_text(report['repository'])}</code>{head}"),
         ("Workspace", html_text(workspace_words(report))),
         *([("Agent", html_text(report["agent_override"]))] if report["agent_override"] else []),
         *_synthesis_fact(report),
