@@ -10,6 +10,7 @@ import click
 import yaml
 
 from sandbox_runner.cli.options import REPORT_JSON_HELP, examples, json_option
+from sandbox_runner.cli.plans_history_cmd import diff, history
 from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.history import (
@@ -154,6 +155,10 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(one_line(f"every plan of {directory} is complete and valid"), err=True)
         return
     show_outcome(ctx, outcome, as_json=as_json)
+
+
+plans.add_command(history)
+plans.add_command(diff)
 
 
 def _say_what_resumes(resume: ResumePlan) -> None:

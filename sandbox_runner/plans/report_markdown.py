@@ -48,7 +48,11 @@ def render_markdown(report: dict[str, Any]) -> str:
 def _header(report: dict[str, Any]) -> str:
     status = RUN_STATUS_WORDS.get(report["status"], report["status"])
     status += (": " if ":" not in status else "; ") + plan_counts(report["plans"])
-    head = f"`{report['git_head'][:12]}`" if report["git_head"] else "no git HEAD"
+    head = (
+        f" at `{report['git_head'][:12]}`"
+        if report["git_head"]
+        else " (not a git repository, or no commit yet)"
+    )
     workspace = workspace_words(report)
     plans = " · ".join(f"{_mark(plan)} {_name(plan)}: {_state(plan)}" for plan in report["plans"])
     return "\n".join(
@@ -57,7 +61,7 @@ def _header(report: dict[str, Any]) -> str:
             "",
             f"**Status:** {status} (exit code {report['exit_code']})  ",
             f"**Plans:** {plans or 'none'}  ",
-            f"**Repository:** {_code(report['repository'])} at {head}; {workspace}  ",
+            f"**Repository:** {_code(report['repository'])}{head}; {workspace}  ",
             *_agent_line(report),
             f"**Time:** {report['started_at']} to {report['finished_at']} "
             f"({duration(report['wall_seconds'])})",

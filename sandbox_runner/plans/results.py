@@ -77,6 +77,9 @@ class PlanResult:
     """It went on with the conversation of an earlier run that stopped."""
     commands_run: list[CommandRun] = field(default_factory=list)
     """The Bash commands it ran, in order, with their exit status."""
+    validation_feedback: list[str] = field(default_factory=list)
+    """The problems validation sent back to the model for one more round (empty when the
+    first check passed, or no plan was checked before the run ended)."""
 
     @property
     def valid(self) -> bool:
@@ -115,6 +118,7 @@ class PlanResult:
             "resumable": self.resumable,
             "continued": self.continued,
             "commands_run": [run.to_dict() for run in self.commands_run],
+            "validation_feedback": list(self.validation_feedback),
         }
 
     @classmethod
@@ -147,6 +151,7 @@ class PlanResult:
             resumable=data.get("resumable") is True,
             continued=data.get("continued") is True,
             commands_run=_commands(data.get("commands_run")),
+            validation_feedback=_strings(data.get("validation_feedback")),
         )
 
 
