@@ -23,6 +23,7 @@ from sandbox_runner.plans.report_markdown import (
     plan_counts,
     workspace_words,
 )
+from sandbox_runner.plans.report_patches import patches_html
 from sandbox_runner.plans.report_style import REPORT_CSS
 from sandbox_runner.safe_text import html_text, markdown_html, one_line
 
@@ -65,6 +66,7 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
         disagreements_section(report),
         failures_section(report),
         commands_section(report),
+        patches_html(report),
         usage_section(report),
     ]
     title = html_text(f"Plan report: {one_line(report['run'])}")
