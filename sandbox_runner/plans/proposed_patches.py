@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_runner.paths import WORKSPACE_MOUNT
+from sandbox_runner.redact import redact
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath
+from sandbox_runner.secret_names import looks_secret
 
 MAX_PATCHES = 20
 """The most patches one plan keeps; later ones are dropped (the count says so)."""
@@ -80,11 +82,15 @@ def propose(
     None when it is no such edit: another tool, a path outside the repository, an Edit
     whose old text is not in the file, no change at all, or a file planrun will not read
     (a link out of the repository, a device, larger than MAX_FILE_BYTES). The file is read
-    on the host beneath the repository, never following a link out of it.
+    on the host beneath the repository, never following a link out of it. A file that
+    looks like it holds a secret (.env, *.pem, .ssh/...) makes no patch, and what looks
+    like a credential in a diff is redacted.
     """
     relative = repository_path(str(tool_input.get("file_path", "")))
     if tool not in PATCH_TOOLS or relative is None or not workspace_host:
         return None
+    if _secret_path(relative):
+        return None  # its diff would carry the secret into the plan and the report
     try:
         data = read_beneath(Path(workspace_host), relative, MAX_FILE_BYTES)
     except UnsafeFileError:
@@ -96,7 +102,7 @@ def propose(
     after = _after(tool, tool_input, current)
     if after is None or after == current:
         return None
-    diff = unified_diff(relative, current, after)
+    diff = redact(unified_diff(relative, current, after))
     if len(diff) > MAX_DIFF_CHARS:
         diff = diff[:MAX_DIFF_CHARS] + CUT_NOTE.format(limit=MAX_DIFF_CHARS)
     kept = dict(tool_input)
@@ -145,6 +151,12 @@ def patches_from(data: Any) -> list[ProposedPatch]:
         return []
     found = [ProposedPatch.from_dict(entry) for entry in data if isinstance(entry, Mapping)]
     return [patch for patch in found if patch is not None][:MAX_PATCHES]
+
+
+def _secret_path(relative: str) -> bool:
+    """Whether the file, or a directory on its way, looks like it holds a secret."""
+    *directories, name = relative.split("/")
+    return looks_secret(name, False) or any(looks_secret(part, True) for part in directories)
 
 
 def _after(tool: str, tool_input: Mapping[str, Any], current: str | None) -> str | None:

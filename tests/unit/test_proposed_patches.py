@@ -77,3 +77,15 @@ def test_report_md_fences_survive_backticks() -> None:
         {"file": "a.py", "diff": "+x\n", "tool": "Edit", "reason": "r"}]}]}  # fmt: skip
     assert "## Proposed patches" in patches_markdown(report)
     assert patches_markdown({"plans": [{"label": "p", "proposed_patches": []}]}) == ""
+
+
+def test_secrets_stay_out_of_the_patches(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    (repo / ".env").write_text("API_TOKEN=abc\n")
+    env = {"file_path": "/workspace/.env", "old_string": "abc", "new_string": "xyz"}
+    assert propose("Edit", env, str(repo), "r") is None
+    key = {"file_path": "/workspace/.ssh/config", "content": "Host x\n"}
+    assert propose("Write", key, str(repo), "r") is None
+    leaked = "aws_secret_access_key = AKIAABCDEFGHIJKLMNOP1234567890abcdefghij\n"
+    patch = propose("Write", {"file_path": "/workspace/conf.py", "content": leaked}, str(repo), "r")
+    assert patch is not None and "AKIAABCDEFGHIJKLMNOP" not in patch.diff
