@@ -90,15 +90,5 @@ def _read_plan(path: Path) -> PlanToExport:
     metadata, body = split_document(text)
     side = read_meta(path)
     patches = patches_from(metadata.get("proposed_patches") or side.get("proposed_patches"))
-    repository = metadata.get("repository") or side.get("repository") or _session_repo(path)
+    repository = metadata.get("repository") or side.get("repository")
     return PlanToExport(path, body, metadata, patches, str(repository or ""))
-
-
-def _session_repo(plan_file: Path) -> str:
-    """The repository of the session whose plan file this is ("" when none is)."""
-    from sandbox_runner.session.state import all_sessions
-
-    for state in all_sessions():
-        if state.plan_file == str(plan_file):
-            return state.repo
-    return ""

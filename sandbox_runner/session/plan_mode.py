@@ -100,6 +100,7 @@ class PlanMode:
         add_entry(
             session.plan_file.host_path, "accepted", {"mode": target.value, "where": "session"}
         )
+        set_meta(session.plan_file.host_path, "repository", session.state.repo)
         session.store.event("plan_accepted", plan_file=path, mode=target.value)
         session.save()
 

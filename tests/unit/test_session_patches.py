@@ -7,8 +7,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from sandbox_runner import Model, Sandbox
 from sandbox_runner.agents.registry import Registry
+from sandbox_runner.cli import cli
 from sandbox_runner.limits import RunLimits
 from sandbox_runner.plans.plan_meta import meta_path, read_meta
 from sandbox_runner.session.commands import Commands
@@ -98,6 +101,11 @@ def test_accepting_records_the_patches_and_applying_asks_each_edit(
         # The refused one stays for another try; the applied one is gone.
         assert [p["file"] for p in made.state.proposed_patches] == [PROTECTED["file_path"]]
         assert "applied the plan's proposed patches" in " ".join(made.take_notes("work"))
+        # The accepted session plan can be handed on; the export knows its repository.
+        exported = CliRunner().invoke(cli, ["plans", "export", str(plan_file), "--for", "codex"])
+        assert exported.exit_code == 0, exported.output
+        assert f"cd {workspace} && codex exec" in exported.output
+        assert [entry["for"] for entry in read_meta(plan_file)["exports"]] == ["codex"]
     finally:
         made.close()
 
