@@ -12,6 +12,7 @@ from sandbox_runner.catalog import CUSTOM_PERSPECTIVE, INHERIT, MODEL_ALIASES, R
 from sandbox_runner.config_trust import drop_untrusted
 from sandbox_runner.config_values import (
     CHECKS,
+    DEFAULT_VERIFY_IGNORE,
     SCRATCH,
     check_project_value,
     checked,
@@ -113,6 +114,9 @@ class Settings:
     """MCP servers, and grants to a repository's (docs/mcp.md); user only."""
     mcp_image: str | None = None
     """The image of stdio MCP servers (unset: the sandbox image); user only."""
+    verify: list[str] = field(default_factory=lambda: list(DEFAULT_VERIFY_IGNORE))
+    """Globs of changed files `planrun verify` does not hold to the plan
+    (`verify: {ignore: [...]}`); files under `.planrun/` are never ignored."""
 
 
 _DEFAULTS = Settings()

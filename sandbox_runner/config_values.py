@@ -133,6 +133,23 @@ def _mcp_servers(value: object) -> dict[str, Any]:
     return value
 
 
+DEFAULT_VERIFY_IGNORE = ("*.lock", "package-lock.json", "pnpm-lock.yaml", "go.sum")
+"""Changed files `planrun verify` expects no plan to name: lockfiles."""
+
+
+def _verify(value: object) -> list[str]:
+    """`verify: {ignore: [globs]}` in a file, or the globs alone (PLANRUN_VERIFY=*.lock,gen/*)."""
+    if isinstance(value, dict):
+        unknown = [str(key) for key in value if key != "ignore"]
+        if unknown:
+            raise _Invalid("a mapping with one key, ignore (a list of globs)", unknown[0])
+        value = value.get("ignore") or []
+    globs = _texts(value)
+    if any(not glob.strip() or "\0" in glob for glob in globs):
+        raise _Invalid("non-empty globs", value)
+    return globs
+
+
 SCRATCH = "scratch"
 PLAN_COMMANDS = ("read-only", SCRATCH)
 
@@ -172,6 +189,7 @@ CHECKS: dict[str, Callable[[object], Any]] = {
     "web": _web,
     "mcp_servers": _mcp_servers,
     "mcp_image": _optional_text,
+    "verify": _verify,
 }
 """Each setting's rule, the same whatever the source: returns the value or raises _Invalid."""
 _BOOL_WORDS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(

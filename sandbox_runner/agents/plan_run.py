@@ -63,6 +63,7 @@ class PlanHooks(LoopHooks):
         if check.ok:
             return None
         loop.state.feedback_sent = True
+        loop.state.feedback_problems = list(check.problems)
         return check.feedback()
 
     def on_budget_spent(self, loop: AgentLoop, reason: str) -> None:
@@ -244,6 +245,7 @@ class PlanAgentRun:
             usage=state.usage,
             wall_seconds=round(time.monotonic() - state.started, 3),
             transcript=self.paths.transcript,
+            validation_feedback=list(state.feedback_problems),
         )
 
 

@@ -52,6 +52,8 @@ class RunState:
     host_written_plan: str | None = None
     """What the host wrote to the plan file for the model (from its final text), if anything."""
     feedback_sent: bool = False
+    feedback_problems: list[str] = field(default_factory=list)
+    """What validation found in the plan that the feedback round asked the model to fix."""
     warned_low: bool = False
     """Whether the model was told that its turns or tokens run low."""
     last_call_tokens: int = 0

@@ -19,10 +19,17 @@ from sandbox_runner.plans.document import document_body, render_document, split_
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report import RunRecord, write_report
-from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.results import PlanResult, PlanStatus, Synthesis, SynthesisState
+from sandbox_runner.plans.revisions import keep_published
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.runs.plan_job import failed_result, required_sections
+from sandbox_runner.runs.synthesis_step import skip_note, synthesis_off
 from sandbox_runner.runs.workspace import WorkspaceComparison, git_head
+
+BATCH_SYNTHESIS_NOTE = (
+    "a batch does not merge plans yet; compare them in report.html, or run `planrun plan` "
+    "on the task for a recommended plan"
+)
 
 
 def ledger_status(result: PlanResult) -> str:
@@ -52,6 +59,11 @@ def commit(job: BatchJob, outcome: JobOutcome, out_dir: Path) -> tuple[LedgerRec
     else:
         plan_text = _commit_values(outcome, job, plan_file, transcript)
     result = outcome.result
+    if plan_text.strip():
+        # A retry's plan is a revision of the task's plan, as a resumed run's is.
+        source = "retry" if job.decision.attempt > 1 else "plan"
+        if problem := keep_published(plan_file, plan_text, source):
+            result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))
     cost = estimate_cost(result.model, result.usage)
     record = LedgerRecord(
         key=job.key,
@@ -217,8 +229,19 @@ def write_task_report(
         exit_code=3 if check.problem else (0 if valid else 1),
         agent_override=spec.agent_override,
         scratch=spec.scratch,
+        synthesis=_synthesis(results, spec.synthesis, spec.synthesis_note),
     )
     write_report(record)
+
+
+def _synthesis(results: list[PlanResult], enabled: bool, off_note: str) -> Synthesis:
+    """Why a task of a batch has no recommended plan: the synthesis is turned off (and
+    why), too few valid plans, or (with two or more) that a batch does not run it."""
+    if not enabled:
+        return synthesis_off(off_note)
+    if note := skip_note(results):
+        return Synthesis(SynthesisState.SKIPPED, note=note)
+    return Synthesis(SynthesisState.OFF, note=BATCH_SYNTHESIS_NOTE)
 
 
 def _parse_time(text: str) -> datetime:

@@ -17,7 +17,12 @@ from sandbox_runner.batch.ledger import Ledger, LedgerRecord
 from sandbox_runner.batch.resume import RUNS, Action
 from sandbox_runner.batch.salvage import salvage_scratch
 from sandbox_runner.batch.setup import BatchJob, task_dir
-from sandbox_runner.batch.summary import JobRow, summary_document, write_summary
+from sandbox_runner.batch.summary import (
+    JobRow,
+    earlier_wall_seconds,
+    summary_document,
+    write_summary,
+)
 from sandbox_runner.plans.results import PlanResult
 from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
 from sandbox_runner.runs.executor import Announced, Executor
@@ -91,8 +96,11 @@ class BatchDriver:
     attempts: dict[str, int] = field(init=False)
     running: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
+    earlier_wall_seconds: float = field(init=False)
+    """The wall time of this batch's earlier runs: the summary adds up every run."""
 
     def __post_init__(self) -> None:
+        self.earlier_wall_seconds = earlier_wall_seconds(self.out_dir)
         self.ledger = Ledger(self.out_dir)
         found = self.ledger.last_by_key()
         self.records = {key: record for key, (record, _) in found.items()}
@@ -258,6 +266,7 @@ class BatchDriver:
             state=state,
             not_in_batch=sorted(set(self.records) - keys),
             wall_seconds=time.monotonic() - self.started,
+            earlier_wall_seconds=self.earlier_wall_seconds,
         )
         write_summary(self.out_dir, document)
         return document
@@ -274,8 +283,10 @@ class BatchDriver:
         """Each repository's tree fingerprint, and its `git status` taken in the background."""
         before: dict[Path, tuple[str | None, Future[str | None] | None]] = {}
         for job in self.jobs:
+            # Every repository, those of tasks with nothing left to run too: after a resume
+            # each task's report says what this run's check found, not an older run's.
             path = job.payload.workspace
-            if job.decision.action not in RUNS or path in before:
+            if path in before:
                 continue
             exclude, run_git = self._exclude(path), self.git_for(path)
             status = None

@@ -29,6 +29,7 @@ COMMAND_MODULES = {
     "plans": "plans_cmd",
     "sandbox": "infra",
     "sessions": "session_cmd",
+    "verify": "verify_cmd",
 }
 """The module of each command, which defines it under its name: imported only when the
 command runs (or help lists it), so `planrun` reaches its prompt without loading every

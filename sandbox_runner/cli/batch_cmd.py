@@ -12,6 +12,7 @@ import click
 
 from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_batch
 from sandbox_runner.batch import dry_run as what_would_run
+from sandbox_runner.batch.task_table import status_table, wall_line
 from sandbox_runner.cli.batch_progress import BatchProgress
 from sandbox_runner.cli.next_steps import batch_command, cost_line
 from sandbox_runner.cli.options import (
@@ -170,8 +171,12 @@ def _print_summary(summary: dict[str, Any]) -> None:
         click.echo(one_line(f"  {job['key']:<{width}}  {job['status']:<10}{reason}".rstrip()))
     counts = ", ".join(f"{status} {n}" for status, n in summary["counts"].items())
     click.echo(one_line(f"Batch {summary['batch']}: {counts}"))
+    for line in status_table(summary.get("tasks") or []):
+        click.echo(f"  {line}")
     if cost := cost_line(summary.get("totals")):
         click.echo(cost)
+    if wall := wall_line(summary.get("totals")):
+        click.echo(wall)
     click.echo(one_line(f"Summary: {Path(summary['out_dir']) / 'summary.md'}"))
 
 
@@ -189,6 +194,11 @@ def show_batch_status(directory: Path, as_json: bool) -> None:
         return
     counts = ", ".join(f"{s} {n}" for s, n in status["counts"].items()) or "nothing recorded"
     click.echo(one_line(f"Batch {status.get('batch')}: {status.get('state')}; {counts}"))
+    if status["tasks"]:
+        for line in status_table(status["tasks"]):
+            click.echo(f"  {line}")
+    if wall := wall_line(status.get("totals")):
+        click.echo(wall)
     for key in status["failed"]:
         click.echo(one_line(f"  failed: {key}"))
     if status["failed"]:

@@ -11,6 +11,7 @@ import yaml
 
 from sandbox_runner.cli.options import REPORT_JSON_HELP, examples, json_option
 from sandbox_runner.cli.plans_export_cmd import plans_export
+from sandbox_runner.cli.plans_history_cmd import diff, history
 from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.plans.export_source import handoff_lines
@@ -160,6 +161,10 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(one_line(f"every plan of {directory} is complete and valid"), err=True)
         return
     show_outcome(ctx, outcome, as_json=as_json)
+
+
+plans.add_command(history)
+plans.add_command(diff)
 
 
 def _say_what_resumes(resume: ResumePlan) -> None:

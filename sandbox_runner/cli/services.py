@@ -67,7 +67,8 @@ class Services:
 
     docker: Callable[[], Any] = _connect_docker
     progress: Callable[[str], None] = field(
-        default=lambda message: click.echo(f"planrun: {message}", err=True)
+        # Progress names what a repository wrote (a server's args, a Dockerfile's name).
+        default=lambda message: click.echo(f"planrun: {one_line(message)}", err=True)
     )
     open_in_browser: Callable[[str], bool] = _open_in_browser
     """Opens a URL in the user's browser; False when there is no browser to open it in."""

@@ -81,7 +81,12 @@ def remember_run(out_dir: Path) -> None:
 def run_directories() -> list[Path]:
     """Every run directory that still exists: runs_dir()'s, then the indexed ones."""
     root = runs_dir()
-    found = [path for path in sorted(root.iterdir()) if path.is_dir()] if root.is_dir() else []
+    # A hidden directory is planrun's own (the session plans' revisions), never a run.
+    found = (
+        [path for path in sorted(root.iterdir()) if path.is_dir() and path.name[:1] != "."]
+        if root.is_dir()
+        else []
+    )
     if batches_dir().is_dir():
         found += sorted(path for path in batches_dir().glob("*/tasks/*") if path.is_dir())
     for path in _indexed():

@@ -226,7 +226,11 @@ def _plan_entry(
         **{key: summary[key] for key in ("agent", "model", "status", "valid", "reason")},
         "plan_file": _relative(result.plan_path, out_dir),
         "transcript": _relative(result.transcript, out_dir),
-        **{key: summary[key] for key in ("title", "summary", "problems", "critical_files")},
+        **{key: summary[key] for key in ("title", "summary", "problems")},
+        "critical_files": [
+            {"path": f.path, "reason": f.reason, "exists": f.exists, "line": f.line}
+            for f in (result.check.critical_files if result.check else [])
+        ],
         "suggested_commands": list(result.suggested_commands),
         "turns": result.turns,
         "tool_calls": result.tool_calls,
@@ -237,6 +241,19 @@ def _plan_entry(
         "continued": result.continued,
         "commands_run": summary["commands_run"],
         "proposed_patches": summary["proposed_patches"],
+        "validation": _validation(result),
+    }
+
+
+def _validation(result: PlanResult) -> dict[str, Any]:
+    """The validation rounds of a plan: how many checks ran, what the feedback round asked
+    the model to fix, and whether the plan that came back passed."""
+    feedback = list(result.validation_feedback)
+    checked = result.check is not None
+    return {
+        "rounds": (1 if checked else 0) + (1 if feedback else 0),
+        "feedback": feedback,
+        "fixed_after_feedback": bool(feedback) and result.valid,
     }
 
 

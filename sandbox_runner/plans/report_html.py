@@ -6,6 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sandbox_runner.plans.report_compare import (
+    comparison_section,
+    validation_section,
+    validation_words,
+)
 from sandbox_runner.plans.report_html_parts import (
     badge,
     commands_section,
@@ -24,6 +29,7 @@ from sandbox_runner.plans.report_markdown import (
     workspace_words,
 )
 from sandbox_runner.plans.report_patches import patches_html
+from sandbox_runner.plans.report_revisions import DIFF_CSS, PlanRevisions, revisions_section
 from sandbox_runner.plans.report_style import REPORT_CSS
 from sandbox_runner.safe_text import html_text, markdown_html, one_line
 
@@ -43,7 +49,11 @@ STATUS_BADGES = {
 }
 
 
-def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
+def render_html(
+    report: dict[str, Any],
+    bodies: Mapping[str, str],
+    revisions: Mapping[str, PlanRevisions] | None = None,
+) -> str:
     """The page (report.html) for a report built by build_report.
 
     Args:
@@ -52,6 +62,8 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
             wall_seconds) is shown first, before the perspectives' plans; nothing is shown
             for it when it is absent.
         bodies: each plan's Markdown (without front matter or `# Title`), by label.
+        revisions: the plans with more than one kept revision, by label (see
+            report_revisions.plan_revisions): shown collapsed, first against last.
 
     Returns:
         The page. Everything from a model, a repository or the user is escaped; the plans'
@@ -61,13 +73,16 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
         _headline(report),
         _requirements(report["requirements"]),
         _recommended(report.get("recommended"), bodies, report["plans"]),
+        comparison_section(report, bodies),
         _plans(report["plans"], bodies),
         critical_files_section(report),
+        validation_section(report),
         disagreements_section(report),
         failures_section(report),
         commands_section(report),
         patches_html(report),
         usage_section(report),
+        revisions_section(report["plans"], revisions or {}),
     ]
     title = html_text(f"Plan report: {one_line(report['run'])}")
     links = '<a href="report.md">report.md</a> · <a href="report.json">report.json</a>'
@@ -76,7 +91,7 @@ def render_html(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_POLICY}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{title}</title>\n<style>{REPORT_CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<title>{title}</title>\n<style>{REPORT_CSS}{DIFF_CSS}</style>\n</head>\n<body>\n<main>\n"
         + "\n".join(section for section in sections if section)
         + f"\n<footer>Written by planrun · {links}</footer>\n</main>\n</body>\n</html>\n"
     )
@@ -112,7 +127,8 @@ def _headline(report: dict[str, Any]) -> str:
         _chip(plan, f"plan-{n}", plan_name(plan)) for n, plan in enumerate(report["plans"], 1)
     ]
     toc = [("recommended", "Recommended plan")] if _has_rec(report) else []
-    toc += [("plans", "Plans"), ("critical-files", "Critical files")]
+    toc += [("compare", "Section by section"), ("plans", "Plans")]
+    toc += [("critical-files", "Critical files"), ("validation", "Validation")]
     toc += [("disagreements", "Disagreements"), ("failures", "Failures")]
     toc += [("usage", "Tokens, cost and time")]
     nav = " ".join(f'<a href="#{anchor}">{text}</a>' for anchor, text in toc)
@@ -175,7 +191,8 @@ def _recommended(recommended: Any, bodies: Mapping[str, str], plans: list[dict[s
     return (
         '<section class="recommended" id="recommended">\n<h2>Recommended plan</h2>\n'
         f'<article class="plan">{_plan_header(recommended, "Recommended", merged)}'
-        f"{_problems(recommended)}{_plan_body(body, recommended)}</article>\n</section>"
+        f"{_problems(recommended)}{_plan_body(body, recommended, folded=False)}"
+        "</article>\n</section>"
     )
 
 
@@ -188,6 +205,8 @@ def _plans(plans: list[dict[str, Any]], bodies: Mapping[str, str]) -> str:
         for number, plan in enumerate(plans, 1)
     ]
     heading = "Plans side by side" if len(plans) > 1 else "Plan"
+    # The section comparison above shows the text; here each plan's figures, then its whole
+    # text folded.
     return (
         f'<section id="plans"><h2>{heading}</h2>\n<div class="columns">\n'
         + "\n".join(columns)
@@ -206,6 +225,10 @@ def _plan_header(plan: dict[str, Any], name: str, note: str = "") -> str:
     ]
     if plan.get("plan_file"):
         meta.append(file_link(plan["plan_file"]))
+    if plan.get("transcript"):
+        meta.append(file_link(plan["transcript"], "transcript"))
+    if "validation" in plan:
+        note = " · ".join(filter(None, [note, "Validation: " + html_text(validation_words(plan))]))
     return (
         f'<header><span class="name">{name}</span> {badge(plan)}'
         f'<div class="title">{title}</div><div class="meta">{" · ".join(meta)}</div>'
@@ -223,9 +246,13 @@ def _problems(plan: dict[str, Any]) -> str:
     return '<ul class="problems">' + "".join(f"<li>{p}</li>" for p in problems) + "</ul>"
 
 
-def _plan_body(body: str, plan: dict[str, Any]) -> str:
+def _plan_body(body: str, plan: dict[str, Any], *, folded: bool = True) -> str:
+    """The plan rendered; folded behind a summary line when its sections are compared."""
     if not body.strip():
         return (
             f'<div class="body"><p class="empty">No plan was written ({plan["status"]}).</p></div>'
         )
-    return f'<div class="body">{markdown_html(body, heading_offset=1)}</div>'
+    rendered = f'<div class="body">{markdown_html(body, heading_offset=1)}</div>'
+    if not folded:
+        return rendered
+    return f'<details class="full"><summary>The whole plan</summary>{rendered}</details>'

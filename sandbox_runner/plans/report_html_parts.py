@@ -3,6 +3,9 @@ disagree, failures, and tokens, cost and time; and the small pieces every part u
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
@@ -24,7 +27,8 @@ def critical_files_section(report: dict[str, Any]) -> str:
         marks = "".join(_file_mark(plan, row["path"]) for plan in naming)
         css = ' class="shared"' if row["path"] in shared else ""
         rows.append(
-            f"<tr{css}><td><code>{html_text(row['path'])}</code></td>{marks}"
+            f"<tr{css}><td>{critical_file_link(report, _matrix_entry(naming, row['path']))}</td>"
+            f"{marks}"
             f'<td class="num">{row["count"]} of {len(naming)}</td></tr>'
         )
     table = (
@@ -37,6 +41,14 @@ def critical_files_section(report: dict[str, Any]) -> str:
     return section(
         "critical-files", "Critical files", table + legend + _first_choices(files, naming)
     )
+
+
+def _matrix_entry(naming: list[dict[str, Any]], path: str) -> dict[str, Any]:
+    """A matrix row's file as a plan entry: it exists when a plan found it."""
+    exists = any(
+        e["exists"] for plan in naming for e in plan["critical_files"] if e["path"] == path
+    )
+    return {"path": path, "exists": exists}
 
 
 def _file_mark(plan: dict[str, Any], path: str) -> str:
@@ -223,6 +235,34 @@ def plan_name(plan: dict[str, Any]) -> str:
     return html_text(one_line(plan.get("perspective") or plan.get("label") or "?"))
 
 
-def file_link(path: str) -> str:
-    """A link to a file beside the report; quote() keeps the href a relative path."""
-    return f'<a href="{html_text(quote(path))}">{html_text(path.rsplit("/", 1)[-1])}</a>'
+def file_link(path: str, text: str = "") -> str:
+    """A link to a file beside the report, shown as text or its name; quote() keeps the
+    href a relative path."""
+    shown = text or path.rsplit("/", 1)[-1]
+    return f'<a href="{html_text(quote(path))}">{html_text(shown)}</a>'
+
+
+def critical_file_link(report: dict[str, Any], entry: Mapping[str, Any]) -> str:
+    """`path:line` as a link that works from the report's directory when the file exists in
+    a local repository; plainly styled code otherwise."""
+    path = str(entry.get("path") or "")
+    line = entry.get("line")
+    shown = f"{path}:{line}" if line else path
+    code = f"<code>{html_text(shown)}</code>"
+    href = _file_href(report, path) if entry.get("exists") else None
+    if href is None:
+        return f'<span class="file">{code}</span>'
+    return f'<a class="file" href="{html_text(href)}">{code}</a>'
+
+
+def _file_href(report: dict[str, Any], path: str) -> str | None:
+    """The repository's file relative to the report's directory, or None when either is not
+    a local absolute path or the path could leave the repository."""
+    repository, out_dir = str(report.get("repository") or ""), str(report.get("out_dir") or "")
+    relative = PurePosixPath(path)
+    if relative.is_absolute() or ".." in relative.parts or not path:
+        return None
+    if not (os.path.isabs(repository) and os.path.isabs(out_dir)):
+        return None
+    target = os.path.relpath(os.path.join(repository, *relative.parts), out_dir)
+    return quote(PurePosixPath(*target.split(os.sep)).as_posix())

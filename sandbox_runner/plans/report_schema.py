@@ -88,7 +88,8 @@ Each plan:
 - `transcript`: the agent's transcript (JSON lines), or `null`.
 - `title`, `summary`: the plan's title (or `null`) and its first paragraph.
 - `problems`: what validation found wrong.
-- `critical_files`: `{"path", "reason", "exists"}`, path relative to the repository.
+- `critical_files`: `{"path", "reason", "exists", "line"}`, path relative to the
+  repository; `line` is the line reference written after it (`12`, `12-30`), or `null`.
 - `suggested_commands`: commands the plan asks a human to run.
 - `proposed_patches`: edits of repository files the agent was refused while planning,
   kept instead of applied: `{"file", "diff", "tool", "reason"}` (`file` relative to the
@@ -105,5 +106,9 @@ Each plan:
 - `resumable`: it stopped for a reason outside its conversation (interrupted, the API or
   the sandbox failed), so `planrun plans resume` can go on with its conversation.
 - `continued`: it went on with the conversation of an earlier attempt that stopped.
+- `validation`: the plan's validation rounds: `rounds` (checks run: 0 when no plan was
+  checked, 2 when validation sent feedback and the model answered it), `feedback` (the
+  problems the feedback round asked the model to fix, empty when the first check passed)
+  and `fixed_after_feedback` (the plan failed its first check and is valid now).
 """
 """How report.json is laid out, field by field (Markdown, for docs/report-schema.md)."""

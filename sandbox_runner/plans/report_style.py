@@ -84,6 +84,18 @@ tr.total td { font-weight: 700; border-top: 2px solid var(--line); }
 .card h4 { margin: 0 0 6px; font-size: 0.98rem; }
 .card ul { margin: 0; padding-left: 20px; }
 h3.sub { font-size: 1.02rem; margin: 16px 0 8px; }
+.compare { margin: 0 0 8px; }
+.compare-row { display: grid; gap: 12px; align-items: stretch;
+  grid-template-columns: repeat(auto-fit, minmax(min(100%, 320px), 1fr)); }
+.cell { border: 1px solid var(--line); border-radius: 8px; background: var(--paper);
+  min-width: 0; overflow-wrap: anywhere; }
+.cell-head { padding: 6px 12px; background: var(--wash); border-bottom: 1px solid var(--line);
+  border-radius: 8px 8px 0 0; font-weight: 700; }
+.cell .body { padding: 2px 12px 8px; }
+ul.files { padding-left: 20px; }
+a.file code { color: var(--accent); }
+details.full > summary { cursor: pointer; padding: 8px 16px; color: var(--accent); }
+tr.validation.fixed td { background: var(--accent-wash); }
 footer { color: var(--muted); font-size: 0.85rem; text-align: center; margin-top: 24px; }
 @media (max-width: 640px) {
   main { padding: 12px; }
@@ -98,7 +110,8 @@ footer { color: var(--muted); font-size: 0.85rem; text-align: center; margin-top
   nav.toc { display: none; }
   .facts { display: block; }
   .requirements { max-height: none; overflow: visible; }
-  .columns, .cards { display: block; }
+  .columns, .cards, .compare-row { display: block; }
+  .cell { break-inside: avoid; margin-bottom: 8pt; }
   .plan { border: none; break-before: page; }
   .plan > header { border: 1px solid var(--line); border-radius: 0; }
   .card { break-inside: avoid; margin-bottom: 8pt; }

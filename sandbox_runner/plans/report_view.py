@@ -10,6 +10,7 @@ from typing import Any
 
 from sandbox_runner.plans.report_html import render_html
 from sandbox_runner.plans.report_markdown import render_markdown
+from sandbox_runner.plans.report_revisions import plan_revisions
 
 JSON_NAME, MARKDOWN_NAME, HTML_NAME = "report.json", "report.md", "report.html"
 
@@ -45,7 +46,8 @@ class Report:
         return render_markdown(self.document)
 
     def to_html(self) -> str:
-        return render_html(self.document, self.bodies)
+        labels = [plan["label"] for plan in self.document["plans"]]
+        return render_html(self.document, self.bodies, plan_revisions(self.out_dir, labels))
 
     @property
     def json_path(self) -> Path:

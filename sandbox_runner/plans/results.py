@@ -78,6 +78,9 @@ class PlanResult:
     """The Bash commands it ran, in order, with their exit status."""
     proposed_patches: list[ProposedPatch] = field(default_factory=list)
     """The edits of repository files it was refused, kept as proposed patches."""
+    validation_feedback: list[str] = field(default_factory=list)
+    """The problems validation sent back to the model for one more round (empty when the
+    first check passed, or no plan was checked before the run ended)."""
 
     @property
     def valid(self) -> bool:
@@ -117,6 +120,7 @@ class PlanResult:
             "continued": self.continued,
             "commands_run": [run.to_dict() for run in self.commands_run],
             "proposed_patches": [patch.to_dict() for patch in self.proposed_patches],
+            "validation_feedback": list(self.validation_feedback),
         }
 
     @classmethod
@@ -150,6 +154,7 @@ class PlanResult:
             continued=data.get("continued") is True,
             commands_run=_commands(data.get("commands_run")),
             proposed_patches=patches_from(data.get("proposed_patches")),
+            validation_feedback=_strings(data.get("validation_feedback")),
         )
 
 

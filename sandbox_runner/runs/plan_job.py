@@ -24,6 +24,7 @@ from sandbox_runner.plans.critical_files import CRITICAL_FILES_TITLE
 from sandbox_runner.plans.document import render_document
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.revisions import keep_published
 from sandbox_runner.runs.workspace import git_head
 from sandbox_runner.sandbox.background import BackgroundStart
 from sandbox_runner.tools.mcp_offer import McpTools
@@ -144,6 +145,8 @@ def run_plan(
     if continuation is not None and continuation.has_plan and earlier is not None:
         write_new(paths.host_plan_file, earlier.plan or "")
     started = datetime.now(UTC)
+    # Read before the agent starts: the commit the plan is written against.
+    base_commit = git_head(workspace)
     sandbox = BackgroundStart(sandbox_factory(sandbox_dir))
     run = PlanAgentRun(
         job.agent,
@@ -171,7 +174,9 @@ def run_plan(
     if problem:
         # The plan is finished: a container that would not go away must not lose it.
         result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))
-    return _publish(result, job, workspace, final_path, started, front_matter or {})
+    source = "plan" if earlier is None else "resume"
+    front_matter = {"base_commit": base_commit, **(front_matter or {})}
+    return _publish(result, job, workspace, final_path, started, front_matter, source)
 
 
 def _continuation(
@@ -201,12 +206,16 @@ def _publish(
     final_path: Path,
     started: datetime,
     front_matter: Mapping[str, object],
+    source: str,
 ) -> PlanResult:
-    """Write the plan with its metadata beside the transcript; the sandbox's copy stays."""
+    """Write the plan with its metadata beside the transcript, and keep it as a revision
+    made by SOURCE ("plan" or "resume"); the sandbox's copy stays."""
     if not result.plan_text.strip():
         return result
     metadata = {**plan_metadata(result, job, workspace, started), **front_matter}
     write_new(final_path, render_document(metadata, result.plan_text))
+    if problem := keep_published(final_path, result.plan_text, source):
+        result = replace(result, reason="; ".join(filter(None, [result.reason, problem])))
     return replace(result, plan_path=final_path)
 
 
@@ -237,6 +246,7 @@ def plan_metadata(
         "suggested_commands": result.suggested_commands,
         "commands_run": summary["commands_run"],
         "proposed_patches": summary["proposed_patches"],
+        "validation_feedback": summary["validation_feedback"],
         **({"synthesised_from": list(job.sources)} if job.sources else {}),
     }
 

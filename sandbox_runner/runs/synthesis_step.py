@@ -35,14 +35,8 @@ def plan_synthesis(
     """The synthesis job for these results, or (with fewer than two valid plans) the
     outcome that says why there is none."""
     valid = [(job, result) for job, result in zip(jobs, results, strict=True) if result.valid]
-    if len(results) < MIN_VALID_PLANS:
-        return Synthesis(SynthesisState.SKIPPED, note=SINGLE_PLAN_NOTE)
-    if len(valid) < MIN_VALID_PLANS:
-        return Synthesis(
-            SynthesisState.SKIPPED,
-            note=f"it needs at least {MIN_VALID_PLANS} valid plans; "
-            f"{len(valid)} of {len(results)} {'is' if len(valid) == 1 else 'are'} valid",
-        )
+    if note := skip_note(results):
+        return Synthesis(SynthesisState.SKIPPED, note=note)
     sources = [SourcePlan(job.label, job.perspective, result.plan_text) for job, result in valid]
     return PlanJob(
         requirements=synthesis_task(requirements, sources),
@@ -54,6 +48,20 @@ def plan_synthesis(
         sources=tuple(source.label for source in sources),
         memory=memory,
     )
+
+
+def skip_note(results: Sequence[PlanResult]) -> str:
+    """Why these results get no synthesis ("" when two or more are valid)."""
+    valid = sum(1 for result in results if result.valid)
+    if len(results) < MIN_VALID_PLANS:
+        return SINGLE_PLAN_NOTE
+    if valid < MIN_VALID_PLANS:
+        verb = "is" if valid == 1 else "are"
+        return (
+            f"it needs at least {MIN_VALID_PLANS} valid plans; "
+            f"{valid} of {len(results)} {verb} valid"
+        )
+    return ""
 
 
 def synthesis_ran(job: PlanJob, result: PlanResult, agent_override: str) -> Synthesis:

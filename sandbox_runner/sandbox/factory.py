@@ -3,6 +3,7 @@ and interactive sessions."""
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 
 def _say(line: str) -> None:
     print(f"planrun: {line}", file=sys.stderr, flush=True)
+
+
+log = logging.getLogger(__name__)
 
 
 class DockerSandboxes:
@@ -140,7 +144,23 @@ class DockerSandboxes:
                 if self.scratch:
                     _require_scratch(provider.docker_client, self.workspace)
                 self._docker = provider, image, python
+                _collect_leftovers(provider.docker_client)
             return self._docker
+
+
+def _collect_leftovers(docker_client: object) -> None:
+    """Remove, behind the run, what killed planrun processes of this host left: a
+    container whose program ignores the end of its input (an MCP server's) outlives a
+    `kill -9` of its planrun; the next planrun on the machine takes it away."""
+    from sandbox_runner.sandbox.docker_provider import collect_garbage
+
+    def collect() -> None:
+        try:
+            collect_garbage(docker_client)
+        except Exception as error:  # the engine went away: `planrun sandbox gc` remains
+            log.debug("leftover collection failed: %s", error)
+
+    threading.Thread(target=collect, name="planrun-gc", daemon=True).start()
 
 
 def _require_scratch(docker_client: object, workspace: Path) -> None:

@@ -3,22 +3,26 @@ land in a size-capped tmpfs, both volumes of Docker's `local` driver, thrown awa
 sandbox.
 
 dockerd mounts a `local` volume when a container that uses it starts and unmounts it when
-the last one stops. A small holder container therefore keeps the tmpfs mounted (and makes
-the overlay's upper and work directories in it) for the sandbox's whole life; the overlay,
-whose options name those directories, is mounted when the sandbox starts. Were the tmpfs
-not mounted then, the directories would not exist (the volume's directory on disk is
-empty) and the mount would fail: a scratch layer is never uncapped on the host's disk.
+the last one stops. A small holder container therefore keeps the tmpfs mounted for the
+sandbox's whole life, and dockerd makes the overlay's upper and work directories in it
+(never the holder: it runs the image's code, which could make them links to host
+directories); the overlay, whose options name them, is mounted when the sandbox starts.
+Were the tmpfs not mounted then, the directories would not exist (the volume's directory
+on disk is empty) and the mount would fail: a scratch layer is never uncapped on the
+host's disk.
 The kernel never writes an overlay's lower directory: the repository stays as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import secrets
 import select
 import stat
 import struct
+import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -132,12 +136,14 @@ class ScratchLayer:
         problem = engine_problem(self._docker) or path_problem(workspace)
         if problem:
             raise ConfigError(problem)
-        uid, gid = self._user
         megabytes = capacity_mb(self._spec.limits)
         inodes = max(MIN_INODES, megabytes * INODES_PER_MB)
-        tmpfs = f"size={megabytes}m,nr_inodes={inodes},mode=0700,uid={uid},gid={gid}"
+        # Root's: the holder runs the image's code, which must not make these directories
+        # (links to host directories would be resolved by dockerd, on the host).
+        tmpfs = f"size={megabytes}m,nr_inodes={inodes},mode=0700,uid=0,gid=0"
         self._volume(self.layer_volume, "layer", {"type": "tmpfs", "device": "tmpfs", "o": tmpfs})
-        self._start_holder(stat.S_IMODE(os.stat(workspace).st_mode))
+        holder = self._start_holder()
+        self._make_directories(holder, stat.S_IMODE(os.stat(workspace).st_mode))
         mountpoint = str(self._docker.volumes.get(self.layer_volume).attrs["Mountpoint"])
         if _option_problem(mountpoint):
             raise SandboxError(f"the scratch layer's mount point is unusable: {mountpoint!r}")
@@ -153,15 +159,11 @@ class ScratchLayer:
         )
         self._made.append(name)
 
-    def _start_holder(self, mode: int) -> None:
-        """Start the holder: it makes the overlay's directories (the upper one with the
-        repository root's mode, owned by the sandbox user, like every file a command
-        makes), says so, and waits for its standard input to end: planrun closing it, or
-        dying. Not detached, auto-removed: it never outlives planrun."""
-        script = (
-            f"mkdir {HOLDER_MOUNT}/upper {HOLDER_MOUNT}/work && "
-            f"chmod {mode:o} {HOLDER_MOUNT}/upper && echo ready && exec cat >/dev/null"
-        )
+    def _start_holder(self) -> Any:
+        """Start the holder: it says it runs and waits for its standard input to end:
+        planrun closing it, or dying. Not detached, auto-removed: it never outlives
+        planrun. It runs as the sandbox user, to whom the layer's root is closed."""
+        script = "echo ready && exec cat >/dev/null"
         uid, gid = self._user
         self._holder = self._docker.containers.create(
             image=self._spec.image,
@@ -193,6 +195,29 @@ class ScratchLayer:
             said = output.decode("utf-8", "replace").strip().splitlines()
             reason = said[-1][:200] if said else "it stopped"
             raise SandboxError(f"cannot prepare the scratch layer: {reason}")
+        return self._holder
+
+    def _make_directories(self, holder: Any, mode: int) -> None:
+        """Make the overlay's directories in the mounted tmpfs, through dockerd: the upper
+        one with the repository root's mode, owned by the sandbox user (like every file a
+        command makes), the work one root's. Nothing but root can replace them."""
+        uid, gid = self._user
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w") as tar:
+            for name, owner, directory_mode in (
+                ("upper", (uid, gid), mode),
+                ("work", (0, 0), 0o700),
+            ):
+                entry = tarfile.TarInfo(name)
+                entry.type, entry.mode = tarfile.DIRTYPE, directory_mode
+                entry.uid, entry.gid = owner
+                tar.addfile(entry)
+        try:
+            made = holder.put_archive(HOLDER_MOUNT, archive.getvalue())
+        except docker.errors.APIError as error:
+            raise SandboxError(f"cannot prepare the scratch layer: {error.explanation}") from None
+        if not made:
+            raise SandboxError("cannot prepare the scratch layer: dockerd made no directory")
 
     def remove(self) -> None:
         """Remove the overlay volume, the holder (its tmpfs, with every write, goes with

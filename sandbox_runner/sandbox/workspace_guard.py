@@ -305,7 +305,10 @@ def _join(relative: str, name: str) -> str:
 
 def _move_out(source: Path, target: Path) -> None:
     """Rename SOURCE to TARGET; across file systems, copy what can be copied (files,
-    directories, links: never a FIFO, which would block) and remove the original."""
+    directories, links: never a FIFO, which would block) and remove the original. The
+    owner's permissions are given back first to the directories a move needs (a command
+    may take them away so that what it planted cannot be taken out)."""
+    _give_back(source.parent)
     try:
         os.rename(source, target)
         return
@@ -314,12 +317,30 @@ def _move_out(source: Path, target: Path) -> None:
             raise
     info = os.lstat(source)
     if stat.S_ISDIR(info.st_mode):
+        directories = [str(source)]
+        while directories:
+            directory = directories.pop()
+            _give_back(directory)
+            directories += [path for path, is_dir in _entries_of(directory) if is_dir]
         shutil.copytree(source, target, symlinks=True, ignore=_special_files)
         shutil.rmtree(source)
     else:
         if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
             shutil.copy2(source, target, follow_symlinks=False)
         os.unlink(source)
+
+
+def _give_back(directory: str | Path) -> None:
+    """Give DIRECTORY its owner's read, write and search bits, if a command took them."""
+    with contextlib.suppress(OSError):
+        mode = stat.S_IMODE(os.lstat(directory).st_mode)
+        if mode & 0o700 != 0o700:
+            os.chmod(directory, mode | 0o700)
+
+
+def _entries_of(directory: str) -> list[tuple[str, bool]]:
+    """The paths in DIRECTORY, each with whether it is a directory (links not followed)."""
+    return [(f"{directory}/{name}", is_dir) for name, is_dir in _entries(directory).items()]
 
 
 def _special_files(directory: str, names: list[str]) -> list[str]:

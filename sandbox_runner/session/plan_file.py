@@ -14,10 +14,12 @@ import stat
 from pathlib import Path
 
 from sandbox_runner import Sandbox
+from sandbox_runner.errors import PlanrunError
 from sandbox_runner.limits import MAX_PLAN_BYTES
 from sandbox_runner.paths import PLAN_MOUNT, planrun_home
 from sandbox_runner.plans.files import UnsafeFileError, read_sandbox_file, replace_file
 from sandbox_runner.plans.names import random_name
+from sandbox_runner.plans.revisions import record_revision
 from sandbox_runner.session.state import SessionState
 from sandbox_runner.types import ToolRequest
 
@@ -98,8 +100,9 @@ class PlanFile:
             replace_file(self.staged, text)
         self._synced = text
 
-    def sync_out(self) -> None:
-        """Bring what the plan agent wrote (the staging copy) to the plan file."""
+    def sync_out(self, source: str = "agent") -> None:
+        """Bring what the plan agent wrote (the staging copy) to the plan file, keeping a
+        revision made by SOURCE ("agent-write", "agent-edit", or "agent")."""
         if self.state.plan_file is None:
             return
         try:
@@ -115,6 +118,25 @@ class PlanFile:
         self.host_path.parent.mkdir(parents=True, exist_ok=True)
         replace_file(self.host_path, text)
         self._synced = text
+        self.keep_revision(source)
+
+    def keep_revision(self, source: str) -> None:
+        """Keep the plan file's text as a revision made by SOURCE (the same text as the
+        last revision is not kept twice). A store planrun will not write to is a problem
+        to show, not a reason to lose the plan."""
+        if self.state.plan_file is None:
+            return
+        try:
+            text = self.read()
+            if text is not None:
+                record_revision(self.host_path, text, source)
+        except (OSError, PlanrunError) as error:
+            self.problem = f"no revision of the plan was kept ({error})"
+
+    def edited_by_user(self) -> None:
+        """The user edited the plan file in $EDITOR: stage it, and keep the revision."""
+        self.stage()
+        self.keep_revision("editor")
 
     def _staged_is_newer(self) -> bool:
         try:
@@ -127,6 +149,7 @@ class PlanFile:
         """Put the plan file back as it was (a /reject); a plan that did not exist goes."""
         replace_file(self.host_path, snapshot or "")
         self.stage()
+        self.keep_revision("restore")
 
     def push(self, sandbox: Sandbox) -> None:
         """Make the running plan container's copy match the plan file."""

@@ -65,6 +65,10 @@ class PlanMode:
         again = state.plan_file is not None
         plan_file.choose()
         state.snapshot = plan_file.read()
+        if state.snapshot is not None:
+            # A plan written before revisions were kept, or edited by hand since the last
+            # one: kept first, so that the agent's changes never lose it.
+            plan_file.keep_revision("found")
         state.previous_mode, state.mode, state.active = state.mode, "plan", "plan"
         plan_file.stage()
         session.conversations.push_plan()
@@ -140,6 +144,7 @@ class PlanMode:
         session.store.event("plan_ready", plan_file=session.state.plan_file)
         review = session.ui.review_plan(plan_file.host_path, text)
         if not review.accept:
+            plan_file.keep_revision("keep-planning")
             return ToolResult(call.id, prompts.keep_planning(review.feedback))
         result = ToolResult(call.id, "The user accepted the plan; implementation starts now.")
         raise PlanAccepted(result, review)

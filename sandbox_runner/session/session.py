@@ -215,7 +215,8 @@ class Session:
         if event.kind in ("turn_started", "tool_call"):
             self._apply_pending_mode()  # before the loop reads the mode for this step
         if event.kind == "plan_written" and self.state.plan_file is not None:
-            self.plan_file.sync_out()  # the plan file is current after every write
+            # The plan file is current after every write, each write a revision.
+            self.plan_file.sync_out("agent-edit" if event.tool == "Edit" else "agent-write")
         self.ui.event(event)
 
     def take_notes(self, which: str) -> list[str]:

@@ -12,7 +12,9 @@ kept as a link to its commit, not its files; a FIFO or socket is skipped.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
@@ -103,10 +105,15 @@ class ShadowGit:
                 large[path] = (info.st_size, info.st_mtime_ns)
             elif stat.S_ISREG(info.st_mode):
                 sizes[path] = info.st_size
+                _readable(self.workspace / path, info.st_mode)
         if sum(sizes.values()) > MAX_SNAPSHOT_BYTES:
             self._check_new_bytes(sizes)
-        if large:
-            listed = "".join(f"{path}\0" for path in large)
+        # A nested repository still in the index would make `git add` run `git status`
+        # inside it, under its own config (core.fsmonitor, filters: programs of the
+        # agent's choosing); dropped first, it is read again as new, from its HEAD only.
+        dropped = [*large, *self._nested_repositories()]
+        if dropped:
+            listed = "".join(f"{path}\0" for path in dropped)
             self._git("update-index", "-z", "--force-remove", "--stdin", work=True, stdin=listed)
         specs = ".\0" + "".join(f":(exclude,literal){path}\0" for path in large)
         self._git(
@@ -114,6 +121,12 @@ class ShadowGit:
             work=True, stdin=specs, allowed=(0, 1),
         )  # fmt: skip
         return Snapshot(self._git("write-tree", work=True).strip(), large)
+
+    def _nested_repositories(self) -> list[str]:
+        """The paths the index keeps as links to a nested repository's commit."""
+        staged = self._git("ls-files", "-z", "-s")
+        records = (record.split("\t", 1) for record in filter(None, staged.split("\0")))
+        return [path for meta, path in records if meta.startswith("160000 ")]
 
     def _check_new_bytes(self, sizes: dict[str, int]) -> None:
         """Refuse a snapshot that would add more than MAX_SNAPSHOT_BYTES to the store
@@ -180,15 +193,19 @@ class ShadowGit:
         allowed: tuple[int, ...] = (0,),
     ) -> bytes:
         env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+        env["PATH"] = _absolute_path()
         env |= {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
         env |= {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
         if git_dir:
             env["GIT_DIR"] = str(self.git_dir)
         if work:
             env["GIT_WORK_TREE"] = str(self.workspace)
+        program = shutil.which("git", path=env["PATH"])
+        if program is None:
+            raise CheckpointError("git is not installed (no git on PATH)")
         try:
             done = subprocess.run(
-                ["git", *args],
+                [program, *args],
                 input=stdin.encode("utf-8", "surrogateescape") if stdin is not None else None,
                 capture_output=True,
                 env=env,
@@ -202,3 +219,19 @@ class ShadowGit:
             reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
             raise CheckpointError(f"git {args[0]} failed: {reason[0]}")
         return done.stdout
+
+
+def _readable(path: Path, mode: int) -> None:
+    """Give a file its owner's read bit back: a command could take it away, and git,
+    unable to read the file, would keep its old content (the change hidden from /diff
+    and /undo)."""
+    if not mode & stat.S_IRUSR:
+        # Never through a link (where the platform cannot chmod one, not at all).
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.chmod(path, stat.S_IMODE(mode) | stat.S_IRUSR, follow_symlinks=False)
+
+
+def _absolute_path() -> str:
+    """PATH without its empty and relative entries: git runs in the repository, where
+    such an entry would find a `git` (or a program git runs) the repository holds."""
+    return os.pathsep.join(entry for entry in os.get_exec_path() if os.path.isabs(entry))

@@ -147,7 +147,7 @@ class TerminalUI:
         self._diffs[threading.get_ident()] = lines[:1] if shown else lines
 
     def review_plan(self, plan_file: Path, text: str) -> PlanReview:
-        restage = self.session.plan_file.stage if self.session else (lambda: None)
+        restage = self.session.plan_file.edited_by_user if self.session else (lambda: None)
         return self.dialog(lambda: review_dialog(plan_file, text, restage))
 
     def dialog(self, func: Callable[[], T]) -> T:

@@ -140,6 +140,36 @@ def test_gc_removes_containers_of_dead_processes(
     sandbox.stop()
 
 
+def test_the_next_planrun_takes_away_what_a_killed_one_left(
+    make_sandbox: SandboxFactory, docker_client: Any, repo: Path, test_session: str
+) -> None:
+    """A container whose program ignores the end of its input (an MCP server's) outlives
+    a `kill -9` of its planrun: the next planrun's first sandbox removes it."""
+    from sandbox_runner.config import load_settings
+    from sandbox_runner.sandbox.docker_provider import DockerProvider
+    from sandbox_runner.sandbox.factory import DockerSandboxes
+
+    sandbox = make_sandbox()
+    sandbox.start()
+    container = docker_client.containers.get(sandbox.container_id)
+    labels = dict(container.labels, **{"io.planrun.pid": "999999999"})
+    orphan = docker_client.containers.run(
+        container.image.id, command=["sleep", "600"], labels=labels, detach=True
+    )
+    provider = DockerProvider(docker_client)
+    next_run = DockerSandboxes(lambda: provider, repo, load_settings(repo), lambda _: None)
+    with next_run.probe(session=test_session):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and orphan.id in {
+            c.id for c in docker_client.containers.list(all=True)
+        }:
+            time.sleep(0.2)
+    running = {c.id for c in docker_client.containers.list(all=True)}
+    assert orphan.id not in running
+    assert container.id in running  # a live planrun's sandbox stays
+    sandbox.stop()
+
+
 def test_sandbox_run_cli_passes_output_and_exit_code(
     repo: Path, tmp_path: Path, sandbox_image: str
 ) -> None:

@@ -241,3 +241,43 @@ def test_what_a_killed_planrun_left_is_removed_by_gc(
     removed = collect_garbage(docker_client, session=test_session)
     assert len([name for name in removed if name.startswith("planrun-scratch-")]) == 2
     assert scratch_volumes(docker_client, test_session) == []
+
+
+# The image's `sh` is its author's code; the holder runs it. Were the layer's directories
+# its to make, it could make them links to host directories: dockerd resolves the
+# overlay's upperdir on the host, and every write would land there.
+LINKING_SH = """#!/bin/bash
+if [ -d /layer ]; then
+  ln -s {upper} /layer/upper; ln -s {work} /layer/work
+  echo ready; exec cat >/dev/null
+fi
+exec /bin/dash "$@"
+"""
+
+
+def test_an_image_that_links_the_layer_to_host_directories_writes_nothing_there(
+    tmp_path: Path, repo: Path, sandbox_image: str, docker_client: Any, test_session: str
+) -> None:
+    host_upper, host_work = tmp_path / "host-upper", tmp_path / "host-work"
+    for directory in (host_upper, host_work):
+        directory.mkdir()
+        directory.chmod(0o777)
+    context = tmp_path / "image"
+    context.mkdir()
+    (context / "sh").write_text(LINKING_SH.format(upper=host_upper, work=host_work))
+    (context / "sh").chmod(0o755)
+    (context / "Dockerfile").write_text(f"FROM {sandbox_image}\nCOPY sh /usr/local/bin/sh\n")
+    image, _ = docker_client.images.build(path=str(context), network_mode="none", rm=True)
+    plan_dir = tmp_path / "plan"
+    plan_dir.mkdir()
+    limits = Limits(memory_mb=256, pids=128, scratch_mb=8)
+    spec = SandboxSpec.plan(
+        repo, plan_dir, image.id, limits=limits, session=test_session, scratch=True
+    )
+    try:
+        with DockerSandbox(spec, docker_client) as sandbox:
+            wrote = bash(sandbox, "echo pwned > /workspace/escaped && ls /workspace")
+            assert wrote.exit_code == 0 and "escaped" in wrote.text
+        assert list(host_upper.iterdir()) == [] and not (repo / "escaped").exists()
+    finally:
+        docker_client.images.remove(image.id, force=True)

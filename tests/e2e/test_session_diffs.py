@@ -96,6 +96,11 @@ def test_accept_edits_shows_each_edit_and_undo_refuses_over_the_users_change(
         process.stdin.write("please edit it\n")
         process.stdin.flush()
         seen = read_until(process.stdout, "Done.")
+        # The turn ends (and its checkpoint is taken) after its last words are shown: a
+        # command is read only then, so its answer says the turn is over.
+        process.stdin.write("/status\n")
+        process.stdin.flush()
+        read_until(process.stdout, "session: ")
         (repo / "src" / "long.py").write_text(LONG + "mine\n")
         out, err = answer(process, "/undo\n")
     assert process.returncode == 0, err

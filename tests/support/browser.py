@@ -4,11 +4,14 @@ failure that says what to install. `python -m tests.support.browser` installs it
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from html import unescape as html_unescape
 from pathlib import Path
 
 PACKAGE = "chromium"
@@ -97,6 +100,38 @@ def screenshot(page: Path, png: Path, size: tuple[int, int] = (1400, 1800)) -> P
     if not png.is_file():
         raise RuntimeError(f"chromium wrote no screenshot at {png}")
     return png
+
+
+# Added to a copy of a page only: the report itself runs no script (its policy forbids it).
+_MEASURE = """<script>
+const boxes = [...document.querySelectorAll(%s)].map((e) => {
+  const r = e.getBoundingClientRect();
+  return [Math.round(r.left), Math.round(r.top), Math.round(r.width)];
+});
+const out = document.createElement("pre");
+out.id = "planrun-layout";
+out.textContent = JSON.stringify(boxes);
+document.body.append(out);
+</script>"""
+
+
+def layout_boxes(page: Path, selector: str, width: int) -> list[tuple[int, int, int]]:
+    """(left, top, width) of each element selector matches, laid out by Chromium in a window
+    `width` pixels wide. A copy of the page beside it, without its content policy and with a
+    measuring script, is what gets loaded; the page itself is left as it is."""
+    html = page.read_text(encoding="utf-8")
+    html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+    html = html.replace("</body>", _MEASURE % json.dumps(selector) + "</body>")
+    copy = page.with_name(f".measure-{page.name}")
+    copy.write_text(html, encoding="utf-8")
+    try:
+        dom = run_chromium(copy, "--dump-dom", f"--window-size={width},1200")
+    finally:
+        copy.unlink()
+    found = re.search(r'<pre id="planrun-layout">(.*?)</pre>', dom, re.DOTALL)
+    if found is None:
+        raise RuntimeError("the measuring script did not run")
+    return [tuple(box) for box in json.loads(html_unescape(found.group(1)))]
 
 
 if __name__ == "__main__":

@@ -87,7 +87,8 @@ class Cluster:
     def raylets(self) -> list[tuple[int, str]]:
         """Each node's raylet, the head's first: its pid and its Ray node id."""
         raylets = []
-        for pid in sorted(self.pids()):
+        # By start time, not pid: pids wrap around on a machine that has run for long.
+        for pid in sorted(self.pids(), key=_started_at):
             line = Path(f"/proc/{pid}/cmdline").read_bytes()
             found = re.search(rb"--node_id=([0-9a-f]+)", line)
             if b"raylet" in line[:200] and found is not None:
@@ -150,3 +151,13 @@ def local_cluster(planrun_home: Path) -> Iterator[Cluster]:
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _started_at(pid: int) -> int:
+    """When a process started, in clock ticks since boot (0 once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    # The command name (field 2) may hold spaces and parentheses: count after its end.
+    return int(stat.rsplit(")", 1)[1].split()[19])

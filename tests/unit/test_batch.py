@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,7 @@ from sandbox_runner.cli.batch_progress import BatchProgress, JobsRemaining
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import render_document, split_document
 from sandbox_runner.plans.results import PlanResult, PlanStatus
+from sandbox_runner.plans.revisions import load_revisions
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.runs.executor import ThreadExecutor
 from sandbox_runner.runs.plan_job import EarlierAttempt
@@ -266,6 +268,15 @@ def test_finished_jobs_never_run_again_and_failed_ones_only_with_retry(
     assert {row.status for row in driver.rows()} == {"complete"}
     old = tmp_path / "out/tasks/t1/.attempts/b/1/b.md"
     assert old.is_file() and (tmp_path / "out/tasks/t1/b.md").is_file()
+    # The retry made the same plan again: noted on its one revision, not kept twice.
+    kept = {
+        label: [
+            (rev.source, rev.again)
+            for rev in load_revisions(tmp_path / f"out/tasks/t1/{label}.md").revisions
+        ]
+        for label in ("a", "b")
+    }
+    assert kept == {"a": [("plan", [])], "b": [("plan", ["retry"])]}
     status = read_status(tmp_path / "out")
     assert status is not None and status["counts"] == {"complete": 4}
     report = json.loads((tmp_path / "out/tasks/t1/report.json").read_text())
@@ -372,8 +383,10 @@ def viewed(markdown_text: str) -> str:
 
 
 def assert_inert(page: str) -> None:
-    for active in ("<img", '<a href="http', "<code>", "<h2>", "<script"):
+    for active in ("<img", '<a href="http', "<code>", "<script"):
         assert active not in page
+    # Only summary.md's own headings: no text from outside starts one.
+    assert set(re.findall(r"<h2>(.*?)</h2>", page)) <= {"Tasks", "Jobs"}
 
 
 def test_an_error_text_in_summary_md_is_inert(tmp_path: Path, sample_repo: Path) -> None:
@@ -382,8 +395,8 @@ def test_an_error_text_in_summary_md_is_inert(tmp_path: Path, sample_repo: Path)
     assert "\x1b" not in text and "\x07" not in text
     page = viewed(text)
     assert_inert(page)
-    rows = page.split("<tr>")[2:]
-    assert len(rows) == 4 and all(row.count("<td>") == 7 for row in rows)
+    rows = page[page.index("<h2>Jobs</h2>") :].split("<tr>")[2:]
+    assert len(rows) == 4 and all(row.count("<td") == 7 for row in rows)
     # The reader still sees what the API said, as text.
     assert (
         "529 ?]0;t? `x` a|b \\| c &lt;img src=x&gt; ![b](http://beacon.example/b) "

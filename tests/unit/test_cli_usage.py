@@ -183,3 +183,14 @@ def test_a_finished_run_says_the_command_to_run_next(tmp_path: Path) -> None:
 
     assert "planrun plans open brave-comet" in next_step(report(0, True), "brave-comet")
     assert "planrun plans resume brave-comet" in next_step(report(1, False), "brave-comet")
+
+
+def test_a_progress_line_naming_what_a_repository_wrote_reaches_the_terminal_inert(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # An approved .mcp.json server's args, a devcontainer's Dockerfile name, an image's
+    # VOLUME: a repository's words, which must not set the title or the clipboard.
+    Services().progress("starting MCP server git (run \x1b]52;c;ZXZpbA==\x07 \x1b[2J)")
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert err.startswith("planrun: starting MCP server git (run ")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -28,6 +30,30 @@ def test_github_workflow_plans_with_real_options_and_uploads_the_report() -> Non
     # The job's token never sits in .git/config, where a sandbox could read it.
     checkout = next(step for step in steps if step.get("uses", "").startswith("actions/checkout"))
     assert checkout["with"]["persist-credentials"] is False
+
+
+def test_verify_workflow_finds_the_linked_plan_and_uses_real_options() -> None:
+    workflow = yaml.safe_load((EXAMPLES / "github-actions" / "verify-plan.yml").read_text())
+    steps = workflow["jobs"]["verify"]["steps"]
+    find = next(step for step in steps if step.get("id") == "plan")
+    bodies = {
+        "Due dates.\r\n\r\nplan: docs/plans/due.md\r\n": "docs/plans/due.md",
+        "  plan: `plans/x.md`\nplan: second.md\n": "plans/x.md",
+        "no plan here; $(touch /tmp/pwned)\n": "",
+        "plan: a.md; rm -rf /\n": "",
+    }
+    for body, expected in bodies.items():
+        output = Path(tempfile.mkstemp()[1])
+        env = {"PR_BODY": body, "GITHUB_OUTPUT": str(output), "PATH": "/usr/bin:/bin"}
+        subprocess.run(["bash", "-e", "-c", find["run"]], env=env, check=True)
+        assert output.read_text() == f"path={expected}\n", body
+        output.unlink()
+    verify_step = next(step for step in steps if "planrun verify" in step.get("run", ""))
+    help_text = CliRunner().invoke(cli, ["verify", "--help"]).output
+    for option in ("--base", "--strict"):
+        assert option in verify_step["run"] and option in help_text
+    checkout = next(step for step in steps if step.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["fetch-depth"] == 0
 
 
 def test_demo_cassettes_play_in_order() -> None:

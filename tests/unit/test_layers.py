@@ -2,7 +2,7 @@
 
     types, errors, paths, config (and the other base modules)
       <- tools, model, sandbox, plans
-      <- agents, mcp <- runs <- batch <- session <- cli
+      <- agents, mcp <- runs <- batch, verify <- session <- cli
 
 A failing test names the offending import.
 """
@@ -21,7 +21,8 @@ BASE |= {"git_ignore", "git_index", "secret_names"}
 BASE |= {"web_grant"}
 BASE |= {"__init__"}
 RANKS = {"tools": 1, "model": 1, "sandbox": 1, "plans": 1, "images": 1}
-RANKS |= {"agents": 2, "mcp": 2, "runs": 3, "batch": 4, "session": 5, "cli": 6, "__main__": 7}
+RANKS |= {"agents": 2, "mcp": 2, "runs": 3, "batch": 4, "verify": 4}
+RANKS |= {"session": 5, "cli": 6, "__main__": 7}
 # The tool server runs inside the container, alone: no module of its package may import
 # anything of planrun (its relative imports stay inside it: test_toolserver_package.py).
 STANDALONE = "sandbox_runner.sandbox.toolserver"

@@ -151,6 +151,7 @@ def test_plan_run_explores_writes_and_validates(plan: Runner, tmp_path: Path) ->
     metadata, body = split_document(written(result.plan_path))
     assert result.plan_path == tmp_path / "out" / "plan.md"
     assert metadata["status"] == "complete" and metadata["valid"] is True
+    assert metadata["base_commit"] is None  # the sample repository is no git repository
     assert metadata["critical_files"] == ["src/app.py", "src/util.py", "tests/test_app.py"]
     assert body.startswith("# Add a --verbose flag")
     kinds = [event.kind for event in events]
@@ -258,6 +259,9 @@ def test_invalid_plan_is_sent_back_once_with_its_problems(plan: Runner) -> None:
     feedback = model.requests[2].messages[-1]["content"][0]["text"]
     assert "src/missing.py" in feedback
     assert result.valid
+    # The round is recorded, so the report can say the plan was fixed after feedback.
+    assert any("src/missing.py" in problem for problem in result.validation_feedback)
+    assert split_document(written(result.plan_path))[0]["validation_feedback"]
 
 
 def test_plan_still_invalid_after_feedback_is_reported(plan: Runner) -> None:
@@ -273,6 +277,7 @@ def test_plan_still_invalid_after_feedback_is_reported(plan: Runner) -> None:
     assert any("Risks" in problem for problem in result.check.problems)
     assert "invalid" in result.reason
     assert split_document(written(result.plan_path))[0]["valid"] is False
+    assert any("Risks" in problem for problem in result.validation_feedback)
 
 
 def test_turn_limit_keeps_the_partial_plan(plan: Runner) -> None:
@@ -517,3 +522,11 @@ def test_a_refusal_fails_the_plan_with_what_the_api_said(plan: Runner) -> None:
     assert result.reason == (
         "the API stopped the model's answer as a refusal (category bio): Dangerous lab methods."
     )
+
+
+def test_the_plan_records_the_commit_it_was_written_against(plan: Runner, workspace: Path) -> None:
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "HEAD").write_text(commit + "\n")
+    result = plan(ScriptedModel([reply(say(VALID_PLAN))]))
+    assert split_document(written(result.plan_path))[0]["base_commit"] == commit

@@ -238,3 +238,32 @@ def test_a_killed_run_inside_the_repository_keeps_its_draft_for_the_resume(
     assert not (root / "security").exists()
     kept = out / ".attempts" / "security" / "resumed" / "security" / "security.md"
     assert kept.read_text() == "# draft\n"
+
+
+def test_a_plan_made_again_keeps_a_revision_the_report_and_the_cli_show(
+    sample_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    spec = spec_for(sample_repo)
+    invalid = VALID_PLAN.split("## Risks")[0]  # no Risks, no Alternatives: made again
+    valid = [reply(say(VALID_PLAN)), reply(say(VALID_PLAN))]
+    go(spec, out, {"simplicity": [reply(say(invalid))] * 2, "security": list(valid)})
+    resume = plan_resume(spec, out)
+    assert resume.starting_over == ["simplicity"]
+    resume.set_aside()
+    outcome = go(spec, out, {"simplicity": list(valid)}, resume.resumption)
+    assert outcome.report.document["plans"][0]["valid"]
+    history = CliRunner().invoke(cli, ["plans", "history", str(out), "-p", "simplicity"])
+    assert history.exit_code == 0, history.output
+    lines = history.output.splitlines()
+    assert [line.split()[3] for line in lines] == ["plan", "resume"]
+    # The sections the first plan lacked, and nothing else.
+    added = len(VALID_PLAN.rstrip("\n").split("\n")) - len(invalid.rstrip("\n").split("\n"))
+    assert added > 4 and f"+{added} -0" in lines[1]
+    assert (
+        "several plans (security, simplicity)"
+        in CliRunner().invoke(cli, ["plans", "diff", str(out)]).output
+    )
+    html = (out / "report.html").read_text()
+    assert f"<summary>simplicity: 2 revisions; revision 1 to 2: +{added} −0 lines" in html

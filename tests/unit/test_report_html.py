@@ -77,7 +77,8 @@ def test_the_page_fetches_nothing_and_runs_nothing(record: RunRecord) -> None:
     assert "<script" not in html and "<img" not in html and "<link" not in html
     assert not re.search(r"<[^>]*\ssrc\s*=", html)
     assert not re.search(r"<[^>]*(?:javascript|data):", html)
-    assert not re.search(r"""href="(?!https?://|#|[\w./%-]+\.(?:md|json|jsonl)")""", html)
+    # Every other link is a relative path: quote() leaves no ":" for a scheme.
+    assert not re.search(r"""href="(?!https?://|#|[\w./%-]+")""", html)
     assert "\x1b" not in html and "\x07" not in html
 
 
@@ -105,9 +106,11 @@ def test_the_matrix_highlights_the_files_every_plan_shares(record: RunRecord) ->
     html = page(record)
     matrix = html[html.index('<table class="matrix">') :]
     matrix = matrix[: matrix.index("</table>")]
-    shared = re.findall(r'<tr class="shared"><td><code>([^<]+)</code>', matrix)
+    shared = re.findall(
+        r'<tr class="shared"><td><a class="file" [^>]*><code>([^<]+)</code>', matrix
+    )
     assert sorted(shared) == ["src/app/cache.py", "src/app/main.py"]
-    assert "<code>tests/test_cache.py</code></td><td" in matrix
+    assert "<code>tests/test_cache.py</code></a></td><td" in matrix
     assert "2 of 2" in matrix and "1 of 2" in matrix
     assert "2 of 4 critical files named by every plan" in html
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -201,3 +203,77 @@ def test_a_snapshot_cut_short_by_a_crash_does_not_stop_the_next_session(
     turn(again, ("src/app.py", "again\n"))
     session_undo(again, ["2"])
     assert (repo / "src" / "app.py").read_text() == "def main():\n    return 42\n"
+
+
+def test_a_nested_repository_planted_by_the_agent_never_runs_its_own_programs(
+    checkpoints: Checkpoints, repo: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    program = tmp_path / "evil.sh"
+    program.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    program.chmod(0o755)
+    nested = repo / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    git = ["git", "-c", "user.name=u", "-c", "user.email=u@e", "-C", str(nested)]
+    (nested / "x.txt").write_text("x\n")
+    (nested / ".gitattributes").write_text("* filter=evil\n")
+    subprocess.run([*git, "init", "-q"], check=True, env=env)
+    subprocess.run([*git, "add", "-A"], check=True, env=env)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True, env=env)
+    for key, value in {"core.fsmonitor": program, "filter.evil.clean": program}.items():
+        subprocess.run([*git, "config", key, str(value)], check=True, env=env)
+    turn(checkpoints, ("vendor/lib/x.txt", "changed\n"))
+    turn(checkpoints, ("vendor/lib/x.txt", "again\n"))
+    assert not marker.exists()  # git on the host never asked the nested repository's status
+
+
+@pytest.mark.parametrize("entry", ["", "."])
+def test_a_git_program_in_the_repository_never_runs_for_a_relative_path_entry(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    marker = tmp_path / "ran"
+    (repo / "git").write_text(f"#!/bin/sh\necho ran >> {marker}\nexit 1\n")
+    (repo / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{entry}:{os.environ['PATH']}")  # a common slip in a shell rc
+    checkpoints = Checkpoints(tmp_path / "session" / "checkpoints", repo)
+    assert checkpoints.open() is None
+    turn(checkpoints, ("src/app.py", "changed\n"))
+    assert not marker.exists()
+
+
+HIDE_AS_OWNER = """
+import os, sys
+from pathlib import Path
+from sandbox_runner.session.checkpoints import Checkpoints
+repo = Path(sys.argv[1])
+checkpoints = Checkpoints(Path(sys.argv[2]), repo)
+assert checkpoints.open() is None
+checkpoints.begin()
+(repo / "src" / "app.py").write_text("import evil\\n")
+os.chmod(repo / "src" / "app.py", 0)
+assert checkpoints.end() is None
+print([turn.paths for turn in checkpoints.turns])
+"""
+
+
+def test_an_edit_made_unreadable_by_its_owner_is_still_a_change_of_the_turn(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Run as the repository's owner (root reads a file whatever its mode)."""
+    session = tmp_path / "session"
+    session.mkdir()
+    run_as: list[str] = []
+    if os.geteuid() == 0:
+        for path in [tmp_path, session, repo, *repo.rglob("*")]:
+            os.chown(path, 4321, 4321)
+        for parent in tmp_path.parents:
+            if parent == Path(tempfile.gettempdir()):
+                break
+            parent.chmod(parent.stat().st_mode | 0o011)
+        run_as = ["setpriv", "--reuid=4321", "--regid=4321", "--clear-groups"]
+    source = str(Path(__file__).resolve().parents[2])
+    command = [*run_as, sys.executable, "-c", HIDE_AS_OWNER, str(repo), str(session / "c")]
+    env = {"PYTHONPATH": source, "PATH": os.environ["PATH"]}
+    found = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    assert found.stdout.strip() == "[['src/app.py']]"  # /diff shows it, /undo takes it back

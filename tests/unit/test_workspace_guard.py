@@ -156,6 +156,37 @@ print([f.path for f in guard.check()])
 
 def test_a_directory_its_command_made_unreadable_is_looked_into(tmp_path: Path) -> None:
     """Run as the repository's owner (root reads every directory whatever its mode)."""
+    assert _check_as_owner(tmp_path, CHECK_AS_OWNER) == "['pkg/.git']"
+
+
+CHECK_UNWRITABLE_PARENT = """
+import sys
+from pathlib import Path
+from sandbox_runner.sandbox.workspace_guard import WorkspaceGuard
+repo, quarantine = Path(sys.argv[1]), Path(sys.argv[2])
+guard = WorkspaceGuard(repo, quarantine)
+for name in ("HEAD", "objects", "refs"):
+    (repo / "vendor" / ".git" / name).mkdir(parents=True)
+(repo / ".vscode").mkdir()
+(repo / "vendor").chmod(0o555)
+repo.chmod(0o555)
+found = guard.check()
+print(sorted((f.path, f.moved_to is not None) for f in found))
+print((repo / "vendor" / ".git").exists(), (repo / ".vscode").exists())
+"""
+
+
+def test_a_planted_entry_whose_directory_its_command_made_unwritable_still_goes(
+    tmp_path: Path,
+) -> None:
+    """A rename out of a directory needs write permission on it, which a command can
+    take away from its owner: the guard gives it back, as it gives back read."""
+    found = _check_as_owner(tmp_path, CHECK_UNWRITABLE_PARENT)
+    assert found == "[('.vscode', True), ('vendor/.git', True)]\nFalse False"
+
+
+def _check_as_owner(tmp_path: Path, script: str) -> str:
+    """SCRIPT's output, run on a new repository as its owner."""
     repo = _repo(tmp_path)
     quarantine = tmp_path / "quarantine"
     quarantine.mkdir()
@@ -169,11 +200,11 @@ def test_a_directory_its_command_made_unreadable_is_looked_into(tmp_path: Path) 
             parent.chmod(parent.stat().st_mode | 0o011)
         run_as = ["setpriv", "--reuid=4321", "--regid=4321", "--clear-groups"]
     source = str(Path(__file__).resolve().parents[2])
-    command = [*run_as, sys.executable, "-c", CHECK_AS_OWNER, str(repo), str(quarantine)]
+    command = [*run_as, sys.executable, "-c", script, str(repo), str(quarantine)]
     found = subprocess.run(
         command, capture_output=True, text=True, env={"PYTHONPATH": source}, check=True
     )
-    assert found.stdout.strip() == "['pkg/.git']"
+    return found.stdout.strip()
 
 
 def test_names_other_tools_obey_at_depth_and_in_any_case() -> None:

@@ -1,0 +1,148 @@
+"""One row per task of a batch, as summary.md and `planrun batch status` show it: how many
+plans are valid, how far they agree, the recommended plan (or why there is none) and the
+task's report; and the formatting of the batch's numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sandbox_runner.plans.report_markdown import duration
+from sandbox_runner.safe_text import one_line
+
+TASKS_DIR = "tasks"
+REPORT_JSON, REPORT_HTML = "report.json", "report.html"
+
+
+def tokens_text(count: int) -> str:
+    """A token count with thousands separators: 1,234,567."""
+    return f"{int(count):,}"
+
+
+def usd_text(cost: float | None) -> str:
+    """A cost in dollars with two decimals ("unknown" when no price is known); a cost under
+    a cent shows as "< $0.01", not as a free run."""
+    if cost is None:
+        return "unknown"
+    if 0 < cost < 0.005:
+        return "< $0.01"
+    return f"${cost:,.2f}"
+
+
+def time_text(seconds: float) -> str:
+    """A duration as a person reads it: 8.2 s, 3 min 05 s, 2 h 10 min."""
+    return duration(max(float(seconds), 0.0))
+
+
+def task_rows(out_dir: Path, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per task, in the order its first job comes in `jobs` (summary rows)."""
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for job in jobs:
+        by_task.setdefault(str(job["task"]), []).append(job)
+    return [_task_row(out_dir, task, rows) for task, rows in by_task.items()]
+
+
+def _task_row(out_dir: Path, task: str, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    report = _report(out_dir / TASKS_DIR / task / REPORT_JSON)
+    costs = [job["cost_usd"] for job in jobs if job["cost_usd"] is not None]
+    done = [job for job in jobs if job["status"] not in ("running", "pending")]
+    row: dict[str, Any] = {
+        "task": task,
+        "plans": len(jobs),
+        "valid": sum(job["status"] == "complete" for job in jobs),
+        "finished": len(done),
+        "agreement": _agreement(report) if report else "",
+        "recommended": None,
+        "recommended_note": "",
+        "report": None,
+        "tokens": sum(int(job["tokens"]) for job in jobs),
+        "cost_usd": round(sum(costs), 6) if costs else None,
+        "wall_seconds": round(sum(float(job["wall_seconds"]) for job in jobs), 3),
+    }
+    if report is None:
+        row["recommended_note"] = "no report yet: the task's plans are not all done"
+        return row
+    row["report"] = f"{TASKS_DIR}/{task}/{REPORT_HTML}"
+    recommended = report.get("recommended")
+    if isinstance(recommended, dict) and isinstance(recommended.get("plan_file"), str):
+        row["recommended"] = f"{TASKS_DIR}/{task}/{recommended['plan_file']}"
+    else:
+        synthesis = report.get("synthesis")
+        note = synthesis.get("note") if isinstance(synthesis, dict) else None
+        row["recommended_note"] = str(note or "no synthesis ran")
+    return row
+
+
+def _report(path: Path) -> dict[str, Any] | None:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _agreement(report: dict[str, Any]) -> str:
+    """How far a task's plans agree on their critical files, in a few words."""
+    files = report.get("critical_files")
+    if not isinstance(files, dict):
+        return ""
+    first = files.get("first_choices") or {}
+    if len(first) < 2:
+        return "one plan: nothing to compare"
+    shared, named = len(files.get("shared_by_all") or []), len(files.get("matrix") or [])
+    same = "same first file" if files.get("agree_on_first") else "different first files"
+    return f"{shared} of {named} files shared; {same}"
+
+
+def validity_text(row: dict[str, Any]) -> str:
+    """ "2 of 3 valid", with how many are still to finish."""
+    text = f"{row['valid']} of {row['plans']} valid"
+    waiting = int(row["plans"]) - int(row["finished"])
+    return text + (f" ({waiting} not finished)" if waiting else "")
+
+
+STATUS_COLUMNS = ("Task", "Plans", "Agreement", "Recommended plan", "Report")
+MAX_CELL = 60
+
+
+def status_table(tasks: list[dict[str, Any]]) -> list[str]:
+    """The tasks as aligned plain-text lines for a terminal, a header line first; every cell
+    is one line of printable text, clipped."""
+    rows = [list(STATUS_COLUMNS)]
+    for task in tasks:
+        recommended = task["recommended"] or f"none: {task['recommended_note']}"
+        cells = [task["task"], validity_text(task), task["agreement"] or "—", recommended]
+        rows.append([*cells, task["report"] or "not yet"])
+    clipped = [[_cell(text) for text in row] for row in rows]
+    widths = [max(len(row[n]) for row in clipped) for n in range(len(STATUS_COLUMNS))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in clipped
+    ]
+
+
+def _cell(text: str) -> str:
+    line = one_line(text)
+    return line if len(line) <= MAX_CELL else line[: MAX_CELL - 1] + "…"
+
+
+def wall_text(totals: object) -> str:
+    """The batch's wall time over every run, with the last run's when there were more;
+    "" when the totals say nothing of it."""
+    if not isinstance(totals, dict):
+        return ""
+    last, every = totals.get("wall_seconds"), totals.get("wall_seconds_all_runs", None)
+    if not isinstance(last, int | float):
+        return ""
+    every = every if isinstance(every, int | float) else last
+    text = time_text(every)
+    if every - last >= 0.05:
+        text += f" over every run ({time_text(last)} in the last)"
+    return text
+
+
+def wall_line(totals: object) -> str | None:
+    """`Wall time: …` for a terminal, or None."""
+    text = wall_text(totals)
+    return f"Wall time: {text}" if text else None

@@ -1,0 +1,1 @@
+"""`planrun verify`: an implementation (commits and the working tree) compared with its plan."""

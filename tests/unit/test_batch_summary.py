@@ -1,0 +1,147 @@
+"""summary.md's table of tasks, the batch's numbers as people read them, the wall time of a
+resumed batch, and `planrun batch status`."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from click.testing import CliRunner
+
+from sandbox_runner.batch.commit import BATCH_SYNTHESIS_NOTE
+from sandbox_runner.batch.task_table import status_table, time_text, tokens_text, usd_text
+from sandbox_runner.cli import cli
+from tests.unit.test_batch import FakeWork, run_batch
+
+
+@pytest.mark.parametrize(
+    ("count", "expected"), [(0, "0"), (999, "999"), (1234, "1,234"), (1234567, "1,234,567")]
+)
+def test_tokens_have_thousands_separators(count: int, expected: str) -> None:
+    assert tokens_text(count) == expected
+
+
+@pytest.mark.parametrize(
+    ("cost", "expected"),
+    [
+        (None, "unknown"),
+        (0.0, "$0.00"),
+        (0.001, "< $0.01"),
+        (0.2803, "$0.28"),
+        (1234.5, "$1,234.50"),
+    ],
+)
+def test_costs_are_dollars_with_two_decimals(cost: float | None, expected: str) -> None:
+    assert usd_text(cost) == expected
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [(8.24, "8.2 s"), (185, "3 min 05 s"), (7800, "2 h 10 min"), (-1, "0.0 s")],
+)
+def test_durations_read_as_people_say_them(seconds: float, expected: str) -> None:
+    assert time_text(seconds) == expected
+
+
+def task_lines(summary_md: str) -> list[list[str]]:
+    table = summary_md[summary_md.index("## Tasks") : summary_md.index("## Jobs")]
+    rows = [line for line in table.splitlines() if line.startswith("| t")]
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
+def test_summary_md_has_one_row_per_task(tmp_path: Path, sample_repo: Path) -> None:
+    run_batch(tmp_path, FakeWork())
+    out = tmp_path / "out"
+    rows = task_lines((out / "summary.md").read_text(encoding="utf-8"))
+    assert [row[0] for row in rows] == ["t1", "t2"]
+    for row in rows:
+        plans, agreement, recommended, report = row[1:5]
+        assert plans == "2 of 2 valid"
+        assert agreement == "3 of 3 files shared; same first file"
+        # Two valid plans, and a batch merges none: the reason is in the row.
+        assert recommended.startswith("none: a batch does not merge plans yet")
+        href = re.fullmatch(r"\[report\.html\]\(([^)]+)\)", report)
+        assert href is not None and (out / unquote(href.group(1))).is_file()
+        assert re.fullmatch(r"[\d,]+", row[5]) and row[6].startswith(("$", "< $"))
+    document = json.loads((out / "tasks/t1/report.json").read_text(encoding="utf-8"))
+    assert document["synthesis"] == {
+        "state": "off",
+        "note": BATCH_SYNTHESIS_NOTE,
+        "agent_override": None,
+    }
+
+
+def test_a_task_with_one_valid_plan_says_why_there_is_no_recommended_plan(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    run_batch(tmp_path, FakeWork(failing={"b"}))
+    rows = task_lines((tmp_path / "out/summary.md").read_text(encoding="utf-8"))
+    assert [row[1] for row in rows] == ["1 of 2 valid", "1 of 2 valid"]
+    assert rows[0][3] == "none: it needs at least 2 valid plans; 1 of 2 is valid"
+
+
+def test_the_wall_time_adds_up_every_run(tmp_path: Path, sample_repo: Path) -> None:
+    run_batch(tmp_path, FakeWork(failing={"b"}))
+    summary = tmp_path / "out/summary.json"
+    first = json.loads(summary.read_text(encoding="utf-8"))["totals"]
+    assert first["wall_seconds_all_runs"] == first["wall_seconds"]
+    run_batch(tmp_path, FakeWork(), retry_failed=True)
+    second = json.loads(summary.read_text(encoding="utf-8"))["totals"]
+    expected = first["wall_seconds_all_runs"] + second["wall_seconds"]
+    assert second["wall_seconds_all_runs"] == pytest.approx(expected, abs=0.002)
+    assert "over every run" in (tmp_path / "out/summary.md").read_text(encoding="utf-8")
+
+
+def test_a_resumed_batch_checks_the_workspace_of_every_task_again(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    run_batch(tmp_path, FakeWork())
+    report = tmp_path / "out/tasks/t1/report.json"
+    # As a run that was stopped before its check left it.
+    stale = json.loads(report.read_text(encoding="utf-8"))
+    report.write_text(json.dumps({**stale, "workspace_check": "none"}), encoding="utf-8")
+    again = FakeWork()
+    run_batch(tmp_path, again)
+    assert again.runs == {}  # nothing ran, yet the report was checked and rewritten
+    assert json.loads(report.read_text(encoding="utf-8"))["workspace_check"] == "files_only"
+
+
+def test_batch_status_shows_the_table_of_tasks(tmp_path: Path, sample_repo: Path) -> None:
+    run_batch(tmp_path, FakeWork(failing={"b"}))
+    result = CliRunner().invoke(cli, ["batch", "status", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    header = next(line for line in lines if line.strip().startswith("Task"))
+    assert re.split(r"\s{2,}", header.strip()) == [
+        "Task",
+        "Plans",
+        "Agreement",
+        "Recommended plan",
+        "Report",
+    ]
+    row = next(line for line in lines if line.strip().startswith("t1 "))
+    cells = re.split(r"\s{2,}", row.strip())
+    assert cells[:2] == ["t1", "1 of 2 valid"]
+    assert cells[-1] == "tasks/t1/report.html"
+    assert any(line.startswith("Wall time: ") for line in lines)
+
+
+def test_status_table_cells_are_one_clipped_line() -> None:
+    task = {
+        "task": "t\x1b[31m1\nnext",
+        "plans": 2,
+        "valid": 2,
+        "finished": 1,
+        "agreement": "",
+        "recommended": None,
+        "recommended_note": "x" * 200,
+        "report": None,
+    }
+    header, row = status_table([task])
+    assert header.startswith("Task")
+    assert "\x1b" not in row and "\n" not in row
+    assert "2 of 2 valid (1 not finished)" in row and "not yet" in row
+    assert "…" in row and len(row) < 200
