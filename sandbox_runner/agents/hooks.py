@@ -11,6 +11,7 @@ from sandbox_runner.tools.permissions import Approval, Ask
 
 if TYPE_CHECKING:
     from sandbox_runner.agents.loop import AgentLoop
+    from sandbox_runner.plans.proposed_patches import ProposedPatch
 
 
 class Approver(Protocol):
@@ -36,3 +37,6 @@ class LoopHooks:
 
     def on_approval(self, loop: AgentLoop, ask: Ask, approval: Approval) -> None:
         """An Ask was answered (a session keeps "always" answers in its rules)."""
+
+    def on_proposed_patch(self, loop: AgentLoop, patch: ProposedPatch) -> None:
+        """A refused edit was kept as a proposed patch (a session keeps it in its state)."""

@@ -241,6 +241,7 @@ class PlanAgentRun:
             check=check,
             suggested_commands=list(dict.fromkeys(state.suggested_commands)),
             commands_run=list(state.commands_run),
+            proposed_patches=list(state.proposed_patches),
             turns=state.turns,
             tool_calls=state.tool_calls,
             usage=state.usage,

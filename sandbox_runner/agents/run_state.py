@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox_runner.plans.proposed_patches import ProposedPatch
 from sandbox_runner.plans.results import CommandRun
 from sandbox_runner.types import ToolResult, Usage
 
@@ -42,6 +43,8 @@ class RunState:
     turns: int = 0
     tool_calls: int = 0
     suggested_commands: list[str] = field(default_factory=list)
+    proposed_patches: list[ProposedPatch] = field(default_factory=list)
+    """Refused edits of repository files in plan mode, kept for the plan."""
     commands_run: list[CommandRun] = field(default_factory=list)
     """The Bash commands that ran, with how each ended."""
     final_text: str = ""

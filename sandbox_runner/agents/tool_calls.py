@@ -13,10 +13,11 @@ from sandbox_runner.agents.cancel import Cancel, TurnStop
 from sandbox_runner.agents.conversation import NOT_RUN
 from sandbox_runner.agents.run_state import Interrupted, TurnEnded
 from sandbox_runner.limits import TOOL_TIMEOUT_SECONDS
+from sandbox_runner.plans.proposed_patches import PATCH_TOOLS, keep, propose
 from sandbox_runner.plans.results import CommandRun
 from sandbox_runner.tools.output import cap_result
 from sandbox_runner.tools.permissions import Allow, Ask, Deny, PermissionMode, check
-from sandbox_runner.tools.policy import ToolContext
+from sandbox_runner.tools.policy import Refusal, ToolContext, container_path
 from sandbox_runner.types import ExecResult, ToolCall, ToolRequest, ToolResult
 
 if TYPE_CHECKING:
@@ -28,6 +29,13 @@ OUTPUT_CUT = (
     "Not run: your answer reached its output limit of {limit} tokens while this call's "
     "input was being written, so the input is incomplete. Send the call again with less in "
     "it; write a long file in parts (Write the start, then Edit to add the rest)."
+)
+
+
+PATCH_KEPT = (
+    "\nThe change to {file} was not made, but it was recorded as a proposed patch of the "
+    "plan: the user sees it with the plan and can apply it after accepting. Still describe "
+    "it in the plan's steps."
 )
 
 
@@ -156,11 +164,32 @@ class TurnCalls:
                 written = "plan_written" if config.mode() is PermissionMode.PLAN else "file_written"
                 loop.emit(written, tool=call.name, detail=str(call.input.get("file_path")))
         else:
-            result = ToolResult(call.id, decision.message, is_error=True)
+            message = decision.message + self._propose(call, decision.message)
+            result = ToolResult(call.id, message, is_error=True)
             if decision.suggested_command:
                 loop.state.suggested_commands.append(decision.suggested_command)
         self._record(call, result)
         return result
+
+    def _propose(self, call: ToolCall, reason: str) -> str:
+        """In plan mode, keep a refused Write or Edit of a repository file as a proposed
+        patch of the plan; what the model is told about it ("" when nothing was kept)."""
+        loop = self.loop
+        if loop.config.mode() is not PermissionMode.PLAN or call.name not in PATCH_TOOLS:
+            return ""
+        context = loop.config.context
+        path = container_path(str(call.input.get("file_path", "")), context)
+        if isinstance(path, Refusal):
+            return ""
+        patch = propose(
+            call.name, {**call.input, "file_path": path}, context.workspace_host, reason
+        )
+        with self._counter_lock:
+            if patch is None or not keep(loop.state.proposed_patches, patch):
+                return ""
+        loop.hooks.on_proposed_patch(loop, patch)
+        loop.emit("patch_proposed", tool=call.name, detail=patch.file)
+        return PATCH_KEPT.format(file=patch.file)
 
     def _record(self, call: ToolCall, result: ToolResult) -> None:
         self.loop.log_result(call, result)

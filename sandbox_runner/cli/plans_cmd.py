@@ -10,9 +10,11 @@ import click
 import yaml
 
 from sandbox_runner.cli.options import REPORT_JSON_HELP, examples, json_option
+from sandbox_runner.cli.plans_export_cmd import plans_export
 from sandbox_runner.cli.plans_history_cmd import diff, history
 from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.plans.document import split_document
+from sandbox_runner.plans.export_source import handoff_lines
 from sandbox_runner.plans.history import (
     batches_dir,
     index_path,
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
 )
 def plans() -> None:
     """Earlier plan runs: list them, show a report or a plan, open report.html."""
+
+
+plans.add_command(plans_export)
 
 
 @plans.command("list", epilog=examples("planrun plans list", "planrun plans list --json"))
@@ -99,7 +104,8 @@ def plans_show(ctx: click.Context, name: str, perspective: str | None) -> None:
     On a terminal the Markdown is rendered (headings, tables, code); elsewhere it is
     printed as it is.
     """
-    text = run_document(run_named(name), perspective)
+    directory = run_named(name)
+    text = run_document(directory, perspective) + handoff_section(directory, perspective)
     if services(ctx).stdout_is_terminal():
         _render(text)
     else:
@@ -170,6 +176,15 @@ def _say_what_resumes(resume: ResumePlan) -> None:
         click.echo(one_line(f"planrun: {label} {verb}"), err=True)
     if resume.unfinished and not resume.to_run:
         click.echo(one_line(f"planrun: finishing the run: {resume.unfinished}"), err=True)
+
+
+def handoff_section(directory: Path, perspective: str | None) -> str:
+    """A plan's acceptances and exports (from its side record), after the document."""
+    plan_files = (
+        [directory / f"{perspective}.md"] if perspective else sorted(directory.glob("*.md"))
+    )
+    lines = [f"- {path.stem}: {line}" for path in plan_files for line in handoff_lines(path)]
+    return "\n## Hand-off\n\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def _render(text: str) -> None:

@@ -249,6 +249,7 @@ def _plan_entry(
         "resumable": result.resumable,
         "continued": result.continued,
         "commands_run": summary["commands_run"],
+        "proposed_patches": summary["proposed_patches"],
         "validation": _validation(result),
     }
 

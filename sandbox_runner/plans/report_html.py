@@ -29,6 +29,7 @@ from sandbox_runner.plans.report_markdown import (
     plan_counts,
     workspace_words,
 )
+from sandbox_runner.plans.report_patches import patches_html
 from sandbox_runner.plans.report_revisions import DIFF_CSS, PlanRevisions, revisions_section
 from sandbox_runner.plans.report_style import REPORT_CSS
 from sandbox_runner.safe_text import html_text, markdown_html, one_line
@@ -80,6 +81,7 @@ def render_html(
         disagreements_section(report),
         failures_section(report),
         commands_section(report),
+        patches_html(report),
         usage_section(report),
         revisions_section(report["plans"], revisions or {}),
     ]

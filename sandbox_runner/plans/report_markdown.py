@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import quote
 
 from sandbox_runner.plans.report_budget import budget_words
+from sandbox_runner.plans.report_patches import patches_markdown
 from sandbox_runner.plans.report_schema import REPORT_SCHEMA_DOC
 from sandbox_runner.safe_text import markdown_text, one_line
 
@@ -40,6 +41,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         _disagreements(report),
         _failures(report),
         _commands(report),
+        patches_markdown(report),
         _totals(report),
     ]
     return "\n\n".join(part for part in parts if part) + "\n"

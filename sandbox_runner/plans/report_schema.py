@@ -96,6 +96,11 @@ Each plan:
 - `critical_files`: `{"path", "reason", "exists", "line"}`, path relative to the
   repository; `line` is the line reference written after it (`12`, `12-30`), or `null`.
 - `suggested_commands`: commands the plan asks a human to run.
+- `proposed_patches`: edits of repository files the agent was refused while planning,
+  kept instead of applied: `{"file", "diff", "tool", "reason"}` (`file` relative to the
+  repository; `diff` a unified diff against the file as it was; `tool` `Write` or `Edit`;
+  `reason` the refusal). At most 20 per plan and 64,000 characters of diff in all; a diff
+  longer than 16,000 characters is cut, with a note.
 - `commands_run`: the Bash commands the agent ran, in order: `{"command", "exit_code"}`
   (`exit_code` is `null` when the command could not start), with `"timed_out": true` for
   one killed at its time limit. A resumed plan lists those of its last attempt.

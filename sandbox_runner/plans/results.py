@@ -8,6 +8,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from sandbox_runner.plans.proposed_patches import ProposedPatch, patches_from
 from sandbox_runner.plans.validate import PlanCheck
 from sandbox_runner.types import Usage
 
@@ -77,6 +78,8 @@ class PlanResult:
     """It went on with the conversation of an earlier run that stopped."""
     commands_run: list[CommandRun] = field(default_factory=list)
     """The Bash commands it ran, in order, with their exit status."""
+    proposed_patches: list[ProposedPatch] = field(default_factory=list)
+    """The edits of repository files it was refused, kept as proposed patches."""
     validation_feedback: list[str] = field(default_factory=list)
     """The problems validation sent back to the model for one more round (empty when the
     first check passed, or no plan was checked before the run ended)."""
@@ -118,6 +121,7 @@ class PlanResult:
             "resumable": self.resumable,
             "continued": self.continued,
             "commands_run": [run.to_dict() for run in self.commands_run],
+            "proposed_patches": [patch.to_dict() for patch in self.proposed_patches],
             "validation_feedback": list(self.validation_feedback),
         }
 
@@ -151,6 +155,7 @@ class PlanResult:
             resumable=data.get("resumable") is True,
             continued=data.get("continued") is True,
             commands_run=_commands(data.get("commands_run")),
+            proposed_patches=patches_from(data.get("proposed_patches")),
             validation_feedback=_strings(data.get("validation_feedback")),
         )
 

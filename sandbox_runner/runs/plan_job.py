@@ -245,6 +245,7 @@ def plan_metadata(
         "problems": summary["problems"],
         "suggested_commands": result.suggested_commands,
         "commands_run": summary["commands_run"],
+        "proposed_patches": summary["proposed_patches"],
         "validation_feedback": summary["validation_feedback"],
         **({"synthesised_from": list(job.sources)} if job.sources else {}),
     }

@@ -14,6 +14,7 @@ from sandbox_runner.paths import claude_home, planrun_home
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
 from sandbox_runner.safe_text import one_line
+from sandbox_runner.session.apply_patches import apply_patches
 from sandbox_runner.session.change_commands import session_diff, session_undo, undo_note
 from sandbox_runner.session.diffs import DiffLine
 from sandbox_runner.session.session import Session
@@ -34,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "/exit-plan": "leave plan mode, plan untouched, nothing sent to the agent",
     "/accept": "accept the plan and implement it: /accept [note]",
     "/apply-plan": "accept the plan into a mode: /apply-plan [default|acceptEdits]",
+    "/apply-patches": "apply the accepted plan's proposed patches, each edit approved as usual",
     "/reject": "restore the plan file as it was and leave plan mode",
     "/save-plan": "copy the plan into the repository: /save-plan [path] [--force]",
     "/mode": "show or set the mode: /mode [default|acceptEdits|plan]",
@@ -82,6 +84,7 @@ class Commands:
             "/exit-plan": lambda args: self._done(session.exit_plan, "plan mode left"),
             "/accept": lambda args: self._accept(" ".join(args), None),
             "/apply-plan": self._apply,
+            "/apply-patches": lambda args: Outcome(apply_patches(session)),
             "/reject": lambda args: self._done(session.reject, "plan rejected; file restored"),
             "/save-plan": self._save,
             "/mode": self._mode,

@@ -4,16 +4,20 @@ changed, plan mode was entered), and the user's "always" approvals, kept for goo
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_runner.agents.hooks import LoopHooks
 from sandbox_runner.agents.memory import NestedMemory
+from sandbox_runner.plans.plan_meta import set_meta
+from sandbox_runner.plans.proposed_patches import keep, patches_from
 from sandbox_runner.session.state import SessionState
 from sandbox_runner.tools.permissions import Approval, Ask
 from sandbox_runner.tools.policy import ToolKind
 
 if TYPE_CHECKING:
     from sandbox_runner.agents.loop import AgentLoop
+    from sandbox_runner.plans.proposed_patches import ProposedPatch
 
 
 class Notes:
@@ -63,3 +67,22 @@ class SessionHooks(LoopHooks):
         else:
             return  # no prefix is safe to approve for good: this once only
         self.save()
+
+    def on_proposed_patch(self, loop: AgentLoop, patch: ProposedPatch) -> None:
+        """A refused edit of the plan session: kept in the session (with its input, for
+        /apply-patches) and beside the plan file (without)."""
+        if self.which != "plan":
+            return
+        record_patch(self.state, patch)
+        self.save()
+
+
+def record_patch(state: SessionState, patch: ProposedPatch) -> None:
+    """Keep PATCH among the session plan's proposed patches (bounded, no duplicates)."""
+    patches = patches_from(state.proposed_patches)
+    if not keep(patches, patch):
+        return
+    state.proposed_patches = [kept.to_dict(with_input=True) for kept in patches]
+    if state.plan_file:
+        summary = [kept.to_dict() for kept in patches]
+        set_meta(Path(state.plan_file), "proposed_patches", summary)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from sandbox_runner.agents.cancel import Cancel
 from sandbox_runner.agents.run_state import TurnEnded
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.plans.plan_meta import add_entry, set_meta
+from sandbox_runner.plans.proposed_patches import patches_from
 from sandbox_runner.session import prompts
 from sandbox_runner.session.todos import plain_lines, plan_steps
 from sandbox_runner.session.ui import PlanReview
@@ -96,7 +98,13 @@ class PlanMode:
         # A new plan, a new checklist: its steps (none: the agent makes one, if it may).
         steps = plan_steps(text) if session.conversations.has_checklist() else []
         session.state.todos = [step.to_saved() for step in steps]
-        self._kickoff = prompts.kickoff(path, text, note, "\n".join(plain_lines(steps)))
+        patches = patches_from(session.state.proposed_patches)
+        kickoff = prompts.kickoff(path, text, note, "\n".join(plain_lines(steps)))
+        self._kickoff = kickoff + prompts.proposed_patches(patches)
+        add_entry(
+            session.plan_file.host_path, "accepted", {"mode": target.value, "where": "session"}
+        )
+        set_meta(session.plan_file.host_path, "repository", session.state.repo)
         session.store.event("plan_accepted", plan_file=path, mode=target.value)
         session.save()
 
@@ -109,6 +117,9 @@ class PlanMode:
         rejected = plan_file.read()
         session.store.event("plan_rejected", plan_file=state.plan_file, rejected=rejected)
         plan_file.restore(state.snapshot)
+        state.proposed_patches = []  # they belonged to the rejected plan
+        if state.plan_file:
+            set_meta(plan_file.host_path, "proposed_patches", [])
         session.conversations.push_plan()
         self._leave(PermissionMode(state.previous_mode), event="")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sandbox_runner.agents.definitions import AgentDefinition
+from sandbox_runner.plans.proposed_patches import ProposedPatch
 
 PLAN_MODE_RULES = (
     "Plan mode is active. The user indicated that they do not want you to execute yet -- "
@@ -105,6 +106,19 @@ def kickoff(plan_file: str, plan_text: str, note: str, checklist: str = "") -> s
             "time): the step you start in_progress, each finished step completed."
         )
     return f"Start implementing the plan at {plan_file}\n\n{plan_text.rstrip()}{extra}"
+
+
+def proposed_patches(patches: Sequence[ProposedPatch]) -> str:
+    """What the kickoff adds about the patches the plan session proposed ("" for none)."""
+    if not patches:
+        return ""
+    shown = "\n\n".join(f"{patch.file} ({patch.tool}):\n{patch.diff.rstrip()}" for patch in patches)
+    return (
+        f"\n\nWhile planning, {len(patches)} edit(s) were proposed but not applied; they "
+        "are part of the plan:\n\n"
+        f"{shown}\n\nThe user can apply them with /apply-patches (each edit approved as "
+        "usual). Check whether they were applied before making these changes yourself."
+    )
 
 
 def checklist_reminder(checklist: str) -> str:

@@ -44,6 +44,9 @@ class SessionState:
     cost_usd: float = 0.0
     todos: list[dict[str, str]] = field(default_factory=list)
     """The work agent's checklist (TodoWrite), each item {content, status, activeForm}."""
+    proposed_patches: list[dict[str, Any]] = field(default_factory=list)
+    """Edits the plan session was refused, kept as the plan's proposed patches (with their
+    tool input, for /apply-patches); emptied when they are applied or the plan rejected."""
     flags: dict[str, Any] = field(default_factory=dict)
     """The flags the session was opened with that choose its sandboxes and tools (image,
     network, scratch, allow_web, mcp_config, strict_mcp_config): a resume uses them again

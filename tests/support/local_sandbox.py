@@ -29,8 +29,10 @@ CONTAINER_ROOT = re.compile(r"(?<![\w/.-])/(workspace|plan)(?![\w.-])")
 class LocalSandbox(SandboxBase):
     """Runs the tool server as a child process on the host, for tests only."""
 
-    def __init__(self, workspace: Path, plan_dir: Path | None) -> None:
+    def __init__(self, workspace: Path, plan_dir: Path | None, *, writable: bool = False) -> None:
         self.workspace = workspace
+        self.writable = writable
+        """The workspace may be written (a work sandbox); otherwise only /plan."""
         # A probe sandbox (no plan directory) still needs somewhere for the server's /plan.
         self.plan_dir = plan_dir if plan_dir is not None else Path(tempfile.mkdtemp())
         self.requests: list[ToolRequest] = []
@@ -51,6 +53,7 @@ class LocalSandbox(SandboxBase):
                 str(self.workspace),
                 "--plan-dir",
                 str(self.plan_dir),
+                *(["--writable", str(self.workspace)] if self.writable else []),
             ],
             # Popen takes a file descriptor (int), not the socket object itself.
             stdin=server_end.fileno(),

@@ -184,7 +184,7 @@ def test_the_tooltip_wraps_rather_than_losing_the_way_out() -> None:
     ("typed", "expected"),
     [
         ("/exit-p", ["/exit-plan"]),
-        ("/a", ["/accept", "/apply-plan", "/attach"]),
+        ("/a", ["/accept", "/apply-plan", "/apply-patches", "/attach"]),
         ("/apply-plan a", ["acceptEdits"]),
         ("/mode ", ["default", "acceptEdits", "plan"]),
         ("hello /ex", []),
