@@ -160,6 +160,30 @@ def test_a_hostile_repository_config_never_runs(repo: Path, tmp_path: Path) -> N
     assert marker.exists()
 
 
+def test_a_partial_clone_never_fetches_a_missing_object(repo: Path, tmp_path: Path) -> None:
+    """A repository claiming to be a partial clone would have git fetch what it lacks,
+    over ssh to a host the repository names: verify uses no transport at all."""
+    marker, ssh = tmp_path / "marker", tmp_path / "bin" / "ssh"
+    ssh.parent.mkdir()
+    ssh.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    ssh.chmod(0o755)
+    plan = write_plan(repo)
+    implement(repo, "todo/model.py")
+    git(repo, "commit", "-qam", "implement")
+    git(repo, "config", "core.repositoryformatversion", "1")
+    git(repo, "config", "extensions.partialClone", "origin")
+    git(repo, "config", "remote.origin.url", "ssh://attacker.invalid/x")
+    tree = git(repo, "rev-parse", "HEAD~1:todo")
+    (repo / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{ssh.parent}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "sandbox_runner", "verify", str(plan), "--base", "HEAD~1"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert not marker.exists()
+
+
 def test_json_shape(repo: Path) -> None:
     plan = write_plan(repo)
     implement(repo, "todo/model.py", "todo/other.py")
