@@ -135,6 +135,7 @@ def _build(workspace: Path, directory: Path, common: Path, private: Path) -> Non
     objects = (common / "objects").resolve()
     if not objects.is_relative_to(workspace) or not objects.is_dir():
         raise GitError(f"{common}/objects leads outside the repository; it is not read")
+    _check_alternates(workspace, objects)
     (private / "objects" / "info" / "alternates").write_text(f"{objects}\n")
     (private / "info" / "attributes").write_text(ATTRIBUTES)
     for name, source in (
@@ -150,6 +151,22 @@ def _build(workspace: Path, directory: Path, common: Path, private: Path) -> Non
     _copy_tree(workspace, common / "refs", private / "refs")
     if (common / "reftable").is_dir():
         _copy_tree(workspace, common / "reftable", private / "reftable")
+
+
+def _check_alternates(workspace: Path, objects: Path, depth: int = 0) -> None:
+    """Refuse alternates (git follows them from the repository's objects, up to 5 deep)
+    that lead outside the repository: git would read another repository's objects."""
+    data = _small(workspace, objects / "info" / "alternates")
+    for line in (data or b"").decode("utf-8", "replace").splitlines():
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        target = (objects / entry).resolve()
+        if entry.startswith('"') or not target.is_relative_to(workspace) or depth >= 5:
+            raise GitError(
+                f"{objects}/info/alternates leads outside the repository; it is not read"
+            )
+        _check_alternates(workspace, target, depth + 1)
 
 
 def _small(workspace: Path, path: Path) -> bytes | None:

@@ -184,6 +184,22 @@ def test_a_partial_clone_never_fetches_a_missing_object(repo: Path, tmp_path: Pa
     assert not marker.exists()
 
 
+def test_alternates_leading_outside_the_repository_are_refused(repo: Path, tmp_path: Path) -> None:
+    """The repository's own objects/info/alternates would have git read the objects of
+    another repository on the host (one the user cloned privately)."""
+    plan = write_plan(repo)
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    alternates = repo / ".git" / "objects" / "info" / "alternates"
+    alternates.parent.mkdir(exist_ok=True)
+    alternates.write_text(f"{other / '.git' / 'objects'}\n")
+    done = planrun(repo, str(plan))
+    assert done.returncode == 2 and "leads outside the repository" in done.stderr
+    alternates.write_text("# a comment\n")
+    assert planrun(repo, str(plan)).returncode == 0
+
+
 def test_json_shape(repo: Path) -> None:
     plan = write_plan(repo)
     implement(repo, "todo/model.py", "todo/other.py")
