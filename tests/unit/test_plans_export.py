@@ -137,3 +137,18 @@ def test_a_session_plans_own_front_matter_names_no_repository_or_patch(tmp_path:
     command = result.output.split("run it with:\n", 1)[1].strip()
     assert shlex.split(command)[:3] == ["cd", str(tmp_path / "my repo"), "&&"]
     assert "src/app.py (Edit):" in (tmp_path / "plans" / "calm-river.claude.md").read_text()
+
+
+def test_the_default_file_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    """A plan file in a stranger's repository with a report.json beside it: an `exports`
+    link planted there would have the export written into any directory of the host."""
+    repo = tmp_path / "repo"
+    (repo / "plans").mkdir(parents=True)
+    (repo / "plans" / "p.md").write_text(PLAN_BODY)
+    (repo / "plans" / "report.json").write_text("{}")
+    elsewhere = tmp_path / "home" / ".claude" / "commands"
+    elsewhere.mkdir(parents=True)
+    (repo / "plans" / "exports").symlink_to(elsewhere)
+    result = _export(str(repo / "plans" / "p.md"), "--for", "claude")
+    assert result.exit_code == 2 and "exports" in result.output
+    assert list(elsewhere.iterdir()) == []
