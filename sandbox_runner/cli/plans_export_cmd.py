@@ -9,6 +9,7 @@ import click
 
 from sandbox_runner.cli.options import examples
 from sandbox_runner.cli.services import reports_errors
+from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.export import FORMATS, command_line, export_text
 from sandbox_runner.plans.export_source import plan_to_export
 from sandbox_runner.plans.files import replace_file
@@ -67,7 +68,14 @@ def plans_export(name: str, perspective: str | None, tool: str, out: Path | None
 
 def _default_out(plan_file: Path, tool: str) -> Path:
     """Beside the plan: in a run directory its exports/ folder (the run lists its own .md
-    files as plans), elsewhere next to the plan file."""
+    files as plans), elsewhere next to the plan file.
+
+    Raises:
+        ConfigError: exports/ is a link (a plan file in a stranger's repository).
+    """
     if (plan_file.parent / "report.json").is_file():
-        return plan_file.parent / "exports" / f"{plan_file.stem}.{tool}.md"
+        exports = plan_file.parent / "exports"
+        if exports.is_symlink():
+            raise ConfigError(f"{exports} is a link: it is not written through; give --out")
+        return exports / f"{plan_file.stem}.{tool}.md"
     return plan_file.with_name(f"{plan_file.stem}.{tool}.md")

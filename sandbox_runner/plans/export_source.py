@@ -88,7 +88,10 @@ def _read_plan(path: Path) -> PlanToExport:
     if not text or not text.strip():
         raise ConfigError(f"{path} does not exist or is empty: there is no plan to export")
     metadata, body = split_document(text)
+    if not (path.parent / "report.json").is_file():
+        # Not a run's plan (a session's): its front matter, if any, is the model's text.
+        metadata = {}
     side = read_meta(path)
-    patches = patches_from(metadata.get("proposed_patches") or side.get("proposed_patches"))
-    repository = metadata.get("repository") or side.get("repository")
+    patches = patches_from(side.get("proposed_patches") or metadata.get("proposed_patches"))
+    repository = side.get("repository") or metadata.get("repository")
     return PlanToExport(path, body, metadata, patches, str(repository or ""))

@@ -5,7 +5,9 @@ instead of being applied or lost."""
 from __future__ import annotations
 
 import difflib
+import os
 import posixpath
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,12 +86,15 @@ def propose(
     (a link out of the repository, a device, larger than MAX_FILE_BYTES). The file is read
     on the host beneath the repository, never following a link out of it. A file that
     looks like it holds a secret (.env, *.pem, .ssh/...) makes no patch, and what looks
-    like a credential in a diff is redacted.
+    like a credential in a diff is redacted. Nor does a file the sandbox is not shown:
+    under `.git` (the sandbox reads a cleaned copy of its config), or one the sandbox user
+    cannot read by its mode bits; the host user reads it here, and a Write's diff would
+    copy it into the plan, an Edit's old text probe it.
     """
     relative = repository_path(str(tool_input.get("file_path", "")))
     if tool not in PATCH_TOOLS or relative is None or not workspace_host:
         return None
-    if _secret_path(relative):
+    if _secret_path(relative) or _hidden_from_sandbox(Path(workspace_host), relative):
         return None  # its diff would carry the secret into the plan and the report
     try:
         data = read_beneath(Path(workspace_host), relative, MAX_FILE_BYTES)
@@ -157,6 +162,27 @@ def _secret_path(relative: str) -> bool:
     """Whether the file, or a directory on its way, looks like it holds a secret."""
     *directories, name = relative.split("/")
     return looks_secret(name, False) or any(looks_secret(part, True) for part in directories)
+
+
+def _hidden_from_sandbox(root: Path, relative: str) -> bool:
+    """Whether the sandbox user (others, by the mode bits: no group, no capability) could
+    not read the file as it is, or it lies under `.git`."""
+    parts = relative.split("/")
+    if ".git" in parts:
+        return True
+    path = root
+    for index, part in enumerate(parts):
+        path = path / part
+        try:
+            mode = os.stat(path).st_mode  # a link: what it leads to
+        except OSError:
+            return False  # a new file: nothing of the host is read
+        last = index == len(parts) - 1
+        if stat.S_ISDIR(mode) and not last and not mode & stat.S_IXOTH:
+            return True
+        if last and not mode & stat.S_IROTH:
+            return True
+    return False
 
 
 def _after(tool: str, tool_input: Mapping[str, Any], current: str | None) -> str | None:

@@ -7,7 +7,8 @@ what naming commits needs (HEAD, refs, packed-refs, the index, info/exclude, sha
 the repository's objects as an alternate (read, never written), and a config rebuilt
 from the keys that can carry no command (git_config.safe_git_config), with fsmonitor and
 hooks switched off on top. No user or system git config is read, and the attributes
-switch off every filter and diff driver a `.gitattributes` could name.
+switch off every filter and diff driver a `.gitattributes` could name. No transport
+is allowed: a missing object is an error, never fetched.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ MAX_METADATA_FILES = 200_000
 MAX_SMALL_FILE_BYTES = 64 * 1024 * 1024
 FORCED_CONFIG = (
     "[core]\n\tfsmonitor = false\n\thooksPath = /dev/null\n\tuntrackedCache = false\n"
-    "\tquotePath = false\n[gc]\n\tauto = 0\n"
+    "\tquotePath = false\n[gc]\n\tauto = 0\n[protocol]\n\tallow = never\n"
 )
+"""protocol.allow = never: a repository claiming to be a partial clone would have git fetch
+the objects it lacks from a remote it names (ssh to any host); verify uses no transport."""
 ATTRIBUTES = "* -filter -diff -merge -ident -working-tree-encoding\n"
 
 
@@ -64,6 +67,7 @@ class RepositoryGit:
             "GIT_ATTR_NOSYSTEM": "1",
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_NO_LAZY_FETCH": "1",
             "GIT_PAGER": "cat",
             "LC_ALL": "C",
         }
@@ -131,6 +135,7 @@ def _build(workspace: Path, directory: Path, common: Path, private: Path) -> Non
     objects = (common / "objects").resolve()
     if not objects.is_relative_to(workspace) or not objects.is_dir():
         raise GitError(f"{common}/objects leads outside the repository; it is not read")
+    _check_alternates(workspace, objects)
     (private / "objects" / "info" / "alternates").write_text(f"{objects}\n")
     (private / "info" / "attributes").write_text(ATTRIBUTES)
     for name, source in (
@@ -146,6 +151,22 @@ def _build(workspace: Path, directory: Path, common: Path, private: Path) -> Non
     _copy_tree(workspace, common / "refs", private / "refs")
     if (common / "reftable").is_dir():
         _copy_tree(workspace, common / "reftable", private / "reftable")
+
+
+def _check_alternates(workspace: Path, objects: Path, depth: int = 0) -> None:
+    """Refuse alternates (git follows them from the repository's objects, up to 5 deep)
+    that lead outside the repository: git would read another repository's objects."""
+    data = _small(workspace, objects / "info" / "alternates")
+    for line in (data or b"").decode("utf-8", "replace").splitlines():
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        target = (objects / entry).resolve()
+        if entry.startswith('"') or not target.is_relative_to(workspace) or depth >= 5:
+            raise GitError(
+                f"{objects}/info/alternates leads outside the repository; it is not read"
+            )
+        _check_alternates(workspace, target, depth + 1)
 
 
 def _small(workspace: Path, path: Path) -> bytes | None:

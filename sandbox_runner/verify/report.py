@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sandbox_runner.safe_text import one_line
 from sandbox_runner.verify.changes import Change
 from sandbox_runner.verify.check import Verdict
 from sandbox_runner.verify.plan_refs import PlanRefs
@@ -22,7 +23,9 @@ def exit_code(verdict: Verdict) -> int:
 
 
 def report_lines(plan_path: Path, change: Change, verdict: Verdict) -> list[str]:
-    """The reasons, one line each, drift first, then a summary line."""
+    """The reasons, one line each, drift first, then a summary line; every line inert
+    (file names come from the repository: no escape sequence, no line break that would
+    forge a CI workflow command or close the code fence a job summary prints them in)."""
     ordered = sorted(verdict.reasons, key=lambda reason: not reason.drift)
     lines = [reason.line() for reason in ordered]
     compared = (
@@ -38,7 +41,7 @@ def report_lines(plan_path: Path, change: Change, verdict: Verdict) -> list[str]
         f"the change {verdict_text} {plan_path}: {compared}, {len(verdict.changed)} "
         f"file(s) changed{ignored}; {drift} drift, {warnings} warning(s)"
     )
-    return lines
+    return [one_line(line) for line in lines]
 
 
 def report_json(

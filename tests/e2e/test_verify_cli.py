@@ -160,6 +160,46 @@ def test_a_hostile_repository_config_never_runs(repo: Path, tmp_path: Path) -> N
     assert marker.exists()
 
 
+def test_a_partial_clone_never_fetches_a_missing_object(repo: Path, tmp_path: Path) -> None:
+    """A repository claiming to be a partial clone would have git fetch what it lacks,
+    over ssh to a host the repository names: verify uses no transport at all."""
+    marker, ssh = tmp_path / "marker", tmp_path / "bin" / "ssh"
+    ssh.parent.mkdir()
+    ssh.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    ssh.chmod(0o755)
+    plan = write_plan(repo)
+    implement(repo, "todo/model.py")
+    git(repo, "commit", "-qam", "implement")
+    git(repo, "config", "core.repositoryformatversion", "1")
+    git(repo, "config", "extensions.partialClone", "origin")
+    git(repo, "config", "remote.origin.url", "ssh://attacker.invalid/x")
+    tree = git(repo, "rev-parse", "HEAD~1:todo")
+    (repo / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{ssh.parent}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "sandbox_runner", "verify", str(plan), "--base", "HEAD~1"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert not marker.exists()
+
+
+def test_alternates_leading_outside_the_repository_are_refused(repo: Path, tmp_path: Path) -> None:
+    """The repository's own objects/info/alternates would have git read the objects of
+    another repository on the host (one the user cloned privately)."""
+    plan = write_plan(repo)
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    alternates = repo / ".git" / "objects" / "info" / "alternates"
+    alternates.parent.mkdir(exist_ok=True)
+    alternates.write_text(f"{other / '.git' / 'objects'}\n")
+    done = planrun(repo, str(plan))
+    assert done.returncode == 2 and "leads outside the repository" in done.stderr
+    alternates.write_text("# a comment\n")
+    assert planrun(repo, str(plan)).returncode == 0
+
+
 def test_json_shape(repo: Path) -> None:
     plan = write_plan(repo)
     implement(repo, "todo/model.py", "todo/other.py")

@@ -89,3 +89,31 @@ def test_secrets_stay_out_of_the_patches(tmp_path: Path) -> None:
     leaked = "aws_secret_access_key = AKIAABCDEFGHIJKLMNOP1234567890abcdefghij\n"
     patch = propose("Write", {"file_path": "/workspace/conf.py", "content": leaked}, str(repo), "r")
     assert patch is not None and "AKIAABCDEFGHIJKLMNOP" not in patch.diff
+
+
+def test_a_file_the_sandbox_cannot_read_makes_no_patch(tmp_path: Path) -> None:
+    """propose reads as the host user: a refused Write would put the whole file in the
+    plan as removed lines, and an Edit's old text is an oracle on it. So what the sandbox
+    is not shown (the host's own .git config, a file others cannot read) makes none."""
+    repo = _repo(tmp_path)
+    (repo / ".git").mkdir()
+    (repo / ".git/config").write_text("[http]\n\textraHeader = X-Auth: s3cr3t\n")
+    overwrite = {"file_path": "/workspace/.git/config", "content": "x\n"}
+    assert propose("Write", overwrite, str(repo), "r") is None
+    guess = {"file_path": "/workspace/.git/config", "old_string": "s3", "new_string": "x"}
+    assert propose("Edit", guess, str(repo), "r") is None
+    (repo / "src/secret.py").write_text("token = 'hunter2'\n")
+    (repo / "src/secret.py").chmod(0o600)
+    secret = {"file_path": "/workspace/src/secret.py", "content": "x\n"}
+    assert propose("Write", secret, str(repo), "r") is None
+    (repo / "src/link.py").symlink_to("secret.py")
+    linked = {"file_path": "/workspace/src/link.py", "content": "x\n"}
+    assert propose("Write", linked, str(repo), "r") is None
+    (repo / "src/secret.py").chmod(0o644)
+    (repo / "src").chmod(0o750)
+    try:
+        assert propose("Write", secret, str(repo), "r") is None
+    finally:
+        (repo / "src").chmod(0o755)
+    patch = propose("Write", secret, str(repo), "r")
+    assert patch is not None and "-token = 'hunter2'" in patch.diff

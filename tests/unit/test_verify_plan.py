@@ -12,6 +12,7 @@ from sandbox_runner.verify.changes import BaseCheck, Change
 from sandbox_runner.verify.check import ignored_by, judge
 from sandbox_runner.verify.plan_refs import covers, mentioned_paths, plan_refs
 from sandbox_runner.verify.plan_source import plan_file
+from sandbox_runner.verify.report import report_lines
 
 BASE = "a" * 40
 PLAN = f"""---
@@ -167,3 +168,13 @@ def test_a_base_that_moved_on_is_a_note_and_a_missing_one_strict_drift(tmp_path:
     verdict = judge(refs, unknown, (), strict=False)
     assert [r.kind for r in verdict.reasons] == ["base_commit_unknown"] and not verdict.drift
     assert judge(refs, unknown, (), strict=True).drift
+
+
+def test_file_names_print_inert_on_the_terminal_and_in_a_ci_log(tmp_path: Path) -> None:
+    """A pull request names its files: an escape sequence, a line break (a forged
+    `::error::` workflow command, a closed code fence in a job summary) prints as '?'."""
+    hostile = "todo/\x1b]0;owned\x07x.py\n::error::fake\n```\u202eyp.txt"
+    verdict = judge(plan_refs(PLAN, tmp_path), change("todo/model.py", hostile), (), strict=False)
+    lines = report_lines(Path("plan.md"), change("todo/model.py", hostile), verdict)
+    assert all(line.isprintable() for line in lines)
+    assert "drift: todo/?]0;owned?x.py?::error::fake?```?yp.txt: " in "\n".join(lines)
