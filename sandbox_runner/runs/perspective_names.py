@@ -3,24 +3,31 @@ preset or a configured perspective is a usage error, found before anything is pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from sandbox_runner.catalog import CUSTOM_PERSPECTIVE
 from sandbox_runner.errors import ConfigError
 
 
-def check_perspective_names(names: Sequence[str], presets: Mapping[str, Sequence[str]]) -> None:
+def check_perspective_names(
+    names: Sequence[str], presets: Mapping[str, Sequence[str]], builtins: Collection[str] = ()
+) -> None:
     """Refuse a name that is not a preset or a known perspective but looks like one.
 
-    Known are the presets' names and the perspectives they list. A name written with the
-    `custom:` prefix is meant as written and never refused.
+    Known are the presets' names, the perspectives they list, and BUILTINS (the
+    perspectives planrun describes itself, matched as their prompt matches them: letter
+    case, `_` and spaces aside). A name written with the `custom:` prefix is meant as
+    written and never refused.
 
     Raises:
         ConfigError: a name is close to a known one, naming it and the prefix.
     """
     known = {*presets, *(member for members in presets.values() for member in members)}
+    known |= set(builtins)
     for name in names:
         if name.startswith(CUSTOM_PERSPECTIVE) or name in known:
+            continue
+        if "-".join(name.casefold().replace("_", " ").split()) in builtins:
             continue
         meant = likely_meant(name, known)
         if meant is not None:

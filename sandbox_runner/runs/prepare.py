@@ -17,6 +17,7 @@ from sandbox_runner.agents.definitions import (
     ungranted_note,
 )
 from sandbox_runner.agents.memory import load_memory
+from sandbox_runner.agents.prompt import PERSPECTIVES
 from sandbox_runner.agents.registry import Registry
 from sandbox_runner.agents.synthesis import SYNTHESIS_AGENT
 from sandbox_runner.config import LoadedSettings, load_settings
@@ -166,7 +167,7 @@ def prepare(
         if override := agent_override(synthesiser):
             warn(f"agent {override}")
     if new_run:
-        check_perspective_names(request.perspectives, loaded.presets())
+        check_perspective_names(request.perspectives, loaded.presets(), PERSPECTIVES)
     model_id = loaded.planning_model_id()
     web = granted(settings.web, request.allow_web)
     if not web and (note := ungranted_note(agent)):

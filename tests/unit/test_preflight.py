@@ -183,6 +183,18 @@ def test_the_custom_prefix_keeps_a_name_close_to_a_preset() -> None:
     check_perspective_names(["custom:thorugh"], PRESETS)
 
 
+def test_built_in_perspectives_are_known_without_a_preset_and_typos_of_them_refused() -> None:
+    from sandbox_runner.agents.prompt import PERSPECTIVES
+
+    for name in ("maintainability", "Minimal change", "minimal_change", "TESTABILITY"):
+        check_perspective_names([name], {"default": []}, PERSPECTIVES)
+    with pytest.raises(ConfigError, match="did you mean 'maintainability'"):
+        check_perspective_names(["maintanability"], {"default": []}, PERSPECTIVES)
+    with pytest.raises(ConfigError, match="did you mean 'simplicity'"):
+        check_perspective_names(["simplicty"], {"default": []}, PERSPECTIVES)
+    check_perspective_names(["custom:simplicty"], {"default": []}, PERSPECTIVES)
+
+
 def test_likely_meant_prefers_the_closest_name() -> None:
     assert likely_meant("secure", {"security", "secure-ish", "secured"}) == "secured"
     assert likely_meant("x", {"default"}) is None
