@@ -158,3 +158,19 @@ def test_an_unreadable_file_in_the_context_is_a_one_line_error(tmp_path: Path) -
     assert found is not None
     with pytest.raises(ImageError, match="Can not read file in context"):
         devcontainer_image(client, found, lambda text: None)
+
+
+def test_a_build_context_1100_directories_deep_is_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sandbox_runner.sandbox.devcontainer import _context_listing
+
+    monkeypatch.chdir(tmp_path)  # restored after the test
+    # Made relative, one level at a time: os.makedirs itself recurses per level.
+    for _ in range(1100):
+        os.mkdir("d")
+        os.chdir("d")
+    Path("f").write_text("x")
+    os.chdir(tmp_path)
+    listing = _context_listing(tmp_path)
+    assert len(listing) == 1101 and listing[-1].split(b"\0")[0].endswith(b"/f")
