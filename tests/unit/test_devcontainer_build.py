@@ -160,17 +160,12 @@ def test_an_unreadable_file_in_the_context_is_a_one_line_error(tmp_path: Path) -
         devcontainer_image(client, found, lambda text: None)
 
 
-def test_a_build_context_1100_directories_deep_is_listed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_build_context_1100_directories_deep_is_listed(tmp_path: Path) -> None:
     from sandbox_runner.sandbox.devcontainer import _context_listing
+    from tests.support.deep_tree import deep_tree
 
-    monkeypatch.chdir(tmp_path)  # restored after the test
-    # Made relative, one level at a time: os.makedirs itself recurses per level.
-    for _ in range(1100):
-        os.mkdir("d")
-        os.chdir("d")
-    Path("f").write_text("x")
-    os.chdir(tmp_path)
-    listing = _context_listing(tmp_path)
+    context = tmp_path / "context"
+    with deep_tree(context, 1100) as deepest:
+        (deepest / "f").write_text("x")
+        listing = _context_listing(context)
     assert len(listing) == 1101 and listing[-1].split(b"\0")[0].endswith(b"/f")
