@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,7 @@ from sandbox_runner.cli.options import (
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.mcp.launch import McpChoice
-from sandbox_runner.plans.history import runs_dir
+from sandbox_runner.plans.history import run_name
 from sandbox_runner.plans.report import Report
 from sandbox_runner.runs.multi import PlanRunOutcome
 from sandbox_runner.runs.planning import PlanOptions, RunStart, plan_run
@@ -210,11 +209,6 @@ def show_outcome(ctx: click.Context, outcome: PlanRunOutcome, *, as_json: bool) 
     if not as_json:
         click.echo(one_line(next_step(report, name)))
     ctx.exit(report.exit_code)
-
-
-def run_name(out_dir: Path) -> str:
-    """What to type to name a run again: its name under ~/.planrun/plans, else its path."""
-    return out_dir.name if out_dir.parent == runs_dir() else shlex.quote(str(out_dir))
 
 
 def next_step(report: Report, name: str) -> str:
