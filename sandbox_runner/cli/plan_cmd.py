@@ -215,10 +215,13 @@ def next_step(report: Report, name: str) -> str:
     """The command to run next, said out loud."""
     if report.exit_code == 0:
         return f"Next: `planrun plans open {name}` opens the report"
-    if any(entry.status == "budget" for entry in report.plans):
+    stopped = [entry for entry in report.plans if entry.status == "budget"]
+    if stopped:
+        per_plan = all("per plan" in entry.reason for entry in stopped)
+        flag = "--max-cost-usd-per-plan" if per_plan else "--max-cost-usd"
         return (
-            f"Next: `planrun plans resume {name}` goes on with the plans the cost budget "
-            "stopped (under the same budget, counted afresh)"
+            f"Next: `planrun plans resume {name} {flag} USD` goes on with the plans the "
+            "cost budget stopped (what they spent counts against the higher budget)"
         )
     if any(not entry.valid for entry in report.plans):
         return f"Next: `planrun plans resume {name}` redoes the plans that failed"

@@ -93,9 +93,9 @@ def test_the_revisions_are_read_once_for_both_pages(
     record: RunRecord, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sandbox_runner.plans import report_view
+    from sandbox_runner.plans.report_revisions import plan_revisions as real
 
     calls = []
-    real = report_view.plan_revisions
 
     def counting(out_dir: Path, labels: list[str]) -> object:
         calls.append(out_dir)
