@@ -278,6 +278,7 @@ def _drive(
             scratch=scratch,
             git_for=engine.git_for,
             spend=spend,
+            remote_slots=engine.remote_slots,
         )
         with display or contextlib.nullcontext():
             return driver.run()
