@@ -23,17 +23,32 @@ class Spend:
         self.max_usd = max_usd
         self._spent = spent_before
         self.unpriced_calls = 0
+        self.whole: float | None = None
+        """The budget this one is a share of (see share), None when it is not one."""
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         # A job shipped to another machine takes the budget as it stands (its lock stays).
-        return {"max_usd": self.max_usd, "spent": self.spent, "unpriced": self.unpriced_calls}
+        return {
+            "max_usd": self.max_usd,
+            "spent": self.spent,
+            "unpriced": self.unpriced_calls,
+            "whole": self.whole,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.max_usd = state["max_usd"]
         self._spent = state["spent"]
         self.unpriced_calls = state["unpriced"]
+        self.whole = state.get("whole")
         self._lock = threading.Lock()
+
+    def share(self, amount: float) -> Spend:
+        """A budget of AMOUNT out of this one, for a job on another machine, which cannot
+        charge this one: the job stops once it has spent its share (see batch.budget_gate)."""
+        part = Spend(amount)
+        part.whole = self.max_usd
+        return part
 
     def at_least(self, total: float) -> None:
         """Count TOTAL as spent unless more already is: what jobs on other machines spent
@@ -67,6 +82,11 @@ class Spend:
 
     def reason(self) -> str:
         """Why the budget stops the run, for the plan's reason and the report."""
+        if self.whole is not None:
+            return (
+                f"cost budget of {usd(self.whole)}: this job's share of it, "
+                f"{usd(self.max_usd or 0.0)}, is spent ({usd(self.spent)} spent)"
+            )
         return f"cost budget of {usd(self.max_usd or 0.0)} reached ({usd(self.spent)} spent)"
 
 

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from sandbox_runner.batch.budget_gate import BudgetGate
 from sandbox_runner.batch.commit import adopted_record, commit, write_task_report
 from sandbox_runner.batch.directory import SCRATCH
-from sandbox_runner.batch.job import JobOutcome
+from sandbox_runner.batch.job import JobOutcome, not_started
 from sandbox_runner.batch.ledger import Ledger, LedgerRecord
 from sandbox_runner.batch.resume import RUNS, Action
 from sandbox_runner.batch.salvage import salvage_scratch
@@ -91,6 +92,10 @@ class BatchDriver:
     """How `git status` of a repository is taken (None: the check compares files only)."""
     spend: Spend | None = None
     """The batch's cost budget, over every attempt of every job (the ledger's costs count)."""
+    remote_slots: int | None = None
+    """Jobs run on other machines, each charging its own copy of the budget, at most this
+    many at once: a budget is then held by a BudgetGate (None: jobs charge `spend`)."""
+    gate: BudgetGate | None = field(init=False, default=None)
     checks: dict[Path, WorkspaceComparison] = field(default_factory=dict)
     ledger: Ledger = field(init=False)
     records: dict[str, LedgerRecord] = field(init=False)
@@ -113,6 +118,8 @@ class BatchDriver:
         self.ledger_cost = sum(record.cost_usd or 0.0 for record in self.ledger.read())
         if self.spend is not None:
             self.spend.at_least(self.ledger_cost)
+        if self.spend is not None and self.spend.max_usd is not None and self.remote_slots:
+            self.gate = BudgetGate(self.spend, self.remote_slots)
 
     def run(self) -> BatchOutcome:
         """Run every job that is to run; Ctrl-C (KeyboardInterrupt) ends it with 130."""
@@ -121,17 +128,17 @@ class BatchDriver:
         self._set_aside_and_adopt()
         self._go_on_where_possible()
         self._write_summary(None, "running")
-        to_run = [job for job in self.jobs if job.decision.action in RUNS]
-        for job in to_run:
-            limits = replace(job.payload.limits, spend=self.spend)
-            job.payload = replace(job.payload, limits=limits)
+        waiting = [job for job in self.jobs if job.decision.action in RUNS]
         futures: dict[Future[JobOutcome], BatchJob] = {}
+        pending: set[Future[JobOutcome]] = set()
         interrupted = False
         try:
-            for job in to_run:
-                futures[self.executor.submit(job.key, self._started(job))] = job
-            pending = set(futures)
-            while pending:
+            while waiting or pending:
+                pending |= self._submit(waiting, futures)
+                if not pending:
+                    # Nothing may start, and no job in flight can give any budget back.
+                    self._not_started(waiting)
+                    break
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for future in done:
                     self._finish(futures[future], future)
@@ -148,6 +155,35 @@ class BatchDriver:
         code = self._exit_code(interrupted, problem)
         summary = self._write_summary(code, "interrupted" if interrupted else "finished")
         return BatchOutcome(code, summary, interrupted)
+
+    def _submit(
+        self, waiting: list[BatchJob], futures: dict[Future[JobOutcome], BatchJob]
+    ) -> set[Future[JobOutcome]]:
+        """Submit the waiting jobs the budget lets start (all of them without a gate), each
+        with its budget: the batch's own, or its share of it. Those submitted leave WAITING."""
+        submitted = set()
+        while waiting:
+            job = waiting[0]
+            spend = self.spend
+            if self.gate is not None:
+                own_cap = job.payload.limits.max_cost_usd
+                spend = self.gate.admit(job.key, len(waiting), own_cap)
+                if spend is None:
+                    break
+            job.payload = replace(job.payload, limits=replace(job.payload.limits, spend=spend))
+            waiting.pop(0)
+            future = self.executor.submit(job.key, self._started(job))
+            futures[future] = job
+            submitted.add(future)
+        return submitted
+
+    def _not_started(self, jobs: list[BatchJob]) -> None:
+        """Record the jobs the spent budget keeps from starting (status budget)."""
+        assert self.spend is not None  # only a budget keeps a job waiting
+        for job in jobs:
+            future: Future[JobOutcome] = Future()
+            future.set_result(not_started(job.payload, self.spend))
+            self._finish(job, future)
 
     def _started(self, job: BatchJob) -> Announced[JobOutcome]:
         """The job's work; marking it running stays here (a remote engine ships only work)."""
@@ -175,6 +211,8 @@ class BatchDriver:
             record, committed = commit(job, future.result(), self.out_dir)
         self.committed[job.key] = committed
         self._record(record)
+        if self.gate is not None:
+            self.gate.release(job.key)
         self.events.job_finished(job.key, record.status, record.cost_usd)
         self._task_report(job.payload.task_id)
         self._write_summary(None, "running")

@@ -56,6 +56,9 @@ class Engine:
     executor: Executor
     work_for: WorkFor
     git_for: GitFor
+    remote_slots: int | None = None
+    """Jobs at once on other machines, which charge their own copy of the budget (the
+    driver gives each a share: batch.budget_gate); None: they run in this process."""
 
 
 def local_engine(
@@ -151,7 +154,9 @@ def ray_engine(
     # prepared (an image can take minutes to ship or build); finished ones are not packed.
     work_for = engine.work_for(batch, to_run, out_dir)
     engine.prepare(batch, to_run, host.docker, host.progress, warn)
-    return Engine(engine.executor(parallel), work_for, _no_git)
+    # Under a budget, only the jobs that can run at once hold a share of it.
+    slots = max(1, min(parallel, engine.slots))
+    return Engine(engine.executor(parallel), work_for, _no_git, remote_slots=slots)
 
 
 def _no_git(workspace: Path) -> GitStatusRunner | None:

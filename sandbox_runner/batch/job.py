@@ -29,6 +29,7 @@ from sandbox_runner.runs.plan_job import (
     run_plan,
 )
 from sandbox_runner.safe_io import UnsafeFileError, read_untrusted_bytes
+from sandbox_runner.spend import Spend
 from sandbox_runner.web_grant import WebGrant
 
 SCRATCH_IDENTITY = "job.json"
@@ -114,10 +115,7 @@ def run_job(
     started = _now()
     spend = payload.limits.spend
     if spend is not None and spend.exhausted():
-        # Never started: no sandbox, no call; a resume with a higher budget runs it.
-        skipped = failed_result(payload.job, payload.model_id, f"not started: {spend.reason()}")
-        result = replace(skipped, status=PlanStatus.BUDGET, resumable=True)
-        return JobOutcome(payload.key, result, None, "", socket.gethostname(), started, _now())
+        return not_started(payload, spend)
     scratch = scratch_root / f"{payload.task_id}.{payload.label}.{uuid.uuid4().hex[:8]}"
     scratch.mkdir(parents=True)
     job = payload.job
@@ -145,6 +143,15 @@ def run_job(
         result = failed_result(job, payload.model_id, f"internal error: {type(error).__name__}")
     node = socket.gethostname()
     return JobOutcome(payload.key, result, None, "", node, started, _now(), scratch)
+
+
+def not_started(payload: JobPayload, spend: Spend) -> JobOutcome:
+    """The outcome of a job the budget SPEND kept from starting: no sandbox, no call; status
+    budget, resumable (a run of the batch with a higher budget runs it)."""
+    skipped = failed_result(payload.job, payload.model_id, f"not started: {spend.reason()}")
+    result = replace(skipped, status=PlanStatus.BUDGET, resumable=True)
+    now = _now()
+    return JobOutcome(payload.key, result, None, "", socket.gethostname(), now, now)
 
 
 def sent_back(outcome: JobOutcome) -> JobOutcome:

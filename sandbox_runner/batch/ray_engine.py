@@ -198,6 +198,8 @@ class RayEngine:
     """The sandbox image every prepared node holds."""
     nodes: list[str] = field(default_factory=list)
     """The ids of the nodes that passed the prepare step: the only ones that run jobs."""
+    slots: int = 0
+    """The sandbox slots of those nodes: how many jobs run at once at most."""
     _executor: RayExecutor | None = None
 
     @classmethod
@@ -245,8 +247,8 @@ class RayEngine:
         saved = functools.partial(_saved_image, docker, self.image, say)
         preparation = NodePreparation(self.ray, expected, saved, say, warn)
         self.nodes = preparation.run()
-        slots = sum(preparation.slots[node] for node in self.nodes)
-        say(f"{len(self.nodes)} Ray node(s) ready, {slots} sandbox slot(s)")
+        self.slots = sum(preparation.slots[node] for node in self.nodes)
+        say(f"{len(self.nodes)} Ray node(s) ready, {self.slots} sandbox slot(s)")
 
     def executor(self, parallel: int) -> RayExecutor:
         """The executor of this batch's jobs (after prepare: only its nodes run them)."""

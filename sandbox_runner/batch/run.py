@@ -42,7 +42,7 @@ from sandbox_runner.plans.history import batches_dir, remember_run
 from sandbox_runner.runs.estimate import PlanEstimate, estimate_plan
 from sandbox_runner.runs.preflight import AccessCheck, preflight
 from sandbox_runner.runs.prepare import Warn
-from sandbox_runner.spend import Spend
+from sandbox_runner.spend import Spend, usd
 
 BATCH_MODEL_HINT = "set it with the task's `model`, or planning_model in the config"
 """How a task's model is chosen, said when the API does not know it."""
@@ -165,10 +165,12 @@ def run_batch(
             retry_failed=options.retry_failed,
             redo=options.redo,
         )
+        spend = batch_spend(prepared)
+        _check_budget(out_dir, jobs, spend)
         record_run(out_dir, batch_file.path, batch_file.digest, options.engine)
         _remember(out_dir, prepared)
         with stdout_to_stderr() if options.engine == "ray" else contextlib.nullcontext():
-            return _drive(options, host, warn, watch, out_dir, jobs, prepared)
+            return _drive(options, host, warn, watch, out_dir, jobs, prepared, spend)
 
 
 def dry_run(options: BatchOptions, *, warn: Warn) -> list[PlannedJob]:
@@ -250,6 +252,7 @@ def _drive(
     out_dir: Path,
     jobs: list[BatchJob],
     prepared: list[PreparedTask],
+    spend: Spend | None,
 ) -> BatchOutcome:
     to_run = [job for job in jobs if job.decision.action in RUNS]
     display = watch(BatchStart(out_dir.name, out_dir, len(to_run), len(jobs) - len(to_run)))
@@ -274,7 +277,8 @@ def _drive(
             on_stop=display.stopping if display else lambda: None,
             scratch=scratch,
             git_for=engine.git_for,
-            spend=batch_spend(prepared),
+            spend=spend,
+            remote_slots=engine.remote_slots,
         )
         with display or contextlib.nullcontext():
             return driver.run()
@@ -307,6 +311,26 @@ def _remember(out_dir: Path, prepared: list[PreparedTask]) -> None:
         if not directory.exists():
             directory.mkdir(parents=True)
             remember_run(directory)
+
+
+def _check_budget(out_dir: Path, jobs: list[BatchJob], spend: Spend | None) -> None:
+    """Refuse to run jobs under a budget that earlier runs of the batch spent already.
+
+    Raises:
+        ConfigError: they did, and some job is still to run.
+    """
+    if (
+        spend is None
+        or spend.max_usd is None
+        or not any(job.decision.action in RUNS for job in jobs)
+    ):
+        return
+    spent = sum(record.cost_usd or 0.0 for record in Ledger(out_dir).read())
+    if spent >= spend.max_usd:
+        raise ConfigError(
+            f"batch {out_dir.name} has spent {usd(spent)} already, and its budget is "
+            f"{usd(spend.max_usd)}: run it again with a higher --max-cost-usd"
+        )
 
 
 def batch_spend(prepared: list[PreparedTask]) -> Spend | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,7 @@ from sandbox_runner.cli.options import (
 from sandbox_runner.cli.progress import Progress, wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
 from sandbox_runner.mcp.launch import McpChoice
-from sandbox_runner.plans.history import runs_dir
+from sandbox_runner.plans.history import run_name
 from sandbox_runner.plans.report import Report
 from sandbox_runner.runs.multi import PlanRunOutcome
 from sandbox_runner.runs.planning import PlanOptions, RunStart, plan_run
@@ -212,19 +211,17 @@ def show_outcome(ctx: click.Context, outcome: PlanRunOutcome, *, as_json: bool) 
     ctx.exit(report.exit_code)
 
 
-def run_name(out_dir: Path) -> str:
-    """What to type to name a run again: its name under ~/.planrun/plans, else its path."""
-    return out_dir.name if out_dir.parent == runs_dir() else shlex.quote(str(out_dir))
-
-
 def next_step(report: Report, name: str) -> str:
     """The command to run next, said out loud."""
     if report.exit_code == 0:
         return f"Next: `planrun plans open {name}` opens the report"
-    if any(entry.status == "budget" for entry in report.plans):
+    stopped = [entry for entry in report.plans if entry.status == "budget"]
+    if stopped:
+        per_plan = all("per plan" in entry.reason for entry in stopped)
+        flag = "--max-cost-usd-per-plan" if per_plan else "--max-cost-usd"
         return (
-            f"Next: `planrun plans resume {name}` goes on with the plans the cost budget "
-            "stopped (under the same budget, counted afresh)"
+            f"Next: `planrun plans resume {name} {flag} USD` goes on with the plans the "
+            "cost budget stopped (what they spent counts against the higher budget)"
         )
     if any(not entry.valid for entry in report.plans):
         return f"Next: `planrun plans resume {name}` redoes the plans that failed"

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 import click
 import yaml
 
-from sandbox_runner.cli.options import REPORT_JSON_HELP, examples, json_option
+from sandbox_runner.cli.options import (
+    REPORT_JSON_HELP,
+    budget_options,
+    budget_overrides,
+    examples,
+    json_option,
+)
 from sandbox_runner.cli.plans_export_cmd import plans_export
 from sandbox_runner.cli.plans_history_cmd import diff, history
 from sandbox_runner.cli.services import reports_errors, services, warn
@@ -129,20 +135,31 @@ def plans_open(ctx: click.Context, name: str) -> None:
 @plans.command(
     "resume",
     epilog=examples(
-        "planrun plans resume brave-comet", "planrun plans resume plans/dry-run --json"
+        "planrun plans resume brave-comet",
+        "planrun plans resume plans/dry-run --json",
+        "planrun plans resume brave-comet --max-cost-usd 5",
     ),
 )
 @click.argument("name")
+@budget_options
 @json_option(REPORT_JSON_HELP)
 @click.pass_context
 @reports_errors
-def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
+def plans_resume(
+    ctx: click.Context,
+    name: str,
+    max_cost_usd: float | None,
+    max_cost_usd_per_plan: float | None,
+    as_json: bool,
+) -> None:
     """Resume an interrupted or failed `planrun plan` run. NAME may be a run's path.
 
-    Its complete and valid plans are kept; a plan stopped by an interruption or a failure
-    of the API or the sandbox goes on with its conversation (the exploration is not paid
-    for again); any other plan is made again. The files it replaces go to `.attempts/`.
-    Exit status as `planrun plan`; 2 also when the repository changed since the run.
+    Its complete and valid plans are kept; a plan stopped by an interruption, the cost
+    budget or a failure of the API or the sandbox goes on with its conversation (the
+    exploration is not paid for again); any other plan is made again. The files it
+    replaces go to `.attempts/`. What the run spent before counts against its budget (the
+    recorded one, or the one the budget flags give it). Exit status as `planrun plan`; 2
+    also when the repository changed since the run, or its budget is spent already.
     """
     # Imported only here: listing and showing runs starts without the machinery of a run.
     from sandbox_runner.cli.plan_cmd import progress_display, show_outcome
@@ -154,7 +171,8 @@ def plans_resume(ctx: click.Context, name: str, as_json: bool) -> None:
         return progress_display(start, as_json=as_json)
 
     directory = run_named(name)
-    outcome = resume_run(directory, services(ctx), warn=warn, watch=watch)
+    budget = budget_overrides(max_cost_usd, max_cost_usd_per_plan)
+    outcome = resume_run(directory, services(ctx), warn=warn, watch=watch, budget=budget)
     if outcome is None:
         if as_json:
             click.echo((directory / "report.json").read_text(encoding="utf-8"), nl=False)

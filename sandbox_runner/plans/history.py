@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +57,11 @@ def is_being_written(directory: Path, lock_name: str = "run.lock") -> bool:
 def runs_dir() -> Path:
     """Where `planrun plan` puts a run when no --out is given."""
     return planrun_home() / "plans"
+
+
+def run_name(out_dir: Path) -> str:
+    """What to type to name a run again: its name under ~/.planrun/plans, else its path."""
+    return out_dir.name if out_dir.parent == runs_dir() else shlex.quote(str(out_dir))
 
 
 def batches_dir() -> Path:

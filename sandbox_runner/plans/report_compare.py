@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sandbox_runner.plans.report_html_parts import badge, critical_file_link, plan_name, section
+from sandbox_runner.plans.report_rounds import validation_words
 from sandbox_runner.plans.sections import CRITICAL_FILES_TITLE, DEFAULT_SECTIONS
 from sandbox_runner.plans.validate import extract_section
 from sandbox_runner.safe_text import html_text, markdown_html
@@ -72,21 +73,6 @@ def critical_files_list(report: dict[str, Any], plan: dict[str, Any]) -> str:
         for entry in entries
     ]
     return '<ul class="files">' + "".join(items) + "</ul>"
-
-
-def validation_words(plan: dict[str, Any]) -> str:
-    """One line on how validation went for a plan (plain text)."""
-    validation = plan.get("validation") or {}
-    rounds = int(validation.get("rounds") or 0)
-    feedback = validation.get("feedback") or []
-    if rounds == 0:
-        return "not validated (no plan was checked)"
-    if not feedback:
-        return "passed the first check" if plan.get("valid") else "failed the first check"
-    found = f"{len(feedback)} problem{'s' if len(feedback) != 1 else ''}"
-    if validation.get("fixed_after_feedback"):
-        return f"fixed after validation feedback ({found} in round 1, valid in round {rounds})"
-    return f"still invalid after validation feedback ({found} in round 1)"
 
 
 def validation_section(report: dict[str, Any]) -> str:

@@ -7,11 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sandbox_runner.plans.report_budget import budget_words
-from sandbox_runner.plans.report_compare import (
-    comparison_section,
-    validation_section,
-    validation_words,
-)
+from sandbox_runner.plans.report_compare import comparison_section, validation_section
 from sandbox_runner.plans.report_html_parts import (
     badge,
     commands_section,
@@ -31,6 +27,7 @@ from sandbox_runner.plans.report_markdown import (
 )
 from sandbox_runner.plans.report_patches import patches_html
 from sandbox_runner.plans.report_revisions import DIFF_CSS, PlanRevisions, revisions_section
+from sandbox_runner.plans.report_rounds import validation_words
 from sandbox_runner.plans.report_style import REPORT_CSS
 from sandbox_runner.safe_text import html_text, markdown_html, one_line
 
@@ -83,7 +80,7 @@ def render_html(
         commands_section(report),
         patches_html(report),
         usage_section(report),
-        revisions_section(report["plans"], revisions or {}),
+        revisions_section(report, revisions or {}),
     ]
     title = html_text(f"Plan report: {one_line(report['run'])}")
     links = '<a href="report.md">report.md</a> · <a href="report.json">report.json</a>'

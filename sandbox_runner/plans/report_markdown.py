@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
 
 from sandbox_runner.plans.report_budget import budget_words
+from sandbox_runner.plans.report_md_parts import (
+    clip,
+    md_code,
+    md_link,
+    md_mark,
+    md_name,
+    md_safe,
+    md_table,
+)
 from sandbox_runner.plans.report_patches import patches_markdown
+from sandbox_runner.plans.report_revisions import PlanRevisions
+from sandbox_runner.plans.report_rounds import revisions_markdown, validation_markdown
 from sandbox_runner.plans.report_schema import REPORT_SCHEMA_DOC
-from sandbox_runner.safe_text import markdown_text, one_line
+from sandbox_runner.safe_text import one_line
 
 __all__ = ["REPORT_SCHEMA_DOC", "render_markdown"]
 
@@ -26,8 +36,11 @@ RUN_STATUS_WORDS = {
 }
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    """The Markdown page (report.md) for a report built by build_report.
+def render_markdown(
+    report: dict[str, Any], revisions: Mapping[str, PlanRevisions] | None = None
+) -> str:
+    """The Markdown page (report.md) for a report built by build_report; REVISIONS are
+    the plans with more than one kept revision, as report.html gets them.
 
     Text from the plans goes into tables with `|` and line breaks escaped; links are
     relative to the directory that holds the report.
@@ -37,11 +50,13 @@ def render_markdown(report: dict[str, Any]) -> str:
         _requirements(report["requirements"]),
         _recommended(report),
         _plans_table(report["plans"]),
+        validation_markdown(report),
         _critical_files(report),
         _disagreements(report),
         _failures(report),
         _commands(report),
         patches_markdown(report),
+        revisions_markdown(report, revisions or {}),
         _totals(report),
     ]
     return "\n\n".join(part for part in parts if part) + "\n"
@@ -56,14 +71,16 @@ def _header(report: dict[str, Any]) -> str:
         else " (not a git repository, or no commit yet)"
     )
     workspace = workspace_words(report)
-    plans = " · ".join(f"{_mark(plan)} {_name(plan)}: {_state(plan)}" for plan in report["plans"])
+    plans = " · ".join(
+        f"{md_mark(plan)} {md_name(plan)}: {_state(plan)}" for plan in report["plans"]
+    )
     return "\n".join(
         [
             f"# Plan report: {report['run']}",
             "",
             f"**Status:** {status} (exit code {report['exit_code']})  ",
             f"**Plans:** {plans or 'none'}  ",
-            f"**Repository:** {_code(report['repository'])}{head}; {workspace}  ",
+            f"**Repository:** {md_code(report['repository'])}{head}; {workspace}  ",
             *_agent_line(report),
             f"**Time:** {report['started_at']} to {report['finished_at']} "
             f"({duration(report['wall_seconds'])})",
@@ -73,7 +90,7 @@ def _header(report: dict[str, Any]) -> str:
 
 def _agent_line(report: dict[str, Any]) -> list[str]:
     override = report.get("agent_override")
-    return [f"**Agent:** ⚠️ {_safe(one_line(override))}  "] if override else []
+    return [f"**Agent:** ⚠️ {md_safe(one_line(override))}  "] if override else []
 
 
 def plan_counts(plans: list[dict[str, Any]]) -> str:
@@ -109,7 +126,7 @@ def workspace_words(report: dict[str, Any]) -> str:
 
 def _requirements(requirements: str) -> str:
     lines = requirements.strip().splitlines() or ["(none)"]
-    quoted = [f"> {_safe(line)}".rstrip() for line in lines[:REQUIREMENT_LINES]]
+    quoted = [f"> {md_safe(line)}".rstrip() for line in lines[:REQUIREMENT_LINES]]
     if len(lines) > REQUIREMENT_LINES:
         quoted.append(f"> … ({len(lines) - REQUIREMENT_LINES} more lines in report.json)")
     return "## Requirements\n\n" + "\n".join(quoted)
@@ -122,26 +139,29 @@ def _recommended(report: dict[str, Any]) -> str:
     if not isinstance(plan, dict):
         # A single plan has nothing to merge: no need to say there is no recommended plan.
         note = synthesis.get("note") if len(report["plans"]) > 1 else ""
-        return f"## Recommended plan\n\nNone: {_safe(note)}." if note else ""
-    names = {p["label"]: _name(p) for p in report["plans"]}
-    sources = ", ".join(names.get(label, _safe(label)) for label in plan.get("sources", []))
-    title = _safe(plan["title"] or "(no title)")
+        return f"## Recommended plan\n\nNone: {md_safe(note)}." if note else ""
+    names = {p["label"]: md_name(p) for p in report["plans"]}
+    sources = ", ".join(names.get(label, md_safe(label)) for label in plan.get("sources", []))
+    title = md_safe(plan["title"] or "(no title)")
     lines = ["## Recommended plan", ""]
-    lines.append(f"{_mark(plan)} **{title}** ({_state(plan)}) · {_link(plan['plan_file'])}  ")
+    lines.append(f"{md_mark(plan)} **{title}** ({_state(plan)}) · {md_link(plan['plan_file'])}  ")
     lines.append(f"Merged from {sources or 'no plan'}; {_usage_words(plan)}.")
     if plan["status"] != "complete" or not plan["valid"]:
         reason = plan["reason"] or "; ".join(plan["problems"]) or plan["status"]
-        lines += ["", f"The synthesis did not succeed: {_safe(reason)}. The plans are unaffected."]
+        lines += [
+            "",
+            f"The synthesis did not succeed: {md_safe(reason)}. The plans are unaffected.",
+        ]
     if plan["summary"]:
-        lines += ["", f"> {_safe(_clip(plan['summary'], 600))}"]
+        lines += ["", f"> {md_safe(clip(plan['summary'], 600))}"]
     for key, heading in (
         ("decisions", "Decisions"),
         ("conflicts", "Conflicts and how they were resolved"),
     ):
         if plan.get(key):
-            lines += ["", f"**{heading}:**", "", *(f"- {_safe(point)}" for point in plan[key])]
+            lines += ["", f"**{heading}:**", "", *(f"- {md_safe(point)}" for point in plan[key])]
     if plan["critical_files"]:
-        files = ", ".join(_code(entry["path"]) for entry in plan["critical_files"])
+        files = ", ".join(md_code(entry["path"]) for entry in plan["critical_files"])
         lines += ["", f"**Critical files:** {files}"]
     return "\n".join(lines)
 
@@ -157,21 +177,21 @@ def _plans_table(plans: list[dict[str, Any]]) -> str:
     if not plans:
         return "## Plans\n\nNo plan was run."
     rows: list[tuple[str, list[str]]] = [
-        ("Status", [f"{_mark(p)} {p['status']}" for p in plans]),
+        ("Status", [f"{md_mark(p)} {p['status']}" for p in plans]),
         ("Valid", ["yes" if p["valid"] else "no" for p in plans]),
-        ("Title", [_safe(p["title"] or "—") for p in plans]),
-        ("Summary", [_safe(_clip(p["summary"], TABLE_SUMMARY_CHARS) or "—") for p in plans]),
-        ("Model", [_code(p["model"]) for p in plans]),
+        ("Title", [md_safe(p["title"] or "—") for p in plans]),
+        ("Summary", [md_safe(clip(p["summary"], TABLE_SUMMARY_CHARS) or "—") for p in plans]),
+        ("Model", [md_code(p["model"]) for p in plans]),
         ("Turns", [str(p["turns"]) for p in plans]),
         ("Tool calls", [str(p["tool_calls"]) for p in plans]),
         ("Tokens", [f"{p['tokens']['total']:,}" for p in plans]),
         ("Cost", [cost_text(p["cost_usd"]) for p in plans]),
         ("Time", [duration(p["wall_seconds"]) for p in plans]),
-        ("Plan", [_link(p["plan_file"]) for p in plans]),
-        ("Transcript", [_link(p["transcript"]) for p in plans]),
+        ("Plan", [md_link(p["plan_file"]) for p in plans]),
+        ("Transcript", [md_link(p["transcript"]) for p in plans]),
     ]
-    header = ["", *(_name(p) for p in plans)]
-    return "## Plans side by side\n\n" + _table(header, [[name, *cells] for name, cells in rows])
+    header = ["", *(md_name(p) for p in plans)]
+    return "## Plans side by side\n\n" + md_table(header, [[name, *cells] for name, cells in rows])
 
 
 def _critical_files(report: dict[str, Any]) -> str:
@@ -186,7 +206,7 @@ def _critical_files(report: dict[str, Any]) -> str:
         lines += ["", _first_choices(files, naming)]
     silent = [plan for plan in report["plans"] if not plan["critical_files"]]
     if silent:
-        names = ", ".join(f"{_name(p)} ({p['status']})" for p in silent)
+        names = ", ".join(f"{md_name(p)} ({p['status']})" for p in silent)
         lines += ["", f"No critical files from: {names}."]
     return "\n".join(lines)
 
@@ -194,10 +214,13 @@ def _critical_files(report: dict[str, Any]) -> str:
 def _file_list(plan: dict[str, Any]) -> str:
     """One plan's critical files with their reasons."""
     rows = [
-        [_code(entry["path"]) + ("" if entry["exists"] else " (not found)"), _safe(entry["reason"])]
+        [
+            md_code(entry["path"]) + ("" if entry["exists"] else " (not found)"),
+            md_safe(entry["reason"]),
+        ]
         for entry in plan["critical_files"]
     ]
-    return _table(["File", "Why"], rows)
+    return md_table(["File", "Why"], rows)
 
 
 def _file_matrix(files: dict[str, Any], naming: list[dict[str, Any]]) -> str:
@@ -205,18 +228,18 @@ def _file_matrix(files: dict[str, Any], naming: list[dict[str, Any]]) -> str:
     shared = set(files["shared_by_all"])
     rows = []
     for row in files["matrix"]:
-        path = f"**{_code(row['path'])}**" if row["path"] in shared else _code(row["path"])
+        path = f"**{md_code(row['path'])}**" if row["path"] in shared else md_code(row["path"])
         marks = [_file_mark(plan, row["path"]) for plan in naming]
         rows.append([path, *marks, f"{row['count']} of {len(naming)}"])
-    return _table(["File", *map(_name, naming), "Named by"], rows)
+    return md_table(["File", *map(md_name, naming), "Named by"], rows)
 
 
 def _first_choices(files: dict[str, Any], naming: list[dict[str, Any]]) -> str:
     if files["agree_on_first"]:
         first = next(iter(files["first_choices"].values()))
-        return f"Every plan names {_code(first)} first."
+        return f"Every plan names {md_code(first)} first."
     choices = ", ".join(
-        f"{_name(plan)} → {_code(files['first_choices'][plan['label']])}" for plan in naming
+        f"{md_name(plan)} → {md_code(files['first_choices'][plan['label']])}" for plan in naming
     )
     return f"The plans name different files first: {choices}."
 
@@ -230,24 +253,24 @@ def _disagreements(report: dict[str, Any]) -> str:
     lines = ["## Where the plans disagree" if several else "## Approach and risks"]
     lines += ["", "### Approach"]
     for plan in plans:
-        approach = _safe(found["approach"].get(plan["label"], "—"))
-        lines += ["", f"**{_name(plan)}**", "", f"> {approach}"]
+        approach = md_safe(found["approach"].get(plan["label"], "—"))
+        lines += ["", f"**{md_name(plan)}**", "", f"> {approach}"]
     lines += ["", "### Risks"]
     for plan in plans:
         risks = found["risks"].get(plan["label"]) or ["—"]
-        lines += ["", f"**{_name(plan)}**", "", *(f"- {_safe(risk)}" for risk in risks)]
+        lines += ["", f"**{md_name(plan)}**", "", *(f"- {md_safe(risk)}" for risk in risks)]
     naming = [p for p in report["plans"] if p["label"] in found["unique_files"]]
     if len(naming) > 1:
         lines += ["", "### Files only one plan names", ""]
         unique = [(p, found["unique_files"][p["label"]]) for p in naming]
         lines += [
-            f"- **{_name(p)}:** {', '.join(map(_code, paths))}" for p, paths in unique if paths
+            f"- **{md_name(p)}:** {', '.join(map(md_code, paths))}" for p, paths in unique if paths
         ] or ["None: every critical file is named by at least two plans."]
     return "\n".join(lines)
 
 
 def _failures(report: dict[str, Any]) -> str:
-    names = {plan["label"]: _name(plan) for plan in report["plans"]}
+    names = {plan["label"]: md_name(plan) for plan in report["plans"]}
     lines = ["## Failures and problems", ""]
     if not report["workspace_unchanged"]:
         lines.append(f"- ❌ **workspace changed:** {report['workspace_problem'] or 'unknown'}")
@@ -255,18 +278,18 @@ def _failures(report: dict[str, Any]) -> str:
         mark = "❌" if failure["status"] == "failed" else "⚠️"
         lines.append(
             f"- {mark} **{names[failure['label']]}** ({failure['status']}): "
-            f"{_safe(failure['reason'])}"
+            f"{md_safe(failure['reason'])}"
         )
-        lines += [f"  - {_safe(problem)}" for problem in failure["problems"]]
+        lines += [f"  - {md_safe(problem)}" for problem in failure["problems"]]
     recommended = report.get("recommended")
     if isinstance(recommended, dict) and not recommended["valid"]:
         mark = "❌" if recommended["status"] == "failed" else "⚠️"
         reason = recommended["reason"] or "the plan did not pass validation"
         lines.append(
-            f"- {mark} **recommended plan** ({recommended['status']}): {_safe(reason)} "
+            f"- {mark} **recommended plan** ({recommended['status']}): {md_safe(reason)} "
             "(the synthesis; it does not change the exit code)"
         )
-        lines += [f"  - {_safe(problem)}" for problem in recommended["problems"]]
+        lines += [f"  - {md_safe(problem)}" for problem in recommended["problems"]]
     if len(lines) == 2:
         lines.append("None: every plan is complete and valid, and the workspace is unchanged.")
     return "\n".join(lines)
@@ -279,12 +302,12 @@ def _commands(report: dict[str, Any]) -> str:
         return ""
     lines = ["## Commands run", "", "In a scratch layer; nothing they wrote was kept.", ""]
     for plan in ran:
-        lines.append(f"- **{_name(plan)}**")
+        lines.append(f"- **{md_name(plan)}**")
         for entry in plan["commands_run"]:
             code = entry["exit_code"]
             status = "did not start" if code is None else f"exit {code}"
             status += ", timed out" if entry.get("timed_out") else ""
-            lines.append(f"  - {_code(_clip(entry['command'], 200))} ({status})")
+            lines.append(f"  - {md_code(clip(entry['command'], 200))} ({status})")
     return "\n".join(lines)
 
 
@@ -310,40 +333,6 @@ def _with_recommended(report: dict[str, Any]) -> str:
     return ", and the recommended plan" if isinstance(report.get("recommended"), dict) else ""
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = [_row(header), _row(["---"] * len(header))]
-    return "\n".join(lines + [_row(row) for row in rows])
-
-
-def _row(cells: list[str]) -> str:
-    return "|" + "|".join(f" {text} " if text else " " for text in map(_cell, cells)) + "|"
-
-
-def _cell(text: str) -> str:
-    """A table cell: pipes escaped and line breaks as <br>, so the row stays one row.
-
-    The text is Markdown already: whatever came from a plan went through _safe.
-    """
-    lines = text.replace("|", "\\|").replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    return "<br>".join(line.strip() for line in lines if line.strip())
-
-
-def _safe(text: str) -> str:
-    """Model-written text as inert Markdown: no control characters, raw HTML, images, or
-    links other than http(s)."""
-    return markdown_text(text)
-
-
-def _name(plan: dict[str, Any]) -> str:
-    return markdown_text(one_line(plan["perspective"] or plan["label"]))
-
-
-def _mark(plan: dict[str, Any]) -> str:
-    if plan["valid"]:
-        return "✅"
-    return "❌" if plan["status"] == "failed" else "⚠️"
-
-
 def _state(plan: dict[str, Any]) -> str:
     if plan["status"] != "complete":
         return str(plan["status"])
@@ -355,23 +344,6 @@ def _file_mark(plan: dict[str, Any], path: str) -> str:
         if entry["path"] == path:
             return "✓" if entry["exists"] else "✓ (not found)"
     return ""
-
-
-def _code(text: str) -> str:
-    """Inline code that survives backticks in the text (on one line, no control characters)."""
-    text = one_line(text)
-    runs = {len(run) for run in re.findall(r"`+", text)}
-    length = 1
-    while length in runs:
-        length += 1
-    fence = "`" * length
-    padding = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{padding}{text}{padding}{fence}"
-
-
-def _link(path: str | None) -> str:
-    """A link to a file beside the report, named by its file name."""
-    return f"[{path.rsplit('/', 1)[-1]}]({quote(path)})" if path else "—"
 
 
 def plural(count: int, noun: str) -> str:
@@ -391,8 +363,3 @@ def duration(seconds: float) -> str:
     if minutes < 60:
         return f"{minutes} min {rest:02d} s"
     return f"{minutes // 60} h {minutes % 60:02d} min"
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"

@@ -3,11 +3,13 @@ written, what changed between its first and its last kept revision, collapsed.""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox_runner.plans.history import run_name
 from sandbox_runner.plans.revision_diff import line_changes, unified_lines
 from sandbox_runner.plans.revisions import load_revisions
 from sandbox_runner.redact import redact
@@ -62,10 +64,20 @@ def plan_revisions(out_dir: Path, labels: list[str]) -> dict[str, PlanRevisions]
     return found
 
 
-def revisions_section(plans: list[dict[str, Any]], revisions: Mapping[str, PlanRevisions]) -> str:
+def revision_commands(out_dir: Path, label: str, kept: PlanRevisions) -> tuple[str, str]:
+    """The commands that list a plan's revisions and show what changed from its first kept
+    revision to its last (both report pages give them)."""
+    name, plan = run_name(out_dir), f"-p {shlex.quote(label)}"
+    return (
+        f"planrun plans history {name} {plan}",
+        f"planrun plans diff {name} {kept.first} {kept.last} {plan}",
+    )
+
+
+def revisions_section(report: dict[str, Any], revisions: Mapping[str, PlanRevisions]) -> str:
     """The section, "" when no plan has more than one revision."""
     entries = []
-    for plan in plans:
+    for plan in report["plans"]:
         kept = revisions.get(plan["label"])
         if kept is None:
             continue
@@ -74,8 +86,13 @@ def revisions_section(plans: list[dict[str, Any]], revisions: Mapping[str, PlanR
             f"{name}: {kept.count} revisions; revision {kept.first} to {kept.last}: "
             f"+{kept.added} −{kept.removed} lines"
         )
+        commands = " · ".join(
+            f"<code>{html_text(one_line(command))}</code>"
+            for command in revision_commands(Path(report["out_dir"]), plan["label"], kept)
+        )
         entries.append(
-            f"<details><summary>{summary}</summary><pre>{_diff_html(kept.diff)}</pre></details>"
+            f"<details><summary>{summary}</summary><p>{commands}</p>"
+            f"<pre>{_diff_html(kept.diff)}</pre></details>"
         )
     if not entries:
         return ""

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from sandbox_runner.plans.report_html import render_html
 from sandbox_runner.plans.report_markdown import render_markdown
-from sandbox_runner.plans.report_revisions import plan_revisions
+from sandbox_runner.plans.report_revisions import PlanRevisions, plan_revisions
 
 JSON_NAME, MARKDOWN_NAME, HTML_NAME = "report.json", "report.md", "report.html"
 
@@ -43,11 +44,16 @@ class Report:
         return json.dumps(self.document, indent=2, ensure_ascii=False) + "\n"
 
     def to_markdown(self) -> str:
-        return render_markdown(self.document)
+        return render_markdown(self.document, self.revisions)
 
     def to_html(self) -> str:
+        return render_html(self.document, self.bodies, self.revisions)
+
+    @cached_property
+    def revisions(self) -> dict[str, PlanRevisions]:
+        """The plans with more than one kept revision, by label: read once, for both pages."""
         labels = [plan["label"] for plan in self.document["plans"]]
-        return render_html(self.document, self.bodies, plan_revisions(self.out_dir, labels))
+        return plan_revisions(self.out_dir, labels)
 
     @property
     def json_path(self) -> Path:

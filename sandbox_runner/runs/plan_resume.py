@@ -104,6 +104,10 @@ class ResumePlan:
     unfinished: str = ""
     """Why the run needs finishing although every plan is kept ("" when it does not)."""
     notes: dict[str, AttemptNote] = field(default_factory=dict)
+    spent_usd: float = 0.0
+    """What the run cost so far, as its last report estimates it (0 without one)."""
+    plan_costs: dict[str, float] = field(default_factory=dict)
+    """What each plan of it cost so far, by label, as that report estimates it."""
 
     @property
     def kept(self) -> list[str]:
@@ -146,6 +150,8 @@ def plan_resume(spec: PlanRunSpec, directory: Path) -> ResumePlan:
     report = _report(directory)
     entries = _plan_entries(report)
     plan = ResumePlan(directory, sandbox_root_of(spec.workspace, directory))
+    plan.spent_usd = _cost(((report or {}).get("totals") or {}).get("cost_usd"))
+    plan.plan_costs = {label: _cost(entry.get("cost_usd")) for label, entry in entries.items()}
     for job in spec.jobs():
         label = job.label
         kept = kept_result(job, spec, directory)
@@ -237,3 +243,10 @@ def _plan_entries(report: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     if not isinstance(plans, list):
         return {}
     return {str(p.get("label")): p for p in plans if isinstance(p, dict)}
+
+
+def _cost(value: object) -> float:
+    """A cost as a report holds it (0 when it holds none, or something else)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return 0.0
+    return max(0.0, float(value))

@@ -33,6 +33,7 @@ from sandbox_runner.runs.plan_resume import (
 )
 from sandbox_runner.runs.preflight import AccessCheck, preflight
 from sandbox_runner.runs.prepare import PlanRequest, Warn, claim_out_dir, prepare
+from sandbox_runner.runs.resume_budget import count_earlier_spend, with_budget
 from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
 
 if TYPE_CHECKING:
@@ -189,27 +190,37 @@ def plan_run(options: PlanOptions, host: RunHost, *, warn: Warn, watch: Watch) -
 
 
 def resume_run(
-    directory: Path, host: RunHost, *, warn: Warn, watch: Watch
+    directory: Path,
+    host: RunHost,
+    *,
+    warn: Warn,
+    watch: Watch,
+    budget: Mapping[str, object] | None = None,
 ) -> PlanRunOutcome | None:
     """Resume the interrupted or failed run in DIRECTORY: its complete and valid plans
     kept, its stopped conversations gone on with, every other plan made again (the files
     it replaces go to `.attempts/`). None: every plan of it is complete and valid.
 
+    BUDGET (`max_cost_usd`, `max_cost_usd_per_plan`) replaces the recorded cost caps;
+    either way what the run spent before counts against them.
+
     Raises:
         ConfigError: a batch's task, a run planrun cannot resume, another process writing
-            it, its repository changed since it started; or as `plan_run` (a key or model
-            the API refuses, no Docker: before a plan is set aside).
+            it, its repository changed since it started, a budget it has spent already;
+            or as `plan_run` (a key or model the API refuses, no Docker: before a plan is
+            set aside).
     """
     check_not_batch_task(directory)
     read_run_record(directory)  # a run planrun cannot resume is refused before any lock
     with DirectoryLock(directory, name=RUN_LOCK, what="planrun plans resume"):
         recorded = read_run_record(directory)
-        spec, settings = prepare(recorded.request, warn, new_run=False)
+        spec, settings = prepare(with_budget(recorded.request, budget or {}), warn, new_run=False)
         check_model_options(None, None, spec.labels, os.environ)
         check_unchanged(spec, directory, recorded.tree)
         resume = plan_resume(spec, directory)
         if resume.nothing_to_do:
             return None
+        count_earlier_spend(spec, resume)
         access = AccessCheck([spec.model_id], RESUMED_MODEL_HINT)
         sandboxes_for = preflight(lambda: host.sandbox_factory(spec.workspace, settings), access)
         display = watch(RunStart(spec, directory, spec.labels, resume))

@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import unavailable
 from tests.e2e.test_cli_batch import PERSPECTIVES, TASKS, CountingScript, batch_file, job_key
+from tests.e2e.test_cli_budget import ONE_TURN_USD
 from tests.support.fake_messages_api import FakeMessagesAPI, Scripted, error
 from tests.support.ray_cluster import Cluster, local_cluster, missing_ray
 from tests.support.second_dockerd import (
@@ -52,10 +53,10 @@ def other_daemon(docker_client: Any) -> Iterator[SecondDockerd]:
     assert host_has_link("docker0") or not had_docker0, "the second dockerd deleted docker0"
 
 
-def run_batch(cluster: Cluster, batch: Path, out: Path) -> subprocess.Popen[str]:
+def run_batch(cluster: Cluster, batch: Path, out: Path, *flags: str) -> subprocess.Popen[str]:
     """The driver, with no API key of its own: the nodes' keys are theirs."""
     command = [sys.executable, "-m", "sandbox_runner", "batch", str(batch), "--out", str(out)]
-    command += ["--engine", "ray", "--address", cluster.address, "--json"]
+    command += ["--engine", "ray", "--address", cluster.address, "--json", *flags]
     env = {**cluster.env, "ANTHROPIC_API_KEY": ""}
     return subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -197,3 +198,33 @@ def test_ray_batch_survives_a_killed_node(
     assert again.returncode == 0, stderr[-3000:]
     assert json.loads(stdout)["counts"] == {"complete": len(TASKS) * len(PERSPECTIVES)}
     assert len(ledger(out)) == len(records)
+
+
+def test_a_ray_batch_ends_at_most_one_call_per_running_job_above_its_budget(
+    cluster: Cluster, sample_repo: Path, tmp_path: Path
+) -> None:
+    script = CountingScript(delay=0.0)
+    budget = 3 * ONE_TURN_USD  # each job takes 3 turns: the batch would take 18
+    with FakeMessagesAPI(script) as server:
+        nodes = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "node-key"}
+        cluster.start(nodes, nodes)
+        out = tmp_path / "out"
+        batch = batch_file(tmp_path, sample_repo)
+        process = run_batch(cluster, batch, out, "--max-cost-usd", f"{budget:.8f}")
+        stdout, stderr = process.communicate(timeout=180)
+    assert process.returncode == 1, stderr[-3000:]
+    assert "2 Ray node(s) ready, 2 sandbox slot(s)" in stderr
+    records = {record["key"]: record for record in ledger(out)}
+    # Two slots: the first two jobs ran at once, each with half of the budget, and each
+    # stopped after the call that spent its half (2 turns; without shares each would have
+    # spent the whole budget, 3 turns). Nothing else started.
+    first = [f"{TASKS[0]}/{label}" for label in PERSPECTIVES]
+    assert sorted(script.requests.items()) == sorted(dict.fromkeys(first, 2).items())
+    spent = sum(record["cost_usd"] or 0.0 for record in records.values())
+    assert spent <= budget + 2 * ONE_TURN_USD
+    assert {record["status"] for record in records.values()} == {"budget"}
+    assert len(records) == len(TASKS) * len(PERSPECTIVES)
+    for key, record in records.items():
+        share = "this job's share of it" in record["reason"]
+        assert share == (key in first), record["reason"]
+    assert json.loads(stdout)["counts"] == {"budget": len(records)}

@@ -101,6 +101,14 @@ def test_a_batch_budget_skips_later_jobs_and_a_higher_one_resumes_them(
     assert jobs["alpha/security"]["reason"].startswith("not started: cost budget of")
     assert json.loads(first.stdout)["counts"] == {"budget": 2}
     assert len(api.message_requests) == 1  # the first job's first turn, nothing after it
+    ledger = (out / "results.jsonl").read_text()
+
+    # The same budget again: the batch has spent it, so nothing starts and nothing is added.
+    again = CliRunner().invoke(cli, [*command, "--max-cost-usd", f"{ONE_TURN_USD / 2:.6f}"])
+    assert again.exit_code == 2, again.output
+    assert again.stderr.startswith("Error: batch out has spent $0.0001 already")
+    assert "a higher --max-cost-usd" in again.stderr and again.stderr.count("\n") == 1
+    assert (out / "results.jsonl").read_text() == ledger and len(api.message_requests) == 1
 
     second = CliRunner().invoke(cli, [*command, "--max-cost-usd", "10"])
     assert second.exit_code == 0, second.output
@@ -126,3 +134,48 @@ def test_a_budget_spent_by_the_plans_skips_the_synthesis(
     assert report["synthesis"]["state"] == "skipped"
     assert report["synthesis"]["note"].startswith("not started: cost budget of")
     assert len(api.message_requests) == 6 and report["budget"]["reached"] is False
+
+
+def test_a_run_stopped_by_its_budget_is_resumed_with_a_higher_one(
+    api: FakeMessagesAPI, sample_repo: Path, tmp_path: Path, sandbox_image: str
+) -> None:
+    api.script = PerspectiveScript({"security": writes_plan("security", VALID_PLAN)})
+    out = tmp_path / "out"
+    first = plan(
+        "Add a flag", "--repo", str(sample_repo), "--perspective", "security",
+        "--out", str(out), "--max-cost-usd", f"{ONE_TURN_USD / 2:.6f}",
+    )  # fmt: skip
+    assert first.exit_code == 1 and len(api.message_requests) == 1, first.output
+    assert f"planrun plans resume {out} --max-cost-usd USD" in first.stdout
+    spent = json.loads((out / "report.json").read_text())["totals"]["cost_usd"]
+    assert spent == round(ONE_TURN_USD, 6)
+
+    def resume(*flags: str) -> Result:
+        arguments = ["plans", "resume", str(out), *flags, "--json"]
+        return CliRunner().invoke(cli, arguments, catch_exceptions=False)
+
+    # Its recorded budget, or a new one below what it spent: nothing starts.
+    for flags in ((), ("--max-cost-usd", f"{ONE_TURN_USD / 2:.6f}")):
+        refused = resume(*flags)
+        assert refused.exit_code == 2, refused.output
+        assert refused.stderr.startswith(f"Error: run {out} has spent $0.0001 already")
+        assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    assert len(api.message_requests) == 1 and not (out / ".attempts").exists()
+
+    # Half a turn more: what it spent counts, so one more call, and the budget stops it.
+    tight = resume("--max-cost-usd", f"{ONE_TURN_USD * 1.5:.8f}")
+    assert tight.exit_code == 1, tight.output
+    assert len(api.message_requests) == 2
+    [entry] = json.loads(tight.stdout)["plans"]
+    assert entry["status"] == "budget" and entry["continued"]
+
+    # Enough: it goes on with its conversation to the end, under the budget it was given,
+    # which run.json keeps for a later resume.
+    done = resume("--max-cost-usd", "10")
+    assert done.exit_code == 0, done.output
+    assert len(api.message_requests) == 3  # its third and last turn
+    report = json.loads(done.stdout)
+    assert report["status"] == "ok" and report["budget"]["max_cost_usd"] == 10.0
+    assert json.loads((out / "run.json").read_text())["request"]["overrides"] == {
+        "max_cost_usd": 10.0
+    }

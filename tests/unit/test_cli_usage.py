@@ -169,20 +169,26 @@ def test_a_synthesis_agent_that_can_write_is_refused_unless_the_synthesis_is_off
 
 
 def test_a_finished_run_says_the_command_to_run_next(tmp_path: Path) -> None:
-    from sandbox_runner.cli.plan_cmd import next_step, run_name
-    from sandbox_runner.plans.history import runs_dir
+    from sandbox_runner.cli.plan_cmd import next_step
+    from sandbox_runner.plans.history import run_name, runs_dir
     from sandbox_runner.plans.report_view import Report
 
     assert run_name(runs_dir() / "brave-comet") == "brave-comet"
     assert run_name(tmp_path / "my plans") == f"'{tmp_path / 'my plans'}'"
 
-    def report(exit_code: int, valid: bool) -> Report:
-        plan = {"label": "a", "perspective": "a", "status": "complete", "valid": valid,
-                "reason": "", "plan_file": "a.md"}  # fmt: skip
+    def report(exit_code: int, valid: bool, status: str = "complete", reason: str = "") -> Report:
+        plan = {"label": "a", "perspective": "a", "status": status, "valid": valid,
+                "reason": reason, "plan_file": "a.md"}  # fmt: skip
         return Report({"exit_code": exit_code, "plans": [plan]}, {}, tmp_path)
 
     assert "planrun plans open brave-comet" in next_step(report(0, True), "brave-comet")
     assert "planrun plans resume brave-comet" in next_step(report(1, False), "brave-comet")
+    run_cap = report(1, False, "budget", "cost budget of $2.00 reached ($2.01 spent)")
+    plan_cap = report(1, False, "budget", "cost budget of $0.50 per plan reached ($0.51 spent)")
+    assert "`planrun plans resume brave-comet --max-cost-usd USD`" in next_step(
+        run_cap, "brave-comet"
+    )
+    assert "--max-cost-usd-per-plan USD" in next_step(plan_cap, "brave-comet")
 
 
 def test_a_progress_line_naming_what_a_repository_wrote_reaches_the_terminal_inert(
