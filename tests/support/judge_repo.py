@@ -29,8 +29,9 @@ def git(repo: Path, *args: str) -> str:
 
 
 def half_done_repo(root: Path) -> tuple[Path, Path]:
-    """A repository whose change does step 1 of its plan (src/app.py) and not step 2
-    (src/util.py, untouched), and the plan, outside it: (repository, plan file)."""
+    """A repository whose change does step 1 of its plan (src/app.py) and only pretends
+    to do step 2 (a comment in src/util.py: every file the plan names changed, so the
+    checks pass even with --strict), and the plan, outside it: (repository, plan file)."""
     repo = root / "repo"
     (repo / "src").mkdir(parents=True)
     (repo / "src" / "app.py").write_text("def main():\n    return 42\n")
@@ -46,6 +47,7 @@ def half_done_repo(root: Path) -> tuple[Path, Path]:
         "## Critical Files for Implementation\n- src/app.py - main\n- src/util.py - log\n"
     )
     (repo / "src" / "app.py").write_text("def main(verbose=False):\n    return 42\n")
+    (repo / "src" / "util.py").write_text("# logs each step\ndef log(msg):\n    print(msg)\n")
     return repo, plan
 
 
@@ -60,7 +62,7 @@ def verdicts(*entries: tuple[int, str, str]) -> str:
 
 HALF_DONE = verdicts(
     (1, "done", "src/app.py:1 adds the verbose argument"),
-    (2, "not done", "src/util.py is unchanged: nothing logs"),
+    (2, "not done", "src/util.py only gained a comment: nothing logs"),
 )
 ALL_DONE = verdicts(
     (1, "done", "src/app.py:1 adds the verbose argument"),

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs; a dependency of mcp
 import pytest
 
 from sandbox_runner.types import Usage
