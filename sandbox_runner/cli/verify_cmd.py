@@ -9,6 +9,7 @@ import click
 
 from sandbox_runner.cli.options import examples, json_option, model_option, repo_option
 from sandbox_runner.cli.services import services
+from sandbox_runner.cli.signals import EXIT_INTERRUPTED
 from sandbox_runner.errors import PlanrunError
 from sandbox_runner.runs.preflight import PreflightError
 from sandbox_runner.safe_text import one_line
@@ -112,7 +113,12 @@ def verify(
         if refs.steps:
             what = f"{len(refs.steps)} step(s) with {prepared.model_id}"
             click.echo(one_line(f"planrun: judging {what} in a sandbox"), err=True)
-        result = judge_change(prepared, workspace, refs, change, verdict.changed)
+        try:
+            result = judge_change(prepared, workspace, refs, change, verdict.changed)
+        except KeyboardInterrupt:
+            services(ctx).stop_sandboxes()
+            click.echo("planrun: interrupted; the judge's sandbox is removed", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
     if as_json:
         document = report_json(
             plan_path, workspace, refs, change, verdict, strict=strict, ignore=globs

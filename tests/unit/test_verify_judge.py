@@ -20,7 +20,14 @@ from sandbox_runner.verify.changes import read_change
 from sandbox_runner.verify.judge_run import JudgeResult
 from sandbox_runner.verify.judging import PreparedJudge, judge_change
 from sandbox_runner.verify.plan_refs import plan_refs
-from tests.support.fake_messages_api import FakeMessagesAPI, Scripted, message, text, tool_use
+from tests.support.fake_messages_api import (
+    FakeMessagesAPI,
+    Scripted,
+    message,
+    text,
+    tool_use,
+    usage,
+)
 from tests.support.judge_repo import ALL_DONE, HALF_DONE, VERDICT_PATH, half_done_repo, verdicts
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use
@@ -121,6 +128,18 @@ def test_an_invalid_file_twice_leaves_the_verdict_unavailable_and_the_exit_to_th
     assert "the verdict file is invalid after one retry: steps[0].verdict" in lines[1]
     assert lines[2] == "judge: the exit status comes from the checks above alone"
     assert len(api.message_requests) == 3
+
+
+def test_max_cost_usd_stops_the_judge_and_its_verdict_is_unavailable(
+    api: FakeMessagesAPI, repo_and_plan: tuple[Path, Path]
+) -> None:
+    repo, plan = repo_and_plan
+    costly = usage(input_tokens=1_000_000)  # $3.00 at the list price of claude-sonnet-4-6
+    api.script = [message(tool_use("Glob", {"pattern": "**"}), usage=costly), *writes(HALF_DONE)]
+    result = verify(repo, plan, "--max-cost-usd", "1", "--strict")
+    assert result.exit_code == 0, result.output
+    assert "cost budget of $1.00 reached ($3.00 spent)" in result.stdout.splitlines()[1]
+    assert len(api.message_requests) == 1
 
 
 def test_without_docker_the_judge_is_one_line_and_exit_2_before_anything_runs(

@@ -163,3 +163,11 @@ def test_the_json_judge_section_and_its_effect_on_the_verdict() -> None:
     assert (advisory["verdict"], advisory["exit_code"]) == ("follows", 0)
     unpriced = add_judge(document, result(*HALF, model="scripted"), ["a", "b"], strict=False)
     assert unpriced["judge"]["cost_usd"] is None
+
+
+def test_the_schema_in_the_docs_is_the_one_checked() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "verify.md").read_text()
+    block = docs.split("**The verdict file.**", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+    schema = verdict_schema(2)
+    del schema["$schema"]
+    assert json.loads(block) == schema
