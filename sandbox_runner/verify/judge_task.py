@@ -16,6 +16,9 @@ __all__ = ["MAX_STEP_CHARS", "judge_prompt", "judge_task"]
 MAX_STEP_CHARS = 4_000
 """Each step is cut to this many characters in the task."""
 
+MAX_LISTED_FILES = 200
+"""New untracked files named in the task at most (`git status` in the sandbox lists all)."""
+
 _TAGS = re.compile(r"</?\s*(steps|step|diff)\b", re.IGNORECASE)
 
 PROMPT = """\
@@ -85,7 +88,10 @@ def judge_task(steps: Sequence[str], change: Change, diff: ChangeDiff) -> str:
     ]
     if diff.untracked:
         # JSON-quoted: a file name with a line break cannot add lines of its own.
-        listed = "\n".join(f"- {json.dumps(path)}" for path in diff.untracked)
+        shown = diff.untracked[:MAX_LISTED_FILES]
+        listed = "\n".join(f"- {json.dumps(path)}" for path in shown)
+        if len(diff.untracked) > len(shown):
+            listed += f"\n- ... and {len(diff.untracked) - len(shown)} more"
         parts.append(f"New files, not yet added to git (read them):\n{listed}")
     cut = (
         f"\n[... the diff is cut here; run `git diff {diff.start}` for the rest ...]"

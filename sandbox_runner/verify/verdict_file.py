@@ -110,7 +110,7 @@ def parse_verdicts(text: str | None, steps: int) -> list[StepVerdict]:
         if entry_problems:
             problems.extend(entry_problems)
             continue
-        number = entry["step"]
+        number = int(entry["step"])  # 2.0 is an integer to JSON schema too
         if number in found:
             problems.append(f"{where}: step {number} is judged twice")
         found[number] = StepVerdict(number, entry["verdict"], entry["evidence"].strip())
@@ -128,10 +128,7 @@ def _entry_problems(entry: object, steps: int, where: str) -> list[str]:
     keys = {"step", "verdict", "evidence"}
     problems = [f"{where}: unknown key {_short(key)}" for key in entry if key not in keys]
     problems += [f"{where}: {key!r} is missing" for key in sorted(keys) if key not in entry]
-    number = entry.get("step")
-    if "step" in entry and (
-        isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= steps
-    ):
+    if "step" in entry and not _is_step(entry["step"], steps):
         problems.append(f"{where}.step must be a step number from 1 to {steps}")
     verdict = entry.get("verdict")
     if "verdict" in entry and verdict not in VERDICTS:
@@ -140,6 +137,15 @@ def _entry_problems(entry: object, steps: int, where: str) -> list[str]:
     if "evidence" in entry:
         problems += _evidence_problems(evidence, verdict, where)
     return problems
+
+
+def _is_step(number: object, steps: int) -> bool:
+    """A step number from 1 to STEPS: an integer (2.0 is one to JSON schema too), no bool."""
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        return False
+    if isinstance(number, float) and not number.is_integer():
+        return False
+    return 1 <= number <= steps
 
 
 def _evidence_problems(evidence: object, verdict: object, where: str) -> list[str]:

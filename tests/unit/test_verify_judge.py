@@ -201,12 +201,11 @@ def test_a_plan_without_steps_asks_no_model(
     assert "the plan has no Detailed Steps to judge" in result.stdout
 
 
-def judged(repo: Path, plan: Path, model: ScriptedModel) -> JudgeResult:
+def judged(repo: Path, plan: Path, model: ScriptedModel, max_turns: int = 40) -> JudgeResult:
     refs = plan_refs(plan.read_text(), repo)
     change = read_change(repo, None, refs.base_commit)
-    prepared = PreparedJudge(
-        "claude-test", load_settings(repo), lambda session: lambda d: LocalSandbox(repo, d)
-    )
+    settings = load_settings(repo, flags={"max_turns": max_turns})
+    prepared = PreparedJudge("claude-test", settings, lambda _: lambda d: LocalSandbox(repo, d))
     return judge_change(prepared, repo, refs, change, change.files, model=model)
 
 
@@ -239,3 +238,16 @@ def test_a_judge_whose_model_fails_is_unavailable_never_a_crash(
     result = judged(repo, plan, model)
     assert not result.available
     assert result.reason.startswith("the judge stopped: the API went away")
+
+
+def test_out_of_turns_the_judge_answers_in_a_final_turn_without_tools(
+    repo_and_plan: tuple[Path, Path],
+) -> None:
+    repo, plan = repo_and_plan
+    model = ScriptedModel(
+        [reply(use("Glob", {"pattern": "**/*.py"})), reply(say(f"```json\n{HALF_DONE}\n```"))]
+    )
+    result = judged(repo, plan, model, max_turns=2)
+    assert result.available and result.turns == 2
+    assert [verdict.verdict for verdict in result.verdicts] == ["done", "not done"]
+    assert model.requests[1].tool_choice == "none"
