@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -82,11 +83,10 @@ def verify(
     from sandbox_runner.config import load_settings
     from sandbox_runner.verify.changes import read_change
     from sandbox_runner.verify.check import judge
-    from sandbox_runner.verify.judge_report import add_judge, judge_lines, overall_exit
     from sandbox_runner.verify.judging import JudgeRequest, judge_change, prepare_judge
+    from sandbox_runner.verify.outcome import Verification
     from sandbox_runner.verify.plan_refs import plan_refs
     from sandbox_runner.verify.plan_source import plan_file, read_plan
-    from sandbox_runner.verify.report import report_json, report_lines
 
     workspace = Path(repo).expanduser().resolve()
     try:
@@ -108,28 +108,21 @@ def verify(
     except PlanrunError as error:
         raise VerifyUsageError(one_line(error)) from None
     verdict = judge(refs, change, globs, strict=strict)
-    result = None
+    found = Verification(plan_path, workspace, refs, change, verdict, globs, strict)
     if prepared is not None:
         if refs.steps:
             what = f"{len(refs.steps)} step(s) with {prepared.model_id}"
             click.echo(one_line(f"planrun: judging {what} in a sandbox"), err=True)
         try:
-            result = judge_change(prepared, workspace, refs, change, verdict.changed)
+            judged = judge_change(prepared, workspace, refs, change, verdict.changed)
         except KeyboardInterrupt:
             services(ctx).stop_sandboxes()
             click.echo("planrun: interrupted; the judge's sandbox is removed", err=True)
             ctx.exit(EXIT_INTERRUPTED)
+        found = replace(found, judged=judged)
     if as_json:
-        document = report_json(
-            plan_path, workspace, refs, change, verdict, strict=strict, ignore=globs
-        )
-        if result is not None:
-            texts = [step.text for step in refs.steps]
-            document = add_judge(document, result, texts, strict=strict)
-        click.echo(json.dumps(document, indent=2))
+        click.echo(json.dumps(found.document(), indent=2))
     else:
-        for line in report_lines(plan_path, change, verdict):
+        for line in found.lines():
             click.echo(line)
-        for line in judge_lines(result, strict=strict) if result is not None else ():
-            click.echo(line)
-    ctx.exit(overall_exit(verdict, result, strict=strict))
+    ctx.exit(found.exit_code())
