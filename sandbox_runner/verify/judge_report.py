@@ -52,7 +52,7 @@ def judge_lines(result: JudgeResult, *, strict: bool) -> list[str]:
         counts = _counts(result)
         tally = ", ".join(f"{counts[verdict]} {verdict}" for verdict in VERDICTS)
         if judge_drift(result, strict=strict):
-            effect = "a step not done is drift under --strict"
+            effect = "a step not done is drift under --strict: the change drifts"
         elif strict:
             effect = "no step is judged not done"
         else:

@@ -139,7 +139,10 @@ def test_the_lines_say_the_verdicts_come_from_a_model_and_what_it_cost() -> None
     assert lines[2] == "judge: step 2: not done: ?]0;x"  # no escape sequence reaches a terminal
     assert lines[3].startswith("judge: 1 done, 0 partly, 1 not done of 2 step(s); advisory")
     assert lines[4] == "judge: transcript: t"
-    assert "a step not done is drift under --strict" in judge_lines(result(*HALF), strict=True)[3]
+    assert judge_lines(result(*HALF), strict=True)[3] == (
+        "judge: 1 done, 0 partly, 1 not done of 2 step(s); "
+        "a step not done is drift under --strict: the change drifts"
+    )
 
 
 def test_only_strict_makes_a_step_not_done_drift_and_unavailable_never() -> None:
