@@ -16,6 +16,7 @@ from sandbox_runner.cli import cli
 from sandbox_runner.cli.services import Services
 from sandbox_runner.config import LoadedSettings, load_settings
 from sandbox_runner.model.errors import ModelError
+from sandbox_runner.verify.change_diff import change_diff
 from sandbox_runner.verify.changes import read_change
 from sandbox_runner.verify.judge_run import JudgeResult
 from sandbox_runner.verify.judging import PreparedJudge, judge_change
@@ -28,7 +29,14 @@ from tests.support.fake_messages_api import (
     tool_use,
     usage,
 )
-from tests.support.judge_repo import ALL_DONE, HALF_DONE, VERDICT_PATH, half_done_repo, verdicts
+from tests.support.judge_repo import (
+    ALL_DONE,
+    HALF_DONE,
+    VERDICT_PATH,
+    git,
+    half_done_repo,
+    verdicts,
+)
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say, use
 
@@ -251,3 +259,27 @@ def test_out_of_turns_the_judge_answers_in_a_final_turn_without_tools(
     assert result.available and result.turns == 2
     assert [verdict.verdict for verdict in result.verdicts] == ["done", "not done"]
     assert model.requests[1].tool_choice == "none"
+
+
+def test_the_judge_diff_runs_no_program_the_repository_configures(
+    repo_and_plan: tuple[Path, Path], tmp_path: Path
+) -> None:
+    repo, _plan = repo_and_plan
+    marker = tmp_path / "marker"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\necho converted\n")
+    hook.chmod(0o755)
+    for key, value in (
+        ("diff.external", str(hook)),
+        ("diff.evil.command", str(hook)),
+        ("diff.evil.textconv", str(hook)),
+        ("core.fsmonitor", str(hook)),
+        ("core.pager", str(hook)),
+    ):
+        git(repo, "config", key, value)
+    (repo / ".gitattributes").write_text("* diff=evil\n")
+    change = read_change(repo, None, None)
+    diff = change_diff(repo, change, change.files)
+    assert "+def main(verbose=False):" in diff.text and "converted" not in diff.text
+    assert diff.untracked == (".gitattributes",) and not diff.cut
+    assert not marker.exists()
