@@ -39,7 +39,10 @@ FORCED_CONFIG = (
 )
 """protocol.allow = never: a repository claiming to be a partial clone would have git fetch
 the objects it lacks from a remote it names (ssh to any host); verify uses no transport."""
-ATTRIBUTES = "* -filter -diff -merge -ident -working-tree-encoding\n"
+ATTRIBUTES = "* -filter !diff -merge -ident -working-tree-encoding\n"
+"""info/attributes outranks every .gitattributes. `!diff` leaves no diff driver (and
+`-diff` would call every file binary, which the judge's diff must show as text); the
+diffs also pass --no-ext-diff and --no-textconv, and the config names no driver."""
 
 
 class GitError(PlanrunError):

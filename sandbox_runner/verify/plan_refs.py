@@ -37,6 +37,8 @@ class Step:
 
     text: str
     paths: tuple[str, ...]
+    detail: str = ""
+    """The step's whole text, as the plan words it (what the judge is asked about)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ def plan_refs(text: str, workspace: Path) -> PlanRefs:
     critical = tuple(dict.fromkeys(entry.path for entry in check.critical_files))
     steps_text = extract_section(body, "Detailed Steps") or ""
     steps = tuple(
-        Step(shorten(point, 160), tuple(sorted(_files(mentioned_paths(point), workspace))))
+        Step(shorten(point, 160), tuple(sorted(_files(mentioned_paths(point), workspace))), point)
         for point in section_points(steps_text)
     )
     tests_text = extract_section(body, "Test Plan") or ""
