@@ -14,8 +14,6 @@ is allowed: a missing object is an error, never fetched.
 from __future__ import annotations
 
 import os
-import shutil
-import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -26,12 +24,14 @@ from sandbox_runner.errors import PlanrunError
 from sandbox_runner.git_config import safe_git_config
 from sandbox_runner.runs.workspace import git_dir, git_metadata_problem
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath
+from sandbox_runner.tree_walk import TreeTooLargeError, remove_tree, walk
 
 __all__ = ["GitError", "RepositoryGit", "private_git"]
 
 GIT_TIMEOUT_SECONDS = 120
 MAX_METADATA_FILES = 200_000
-"""Loose refs copied at most; a repository with more is refused rather than half read."""
+"""Entries of refs/ (files and directories) copied at most; a repository with more is
+refused rather than half read."""
 MAX_SMALL_FILE_BYTES = 64 * 1024 * 1024
 FORCED_CONFIG = (
     "[core]\n\tfsmonitor = false\n\thooksPath = /dev/null\n\tuntrackedCache = false\n"
@@ -105,10 +105,15 @@ def private_git(workspace: Path) -> Iterator[RepositoryGit]:
         problem = git_metadata_problem(workspace)
         raise GitError(problem or f"{workspace} is not a git repository (no .git)")
     common = _common_dir(workspace, directory)
-    with tempfile.TemporaryDirectory(prefix="planrun-verify-git-") as temporary:
-        private = Path(temporary) / "git"
+    # Removed without recursion (unlike TemporaryDirectory): the refs copied may be
+    # nested deeper than Python's recursion limit.
+    temporary = Path(tempfile.mkdtemp(prefix="planrun-verify-git-"))
+    try:
+        private = temporary / "git"
         _build(workspace, directory, common, private)
         yield RepositoryGit(private, workspace)
+    finally:
+        remove_tree(temporary)
 
 
 def _common_dir(workspace: Path, directory: Path) -> Path:
@@ -187,18 +192,11 @@ def _copy_tree(workspace: Path, source: Path, target: Path) -> None:
     """Regular files of source, links and everything else skipped (a ref is a file)."""
     if not source.is_dir() or source.is_symlink():
         return
-    copied = 0
-    for root, directories, files in os.walk(source, followlinks=False):
-        relative = Path(root).relative_to(source)
-        for name in directories:
-            if not (Path(root) / name).is_symlink():
-                (target / relative / name).mkdir(parents=True, exist_ok=True)
-        for name in files:
-            path = Path(root) / name
-            if not stat.S_ISREG(path.lstat().st_mode):
-                continue
-            copied += 1
-            if copied > MAX_METADATA_FILES:
-                shutil.rmtree(target, ignore_errors=True)
-                raise GitError(f"more than {MAX_METADATA_FILES} files under {source}")
-            _copy_file(workspace, path, target / relative / name)
+    try:
+        for directory in walk(source, skip_unlistable=True, max_entries=MAX_METADATA_FILES):
+            (target / directory.relative).mkdir(parents=True, exist_ok=True)
+            for entry in directory.entries:
+                if entry.is_file(follow_symlinks=False):
+                    _copy_file(workspace, Path(entry.path), target / directory.relative_of(entry))
+    except TreeTooLargeError as error:
+        raise GitError(f"more than {MAX_METADATA_FILES} files under {source}") from error
