@@ -115,7 +115,7 @@ def test_verify_copies_refs_nested_deeper_than_the_recursion_limit(tmp_path: Pat
         (bottom / "tip").write_text(head + "\n")
         with private_git(repo) as git:
             status, out = git.run("rev-parse", "--verify", "refs/deep/" + "d/" * DEPTH + "tip")
-            private = git.private_dir
+            private = git.private.git_dir
         assert (status, out.strip()) == (0, head)
         assert not private.exists()  # removed without recursion
 
