@@ -117,3 +117,24 @@ def test_every_package_ships() -> None:
         for path in PACKAGE.rglob("__init__.py")
     }
     assert found <= listed, sorted(found - listed)
+
+
+@pytest.mark.parametrize(
+    ("sdk", "home"), [("anthropic", "sandbox_runner.model"), ("docker", "sandbox_runner.sandbox")]
+)
+def test_each_sdk_is_imported_by_its_own_package_only(sdk: str, home: str) -> None:
+    """The model and the sandbox are the two seams: the rest of planrun gets our own types."""
+    wrong = []
+    for module, path in modules():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            if any(name.split(".")[0] == sdk for name in names) and not (
+                module == home or module.startswith(home + ".")
+            ):
+                wrong.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not wrong, f"{sdk} imported outside {home}: {wrong}"
