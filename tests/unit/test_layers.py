@@ -16,6 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "sandbox_runner"
 BASE = {"types", "errors", "paths", "config", "config_values", "config_trust", "catalog", "limits"}
+BASE |= {"config_settings"}
 BASE |= {"safe_io", "safe_text", "input_depth", "protected", "redact", "git_config"}
 BASE |= {"git_ignore", "git_index", "git_private", "secret_names", "tree_walk"}
 BASE |= {"web_grant", "spend"}
