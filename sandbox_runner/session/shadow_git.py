@@ -67,7 +67,6 @@ class ShadowGit:
         """Create the store (again: its settings are rewritten every time)."""
         objects = self.workspace / ".git" / "objects"
         borrowed = objects if objects.is_dir() and not objects.is_symlink() else None
-        self.git_dir.parent.mkdir(parents=True, exist_ok=True)
         self.private = make_private_git(
             self.git_dir, self.workspace, config=CONFIG, attributes=ATTRIBUTES, alternate=borrowed
         )
