@@ -15,14 +15,12 @@ from sandbox_runner.catalog import INHERIT, MODEL_ALIASES, READ_ONLY_TOOLS
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_text import MAX_NAME_CHARS, name_problem
 from sandbox_runner.spend import cost_cap
-from sandbox_runner.web_grant import GrantError, WebGrant, parse_entries
+from sandbox_runner.web_grant import GrantError, parse_entries
 
 __all__ = [
     "CHECKS",
-    "LOWER_ONLY",
     "PLAN_COMMANDS",
     "SCRATCH",
-    "check_project_value",
     "checked",
     "field_name",
     "from_text",
@@ -244,121 +242,6 @@ def checked(name: str, value: object, where: str, key: str) -> Any:
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-LOWER_ONLY = (
-    "max_plans",
-    "parallel",
-    "max_turns",
-    "timeout",
-    "max_output_tokens",
-    "max_total_tokens",
-    "api_timeout",
-    "api_retries",
-    "memory_mb",
-    "cpus",
-    "pids",
-    "work_disk_mb",
-    "scratch_mb",
-)
-"""Limits a project file may lower but never raise."""
-COST_CAPS = ("max_cost_usd", "max_cost_usd_per_plan")
-"""Cost caps, unset meaning none: a project file may set or lower one, never raise or unset it."""
-SWITCHES = {"planning_enabled": "planning", "synthesis": "the synthesis"}
-"""What a project file may turn off but never on, when the user's side turned it off."""
-
-
-def check_project_value(
-    name: str, value: Any, where: str, key: str, *, limit: Any, limit_source: str, root: Path
-) -> None:
-    """Refuse a project file's value that loosens what the defaults and the user file allow.
-
-    Whoever wrote a repository writes its `.planrun/config.yaml`, so that file may only
-    tighten: lower a limit, remove tools or web hosts, disable planning, point extra_dirs
-    at its own sub-trees. It cannot trust itself (trusted_projects). Its model, planning_model and
-    image are dropped later, with a warning, unless the user trusts the project, and its
-    work_network always is (drop_untrusted).
-
-    Args:
-        name: the setting, value its checked value, set by `key` in the file `where`.
-        limit: the value below the project (the user file's, else the default).
-        limit_source: where the limit came from, for the message.
-        root: the project root, which the project's extra_dirs must stay inside.
-
-    Raises:
-        ConfigError: the value loosens a setting, naming the file, the key and the limit.
-    """
-    if name == "trusted_projects":
-        raise ConfigError(
-            f"{where}: a project config cannot set 'trusted_projects'; only "
-            "~/.planrun/config.yaml can trust a repository"
-        )
-    if name in ("mcp_servers", "mcp_image"):
-        raise ConfigError(
-            f"{where}: a project config cannot set {name!r}; a repository defines its MCP "
-            "servers in .mcp.json, and you approve them (planrun mcp approve NAME)"
-        )
-    if name in COST_CAPS and limit is not None and (value is None or value > limit):
-        cap = "no cap" if limit is None else f"at most {limit!r}"
-        raise ConfigError(
-            f"{where}: key {key!r} is {value!r}, but a project config may only lower "
-            f"{name!r} ({cap} from {limit_source})"
-        )
-    if name in LOWER_ONLY and value > limit:
-        raise ConfigError(
-            f"{where}: key {key!r} is {value!r}, but a project config may only lower "
-            f"{name!r} (at most {limit!r} from {limit_source})"
-        )
-    if name in SWITCHES and value and not limit:
-        raise ConfigError(
-            f"{where}: key {key!r}: a project config cannot enable {SWITCHES[name]}; "
-            f"{limit_source} disables it"
-        )
-    if name == "plan_commands" and value == SCRATCH and limit != SCRATCH:
-        raise ConfigError(
-            f"{where}: key {key!r}: a project config cannot turn scratch runs on (they run "
-            "the repository's code); set plan_commands in ~/.planrun/config.yaml or pass "
-            "--scratch"
-        )
-    if name == "allowed_tools":
-        added = [tool for tool in value if tool not in limit]
-        if added:
-            raise ConfigError(
-                f"{where}: key {key!r} adds {', '.join(added)}, but a project config may only "
-                f"remove tools (allowed by {limit_source}: {', '.join(limit) or 'none'})"
-            )
-    if name == "web":
-        added = [entry for entry in value if not WebGrant(tuple(limit)).covers(entry)]
-        if added:
-            raise ConfigError(
-                f"{where}: key {key!r} grants {', '.join(added)}, but a project config may "
-                f"only narrow the web grant (granted by {limit_source}: "
-                f"{', '.join(limit) or 'none'})"
-            )
-    if name == "extra_dirs":
-        for entry in value:
-            _check_project_dir(entry, root, where, key)
-
-
-def _check_project_dir(entry: str, root: Path, where: str, key: str) -> None:
-    # The project is already mounted as the workspace, so a project may only narrow to
-    # its own sub-trees; anything else could mount the user's home or keys.
-    if entry.startswith("~"):
-        problem = "starts with '~'"
-    elif Path(entry).is_absolute():
-        problem = "is an absolute path"
-    else:
-        try:
-            real_root = root.resolve()
-            inside = (root / entry).resolve().is_relative_to(real_root)
-        except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte
-            inside = False
-        problem = "" if inside else "leads outside the project (through '..' or a symlink)"
-    if problem:
-        raise ConfigError(
-            f"{where}: key {key!r} names {entry!r}, which {problem}; a project config may "
-            f"only name directories inside the project {root}"
-        )
 
 
 def normalise(key: str) -> str:

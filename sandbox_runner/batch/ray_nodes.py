@@ -123,7 +123,7 @@ class CheckNode:
     def check(self, here: NodeReport) -> NodeReport:
         """This machine's report, as the node `here` names."""
         from sandbox_runner import __version__
-        from sandbox_runner.model.anthropic_model import credentials_found
+        from sandbox_runner.model.sdk_client import credentials_found
         from sandbox_runner.sandbox.docker_engine import connect
         from sandbox_runner.sandbox.docker_provider import collect_garbage
         from sandbox_runner.sandbox.image_transfer import image_id

@@ -5,9 +5,9 @@ is a bad key, a `not_found_error` naming the model is an unknown model. Anything
 (a timeout, an overload, a compatible endpoint without the route) is no verdict: the
 run goes on, and its own calls report what goes wrong.
 
-This module imports `anthropic` beside anthropic_model.py: the check is no Model's
-business, and it must reach the API the way a model call would (the same key,
-token, profile and ANTHROPIC_BASE_URL).
+The check is no Model's business, but it must reach the API the way a model call would
+(the same key, token, profile and ANTHROPIC_BASE_URL): its client comes from the same
+sdk_client.make_client, and only the SDK's error classes are read here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import anthropic
 
 from sandbox_runner.catalog import MODEL_ALIASES
+from sandbox_runner.model.sdk_client import error_object, has_credentials, make_client
 from sandbox_runner.safe_text import one_line
 
 ACCESS_CHECK_SECONDS = 10.0
@@ -42,11 +43,11 @@ def check_access(model_id: str, *, timeout: float = ACCESS_CHECK_SECONDS) -> Acc
     """Ask the API about MODEL_ID with this machine's credentials; None when it answers,
     or when it cannot be asked (no verdict)."""
     try:
-        client = anthropic.Anthropic(max_retries=0, timeout=timeout)
+        client = make_client(timeout=timeout)
     except anthropic.CredentialsError as error:
         return AccessProblem(f"the Anthropic credentials cannot be loaded: {one_line(error)}")
     with client:
-        if not (client.api_key or client.auth_token or client.credentials):
+        if not has_credentials(client):
             return AccessProblem(
                 "ANTHROPIC_API_KEY is not set: export it (or ANTHROPIC_AUTH_TOKEN; "
                 "ANTHROPIC_BASE_URL for a compatible endpoint)"
@@ -112,21 +113,13 @@ def _closest(model_id: str, candidates: list[str]) -> str | None:
     return one_line(matches[0]) if matches else None
 
 
-def _error_body(error: anthropic.APIStatusError) -> dict[str, object]:
-    body = error.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        inner: dict[str, object] = body["error"]
-        return inner
-    return {}
-
-
 def _error_type(error: anthropic.APIStatusError) -> str | None:
-    kind = _error_body(error).get("type")
+    kind = (error_object(error) or {}).get("type")
     return kind if isinstance(kind, str) else None
 
 
 def _api_message(error: anthropic.APIStatusError) -> str | None:
-    message = _error_body(error).get("message")
+    message = (error_object(error) or {}).get("message")
     return message.strip() if isinstance(message, str) else None
 
 

@@ -1,8 +1,8 @@
 """The Anthropic Messages API as a Model: streaming, retries, token counts (the request's
-parameters, with its prompt-cache breakpoints, are built in request_params.py).
+parameters, with its prompt-cache breakpoints, are built in request_params.py; the SDK's
+client in sdk_client.py; its answer read into our types in sdk_message.py).
 
-This is the only module of planrun that imports `anthropic`; everything it returns is
-our own value types, with content blocks as plain JSON dicts.
+Everything it returns is our own value types, with content blocks as plain JSON dicts.
 """
 
 from __future__ import annotations
@@ -35,28 +35,20 @@ from sandbox_runner.model.retry_policy import (
     retry_wait,
     retryable,
 )
-from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, StreamEvent, Usage
+from sandbox_runner.model.sdk_client import (
+    CONNECT_SECONDS,
+    error_object,
+    has_credentials,
+    make_client,
+)
+from sandbox_runner.model.sdk_message import to_response
+from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse, StreamEvent
 
 log = logging.getLogger(__name__)
 
 STREAMING_ABOVE_MAX_TOKENS = 16_000
 """The SDK refuses non-streaming requests that may run longer than ten minutes."""
 COUNT_ENDPOINT_MISSING = frozenset({404, 405, 501})
-
-
-def credentials_found() -> bool:
-    """Whether the SDK finds an API key, a token or a profile here, as a model call would
-    (nothing is sent, and nothing of the credentials is returned)."""
-    try:
-        client = anthropic.Anthropic(max_retries=0)
-    except anthropic.AnthropicError:
-        return False
-    with client:
-        return _has_credentials(client)
-
-
-def _has_credentials(client: anthropic.Anthropic) -> bool:
-    return bool(client.api_key or client.auth_token or client.credentials)
 
 
 class _UnreadableAnswer(Exception):
@@ -112,12 +104,8 @@ class AnthropicModel:
         with self._client_lock:
             if self._client is None:
                 try:
-                    client = anthropic.Anthropic(
-                        api_key=self._api_key,
-                        base_url=self._base_url,
-                        # Retries are ours: we log them, cap retry-after and report attempts.
-                        max_retries=0,
-                        timeout=anthropic.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                    client = make_client(
+                        timeout=self.timeout, api_key=self._api_key, base_url=self._base_url
                     )
                 except anthropic.CredentialsError as error:
                     # A broken ANTHROPIC_PROFILE or config directory is named by the SDK.
@@ -125,7 +113,7 @@ class AnthropicModel:
                     raise ModelError(
                         f"the Anthropic credentials cannot be loaded: {reason}"
                     ) from error
-                if not _has_credentials(client):
+                if not has_credentials(client):
                     raise ModelError(
                         "ANTHROPIC_API_KEY is not set; export your Anthropic API key "
                         "(or replay a recorded cassette) to run the model"
@@ -278,8 +266,8 @@ def warm_up() -> None:
 def _read_canned_stream() -> None:
     sse = {"content-type": "text/event-stream"}
     transport = httpx2.MockTransport(lambda _: httpx2.Response(200, headers=sse, text=CANNED_SSE))
-    with anthropic.Anthropic(
-        api_key="warm-up", base_url="http://warm-up.invalid", max_retries=0,
+    with make_client(
+        timeout=CONNECT_SECONDS, api_key="warm-up", base_url="http://warm-up.invalid",
         http_client=httpx2.Client(transport=transport),
     ) as client, client.messages.stream(
         model="m", max_tokens=1, messages=[{"role": "user", "content": "-"}]
@@ -320,52 +308,6 @@ def _json_message(body: bytes) -> Message:
     return Message.construct(**data)
 
 
-def to_response(message: Message) -> ModelResponse:
-    """Our ModelResponse for an SDK Message, with no SDK object left in it."""
-    usage = message.usage
-    details = getattr(message, "stop_details", None)
-    return ModelResponse(
-        content=[_block_to_dict(block) for block in message.content],
-        stop_reason=str(message.stop_reason or ""),
-        usage=Usage(
-            input_tokens=usage.input_tokens or 0,
-            output_tokens=usage.output_tokens or 0,
-            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
-            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
-        ),
-        model=message.model,
-        stop_details=_plain(details) if details is not None else None,
-    )
-
-
-def _plain(value: Any) -> dict[str, Any]:
-    """An SDK object (or a dict, from an answer the SDK left unvalidated) as plain JSON."""
-    if isinstance(value, dict):
-        return dict(value)
-    dumped: dict[str, Any] = value.model_dump(mode="json", exclude_none=True, warnings=False)
-    return dumped
-
-
-def _block_to_dict(block: Any) -> dict[str, Any]:
-    """One content block as the JSON the API would accept back in the next request."""
-    kind = getattr(block, "type", None)
-    if kind == "text":
-        cited = getattr(block, "citations", None)
-        if not cited:
-            return {"type": "text", "text": block.text}
-        # Citations of a server-side search go back with the text, as the API sent them.
-        citations = [_plain(citation) for citation in cited]
-        return {"type": "text", "text": block.text, "citations": citations}
-    if kind == "tool_use":
-        # The input is kept as given even when it is not an object: the agent loop
-        # answers a malformed call with an error instead of crashing on it.
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    if kind == "thinking":
-        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True, warnings=False)
-    return dumped
-
-
 def _retryable(error: _Failure) -> bool:
     if isinstance(error, anthropic.APIConnectionError | _UnreadableAnswer):
         return True
@@ -385,11 +327,10 @@ def _retry_wait(error: _Failure, attempt: int) -> float:
 
 def _error_details(error: anthropic.APIStatusError) -> tuple[str | None, str | None]:
     """The API's error type and message, from the error JSON when there is one."""
-    body = error.body
-    details = body.get("error") if isinstance(body, dict) else None
-    if isinstance(details, dict):
+    details = error_object(error)
+    if details is not None:
         return details.get("type"), details.get("message")
-    return None, str(body) if body else None
+    return None, str(error.body) if error.body else None
 
 
 def _describe(error: _Failure) -> str:

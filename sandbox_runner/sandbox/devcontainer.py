@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from sandbox_runner.errors import ConfigError
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath, read_untrusted_bytes
 from sandbox_runner.sandbox.dockerfile_check import dockerfile_problem
 from sandbox_runner.sandbox.image import Progress
+from sandbox_runner.tree_walk import walk
 
 DEVCONTAINER_FILES = (".devcontainer/devcontainer.json", ".devcontainer.json")
 MAX_DEVCONTAINER_BYTES = 256 * 1024
@@ -131,20 +130,11 @@ def _context_listing(context: Path) -> list[bytes]:
     """Each entry of the build context, links not followed: its path, mode, size and
     modification time (a checkout rewrites the times of the files it changes)."""
     listing = []
-    # An explicit stack, not os.walk, which recurses per level on Python 3.11: a context
-    # 1,100 directories deep would end in a RecursionError. Same order as a sorted walk.
-    stack = [str(context)]
-    while stack:
-        directory = stack.pop()
-        below = []
-        for name in sorted(os.listdir(directory)):
-            path = os.path.join(directory, name)
-            info = os.lstat(path)
-            relative = os.path.relpath(path, context)
+    for directory in walk(context):
+        for entry in directory.entries:
+            info = entry.stat(follow_symlinks=False)
+            relative = directory.relative_of(entry)
             listing.append(f"{relative}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}")
-            if stat.S_ISDIR(info.st_mode):
-                below.append(path)
-        stack.extend(reversed(below))
     return [entry.encode("utf-8", "surrogateescape") for entry in listing]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sandbox_runner.errors import WorkspaceError
 from sandbox_runner.sandbox.host_paths import sandbox_user
+from sandbox_runner.tree_walk import walk
 
 READ, READ_AND_LIST = 4, 5
 """Permission bits needed: r for a file, r and x for a directory."""
@@ -56,18 +57,13 @@ def check_readable(
     checked = unreadable = 0
     examples: list[str] = []
     root_readable = _may(os.stat(workspace), uid, gid, READ_AND_LIST)
-    # An explicit stack, not os.walk: os.walk recurses per level on Python 3.11, so a
-    # repository 1,000 directories deep ended in a RecursionError.
-    stack = [str(workspace)]
-    while stack:
-        directory = stack.pop()
+    for directory in walk(workspace, skip_unlistable=True):
         kept = []
-        for name in _names(directory):
+        for entry in directory.entries:
             if checked >= max_entries or time.monotonic() > deadline:
                 return Readability(root_readable, checked, unreadable, examples, False)
-            path = os.path.join(directory, name)
             try:
-                info = os.lstat(path)
+                info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
             is_dir = stat.S_ISDIR(info.st_mode)
@@ -75,24 +71,14 @@ def check_readable(
                 continue
             checked += 1
             if _may(info, uid, gid, READ_AND_LIST if is_dir else READ):
-                if is_dir and name != ".git":
-                    kept.append(path)
+                if is_dir and entry.name != ".git":
+                    kept.append(entry)
                 continue
             unreadable += 1
             if len(examples) < 5:
-                examples.append(os.path.relpath(path, workspace))
-        # Top-down in name order, as os.walk went: the first subdirectory is walked next.
-        stack.extend(reversed(kept))
+                examples.append(directory.relative_of(entry))
+        directory.below = kept
     return Readability(root_readable, checked, unreadable, examples, True)
-
-
-def _names(directory: str) -> list[str]:
-    """The sorted names in DIRECTORY; none when it cannot be listed (as os.walk skips it)."""
-    try:
-        with os.scandir(directory) as scan:
-            return sorted(entry.name for entry in scan)
-    except OSError:
-        return []
 
 
 def _may(info: os.stat_result, uid: int, gid: int, need: int) -> bool:

@@ -3,8 +3,9 @@ checkpoint, the files' contents kept once whatever the number of snapshots.
 
 Its git directory is the session's own (`checkpoints/git`); the repository's `.git` is
 never written, only borrowed from (its objects are an alternate, so committed files are
-not stored twice). Nothing of the repository configures it: no user or system git
-config is read, and the snapshot's own attributes switch off every filter, line-end and
+not stored twice). Nothing of the repository configures it (git_private.make_private_git,
+which verify's copy of a repository uses too): no user or system git config is read,
+and the snapshot's own attributes switch off every filter, line-end and
 encoding conversion a `.gitattributes` in the repository could ask for, so a file is
 kept byte for byte. What `.gitignore` ignores is not snapshotted; a nested repository is
 kept as a link to its commit, not its files; a FIFO or socket is skipped.
@@ -14,33 +15,24 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_runner.errors import PlanrunError
+from sandbox_runner.git_private import GitError, PrivateGit, make_private_git
 
 MAX_SNAPSHOT_FILE_BYTES = 16 * 1024 * 1024
 """A file larger than this is not kept in a checkpoint (a turn that changes one cannot
 be undone)."""
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
 """New content one snapshot may add to the store; past it, checkpoints stop (said)."""
-GIT_TIMEOUT_SECONDS = 120
 ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
-CONFIG = {
-    "core.autocrlf": "false",
-    "core.safecrlf": "false",
-    "core.symlinks": "true",
-    "core.fileMode": "true",
-    "core.fsmonitor": "false",
-    "core.hooksPath": "/dev/null",
-    "core.quotePath": "false",
-    "core.untrackedCache": "false",
-    "gc.auto": "0",
-    "index.skipHash": "false",
-}
+CONFIG = (
+    "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tautocrlf = false\n"
+    "\tsafecrlf = false\n\tsymlinks = true\n\tfileMode = true\n[index]\n\tskipHash = false\n"
+)
+"""Files kept byte for byte, links as links, the executable bit kept."""
 
 
 class CheckpointError(PlanrunError):
@@ -69,27 +61,18 @@ class ShadowGit:
 
     def __init__(self, git_dir: Path, workspace: Path) -> None:
         self.git_dir, self.workspace = git_dir, workspace
+        self.private = PrivateGit(git_dir, workspace)
 
     def init(self) -> None:
         """Create the store (again: its settings are rewritten every time)."""
-        if not (self.git_dir / "HEAD").exists():
-            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
-            self._git("init", "-q", "--bare", str(self.git_dir), git_dir=False)
+        objects = self.workspace / ".git" / "objects"
+        borrowed = objects if objects.is_dir() and not objects.is_symlink() else None
+        self.private = make_private_git(
+            self.git_dir, self.workspace, config=CONFIG, attributes=ATTRIBUTES, alternate=borrowed
+        )
         # A snapshot cut short by a crash or kill -9 leaves its lock; only this session
         # writes the store, and it starts here.
         (self.git_dir / "index.lock").unlink(missing_ok=True)
-        for key, value in CONFIG.items():
-            self._git("config", key, value)
-        info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
-        (info / "attributes").write_text(ATTRIBUTES)
-        objects = self.workspace / ".git" / "objects"
-        alternates = self.git_dir / "objects" / "info" / "alternates"
-        alternates.parent.mkdir(parents=True, exist_ok=True)
-        if objects.is_dir() and not objects.is_symlink():
-            alternates.write_text(f"{objects}\n")
-        elif alternates.exists():
-            alternates.unlink()
 
     def snapshot(self) -> Snapshot:
         """The working tree as it is now, as a tree."""
@@ -177,48 +160,24 @@ class ShadowGit:
         self,
         *args: str,
         work: bool = False,
-        git_dir: bool = True,
         stdin: str | None = None,
         allowed: tuple[int, ...] = (0,),
     ) -> str:
-        out = self._git_bytes(*args, work=work, git_dir=git_dir, stdin=stdin, allowed=allowed)
+        out = self._git_bytes(*args, work=work, stdin=stdin, allowed=allowed)
         return out.decode("utf-8", "surrogateescape")
 
     def _git_bytes(
         self,
         *args: str,
         work: bool = False,
-        git_dir: bool = True,
         stdin: str | None = None,
         allowed: tuple[int, ...] = (0,),
     ) -> bytes:
-        env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-        env["PATH"] = _absolute_path()
-        env |= {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
-        env |= {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
-        if git_dir:
-            env["GIT_DIR"] = str(self.git_dir)
-        if work:
-            env["GIT_WORK_TREE"] = str(self.workspace)
-        program = shutil.which("git", path=env["PATH"])
-        if program is None:
-            raise CheckpointError("git is not installed (no git on PATH)")
+        data = stdin.encode("utf-8", "surrogateescape") if stdin is not None else None
         try:
-            done = subprocess.run(
-                [program, *args],
-                input=stdin.encode("utf-8", "surrogateescape") if stdin is not None else None,
-                capture_output=True,
-                env=env,
-                cwd=self.workspace if work else self.git_dir.parent,
-                timeout=GIT_TIMEOUT_SECONDS,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise CheckpointError(f"git {args[0]} failed: {error}") from None
-        if done.returncode not in allowed:
-            reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
-            raise CheckpointError(f"git {args[0]} failed: {reason[0]}")
-        return done.stdout
+            return self.private.run(*args, work=work, stdin=data, allowed=allowed)[1]
+        except GitError as error:
+            raise CheckpointError(str(error)) from None
 
 
 def _readable(path: Path, mode: int) -> None:
@@ -229,9 +188,3 @@ def _readable(path: Path, mode: int) -> None:
         # Never through a link (where the platform cannot chmod one, not at all).
         with contextlib.suppress(OSError, NotImplementedError):
             os.chmod(path, stat.S_IMODE(mode) | stat.S_IRUSR, follow_symlinks=False)
-
-
-def _absolute_path() -> str:
-    """PATH without its empty and relative entries: git runs in the repository, where
-    such an entry would find a `git` (or a program git runs) the repository holds."""
-    return os.pathsep.join(entry for entry in os.get_exec_path() if os.path.isabs(entry))

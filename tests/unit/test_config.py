@@ -18,7 +18,8 @@ from pyfakefs.fake_filesystem import FakeFilesystem
 import sandbox_runner.cli.config_cmd  # noqa: F401 - registers `planrun config`
 from sandbox_runner.catalog import READ_ONLY_TOOLS
 from sandbox_runner.cli.app import cli
-from sandbox_runner.config import LoadedSettings, Settings, load_settings
+from sandbox_runner.config import LoadedSettings, load_settings
+from sandbox_runner.config_settings import Settings
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.limits import Limits, RunLimits
 
@@ -744,7 +745,7 @@ def test_config_show_reports_a_bad_config_in_one_line(fs: FakeFilesystem, repo: 
 def test_every_setting_has_exactly_one_rule() -> None:
     from dataclasses import fields
 
-    from sandbox_runner.config import Settings
+    from sandbox_runner.config_settings import Settings
     from sandbox_runner.config_values import CHECKS
 
     assert set(CHECKS) == {field.name for field in fields(Settings)}

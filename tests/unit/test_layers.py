@@ -16,8 +16,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "sandbox_runner"
 BASE = {"types", "errors", "paths", "config", "config_values", "config_trust", "catalog", "limits"}
+BASE |= {"config_settings"}
 BASE |= {"safe_io", "safe_text", "input_depth", "protected", "redact", "git_config"}
-BASE |= {"git_ignore", "git_index", "secret_names"}
+BASE |= {"git_ignore", "git_index", "git_private", "secret_names", "tree_walk"}
 BASE |= {"web_grant", "spend"}
 BASE |= {"__init__"}
 RANKS = {"tools": 1, "model": 1, "sandbox": 1, "plans": 1, "images": 1}
@@ -117,3 +118,24 @@ def test_every_package_ships() -> None:
         for path in PACKAGE.rglob("__init__.py")
     }
     assert found <= listed, sorted(found - listed)
+
+
+@pytest.mark.parametrize(
+    ("sdk", "home"), [("anthropic", "sandbox_runner.model"), ("docker", "sandbox_runner.sandbox")]
+)
+def test_each_sdk_is_imported_by_its_own_package_only(sdk: str, home: str) -> None:
+    """The model and the sandbox are the two seams: the rest of planrun gets our own types."""
+    wrong = []
+    for module, path in modules():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            if any(name.split(".")[0] == sdk for name in names) and not (
+                module == home or module.startswith(home + ".")
+            ):
+                wrong.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not wrong, f"{sdk} imported outside {home}: {wrong}"

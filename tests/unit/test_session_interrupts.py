@@ -20,8 +20,9 @@ from prompt_toolkit.output import DummyOutput
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.model.errors import ModelError
 from sandbox_runner.session.accounting import SUMMARY_REQUEST
-from sandbox_runner.session.commands import Commands, cost_lines
+from sandbox_runner.session.commands import Commands
 from sandbox_runner.session.session import INTERRUPTED_NOTE, Session
+from sandbox_runner.session.status_view import cost_lines
 from sandbox_runner.session.terminal import Terminal
 from sandbox_runner.session.terminal_output import TerminalUI
 from sandbox_runner.session.terminal_ui import Activity, toolbar

@@ -21,6 +21,7 @@ from sandbox_runner.git_config import safe_git_config
 from sandbox_runner.git_ignore import IgnoreRules, excludes_file
 from sandbox_runner.git_index import Checkout, checkout_of
 from sandbox_runner.secret_names import SECRET_DIRECTORIES, SECRET_NAMES, looks_secret
+from sandbox_runner.tree_walk import walk
 
 __all__ = ["SECRET_DIRECTORIES", "SECRET_NAMES", "Shipped", "looks_secret", "shipped_files"]
 
@@ -83,13 +84,13 @@ def shipped_files(workspace: Path, exclude: Path | None = None) -> Iterator[Ship
         ConfigError: a git index cannot be read.
         OSError: a directory cannot be listed.
     """
-    stack = [_top_frame(workspace)]
-    while stack:
-        frame = stack.pop()
+    frames = {str(workspace): _top_frame(workspace)}
+    for directory in walk(workspace):
+        frame = frames.pop(directory.path)
         yield Shipped(frame.name, frame.path)
         rules = _with_gitignore(frame)
-        below: list[_Frame] = []
-        for entry in _sorted_entries(frame.path):
+        below = []
+        for entry in directory.entries:
             path = frame.path / entry.name
             name = f"{frame.name}/{entry.name}" if frame.name else entry.name
             if exclude is not None and path.is_relative_to(exclude):
@@ -98,12 +99,13 @@ def shipped_files(workspace: Path, exclude: Path | None = None) -> Iterator[Ship
                 if entry.name == ".git":
                     yield from _git_dir_files(path, name)
                 elif (child := _child_frame(frame, rules, path, name)) is not None:
-                    below.append(child)
+                    frames[entry.path] = child
+                    below.append(entry)
             elif not (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
                 continue
             elif entry.name == ".git" or _ships(frame, rules, name, is_dir=False):
                 yield Shipped(name, path)  # a `.git` file points to a git directory elsewhere
-        stack.extend(reversed(below))
+        directory.below = below
 
 
 def _top_frame(workspace: Path) -> _Frame:
@@ -182,34 +184,31 @@ def _agent_path(name: str, is_dir: bool) -> bool:
     return parent in AGENT_DIRECTORIES and base_name.endswith(".md")
 
 
-def _sorted_entries(directory: Path) -> list[os.DirEntry[str]]:
-    with os.scandir(directory) as entries:
-        return sorted(entries, key=lambda entry: entry.name)
-
-
 def _git_dir_files(git_dir: Path, name: str) -> Iterator[Shipped]:
     """The allow-list of a git directory, and of the git directories beneath its modules/
     and worktrees/; config files rebuilt from their safe keys."""
-    stack = [(git_dir, name, "git")]
-    while stack:
-        directory, directory_name, role = stack.pop()
-        yield Shipped(directory_name, directory)
-        below: list[tuple[Path, str, str]] = []
-        for entry in _sorted_entries(directory):
-            path, entry_name = directory / entry.name, f"{directory_name}/{entry.name}"
+    roles = {str(git_dir): "git"}
+    for directory in walk(git_dir):
+        role = roles.pop(directory.path)
+        directory_name = f"{name}/{directory.relative}" if directory.relative else name
+        yield Shipped(directory_name, Path(directory.path))
+        below = []
+        for entry in directory.entries:
+            path, entry_name = Path(entry.path), f"{directory_name}/{entry.name}"
             is_file = entry.is_file(follow_symlinks=False)
             if entry.is_dir(follow_symlinks=False):
                 inner = _inner_role(role, entry.name, path)
                 if inner is not None:
-                    below.append((path, entry_name, inner))
+                    roles[entry.path] = inner
+                    below.append(entry)
             elif is_file and role == "tree":
-                if not (directory.name == "info" and entry.name in LEFT_IN_TREES):
+                if not (path.parent.name == "info" and entry.name in LEFT_IN_TREES):
                     yield Shipped(entry_name, path)
             elif is_file and role == "git" and entry.name in GIT_CONFIGS:
                 yield Shipped(entry_name, path, safe_git_config(_config_text(path)))
             elif is_file and role == "git" and _git_file(entry.name):
                 yield Shipped(entry_name, path)
-        stack.extend(reversed(below))
+        directory.below = below
 
 
 def _inner_role(role: str, name: str, path: Path) -> str | None:
