@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 
-from .git_scan import GitConfigScan, GitRefusal, Stamp, stamp_of
+from .git_look import GitLook
+from .git_scan import GitRefusal
+
+# mypy treats any name TYPE_CHECKING as true; a plain constant spares importing typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 # Git settings for every command, in command-line scope (above the repository's own config).
 # They reach every git process a command starts, submodules' included (git keeps the
@@ -60,40 +67,110 @@ class GitGuard:
     defines, at any depth.
 
     ROOTS are read-only mounts: the workspace, which is walked, then the extra directories.
-    The result is kept until a directory or file the scan looked at changes.
+    The first look starts in the background (`start`); the first command waits for it.
+    Then before each command, the repositories found are looked at again (the git tier: a
+    few stats per repository). The tree, for a repository or `.gitmodules` that appeared,
+    is looked at again in the background after each command or write (`writing`), and a
+    command waits for a look still under way; while another command runs, which could
+    write at any moment, a command looks at the tree itself first.
     """
 
     def __init__(self, roots: list[str]) -> None:
         self.roots = roots
-        self._lock = threading.Lock()
-        self._stamps: dict[str, Stamp | None] = {}
+        self._lock = threading.Lock()  # the look and the environment
+        self._writers_lock = threading.Lock()
+        self._writers = 0
+        self._written = 0  # counts what may have written: ended writers, and overlaps
+        self._looked = -1  # the count when the last look at the tree began
+        self._look: GitLook | None = None
         self._env: dict[str, str] | None = None
+        self._wake = threading.Event()
+        self._worker: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Begin the first look at the workspace in the background."""
+        with self._writers_lock:
+            if self._worker is None:
+                worker = threading.Thread(target=self._work, daemon=True)
+                try:
+                    worker.start()
+                except RuntimeError:
+                    return  # no thread to spare: the next command looks itself
+                self._worker = worker
+        self._wake.set()
 
     def env(self) -> dict[str, str]:
+        with self._writers_lock:
+            if self._writers:
+                self._written += 1
+            wanted = self._written
         with self._lock:
-            if self._env is None or any(
-                stamp_of(path) != stamp for path, stamp in self._stamps.items()
-            ):
-                self._env = self._scan()
+            self._tree_tier(wanted)
+            if self._look is not None and self._look.git_tier():
+                self._env = None
+            if self._env is None:
+                self._env = self._combine()
             return self._env
 
-    def _scan(self) -> dict[str, str]:
-        scan = GitConfigScan(self.roots)
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around what may write the workspace (a command, Write, Edit): the tree is
+        looked at again when it ends."""
+        with self._writers_lock:
+            self._writers += 1
         try:
-            scan.run()
-            overrides = driver_overrides(scan.variables, scan.submodules)
-            env = git_config_env([*GIT_SAFE_CONFIG, *overrides])
+            yield
+        finally:
+            with self._writers_lock:
+                self._writers -= 1
+                self._written += 1
+            self.start()
+
+    def _work(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            with self._writers_lock:
+                wanted = self._written
+            with self._lock:
+                self._tree_tier(wanted)
+
+    def _tree_tier(self, wanted: int) -> None:
+        """Look at the tree again unless a look began after WANTED writes (lock held)."""
+        if self._look is not None and self._looked >= wanted:
+            return
+        self._looked = wanted
+        try:
+            if self._look is None:
+                self._look = GitLook(self.roots)
+            if self._look.tree_tier():
+                self._env = None
+        except (OSError, ValueError, RecursionError) as error:
+            self._look = None  # looked at from scratch next time
+            self._env = refused_env(f"the scan failed: {error!r}")
+
+    def _combine(self) -> dict[str, str]:
+        if self._look is None:
+            return self._env or refused_env("the scan failed")
+        try:
+            variables, submodules = self._look.combine()
+            overrides = driver_overrides(variables, submodules)
+            return git_config_env([*GIT_SAFE_CONFIG, *overrides])
         except (GitRefusal, OSError, ValueError, RecursionError) as refusal:
-            # A guard that fails says so and keeps git off; it never lets git run unguarded.
             reason = refusal if isinstance(refusal, GitRefusal) else f"the scan failed: {refusal!r}"
-            message = f"planrun: git is disabled in this sandbox: {reason}"
-            # The invalid key stops every git command with the message; the GIT_DIR that
-            # does not exist stops it before it opens the repository's files (a FIFO there
-            # would block it) and says the same.
-            env = git_config_env([*GIT_SAFE_CONFIG, (message, "")])
-            env["GIT_DIR"] = "/" + message
-        self._stamps = scan.stamps
-        return env
+            return refused_env(str(reason))
+
+
+def refused_env(reason: str) -> dict[str, str]:
+    """Variables that stop every git command with REASON: a guard that fails says so and
+    keeps git off; it never lets git run unguarded."""
+    message = f"planrun: git is disabled in this sandbox: {reason}"
+    # The invalid key stops every git command with the message; the GIT_DIR that does not
+    # exist stops it before it opens the repository's files (a FIFO there would block it)
+    # and says the same.
+    env = git_config_env([*GIT_SAFE_CONFIG, (message, "")])
+    env["GIT_DIR"] = "/" + message
+    return env
 
 
 DRIVER_SECTIONS = frozenset({b"filter", b"diff", b"merge"})
