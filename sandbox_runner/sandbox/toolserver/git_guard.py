@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 
 from .git_look import GitLook
 from .git_scan import GitRefusal
@@ -59,6 +60,13 @@ GIT_FILTER_OFF = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "
 GIT_MAX_OVERRIDES = 2048
 GIT_MAX_OVERRIDE_BYTES = 256 * 1024
 GIT_MAX_NAME_BYTES = 1024
+# A tree of at most this many directories is looked at before every command (a few ms):
+# nothing that appears in it, whoever makes it, escapes the next command.
+GIT_TREE_INLINE_DIRECTORIES = 4096
+# A larger tree is looked at after each command and write, and while no command comes,
+# every few seconds (for what the host changes), at most this share of one CPU.
+GIT_TREE_IDLE_SECONDS = 2.0
+GIT_TREE_IDLE_SHARE = 0.04
 
 
 class GitGuard:
@@ -69,10 +77,11 @@ class GitGuard:
     ROOTS are read-only mounts: the workspace, which is walked, then the extra directories.
     The first look starts in the background (`start`); the first command waits for it.
     Then before each command, the repositories found are looked at again (the git tier: a
-    few stats per repository). The tree, for a repository or `.gitmodules` that appeared,
-    is looked at again in the background after each command or write (`writing`), and a
-    command waits for a look still under way; while another command runs, which could
-    write at any moment, a command looks at the tree itself first.
+    few stats per repository). The tree (for a repository or `.gitmodules` that appeared)
+    is looked at again before each command too while it is small; a larger one in the
+    background after each command or write (`writing`) and every few seconds while idle,
+    and a command waits for a look still under way. While another command runs, which
+    could write at any moment, a command looks at the tree itself first.
     """
 
     def __init__(self, roots: list[str]) -> None:
@@ -86,6 +95,8 @@ class GitGuard:
         self._env: dict[str, str] | None = None
         self._wake = threading.Event()
         self._worker: threading.Thread | None = None
+        self._inline = False  # whether each command looks at the tree itself
+        self._idle: float | None = None  # how long the worker waits before it looks
 
     def start(self) -> None:
         """Begin the first look at the workspace in the background."""
@@ -101,7 +112,7 @@ class GitGuard:
 
     def env(self) -> dict[str, str]:
         with self._writers_lock:
-            if self._writers:
+            if self._writers or self._inline:
                 self._written += 1
             wanted = self._written
         with self._lock:
@@ -128,9 +139,11 @@ class GitGuard:
 
     def _work(self) -> None:
         while True:
-            self._wake.wait()
+            woken = self._wake.wait(self._idle)
             self._wake.clear()
             with self._writers_lock:
+                if not woken:  # idle: the host may have changed the tree
+                    self._written += 1
                 wanted = self._written
             with self._lock:
                 self._tree_tier(wanted)
@@ -140,6 +153,7 @@ class GitGuard:
         if self._look is not None and self._looked >= wanted:
             return
         self._looked = wanted
+        started = time.monotonic()
         try:
             if self._look is None:
                 self._look = GitLook(self.roots)
@@ -148,6 +162,12 @@ class GitGuard:
         except (OSError, ValueError, RecursionError) as error:
             self._look = None  # looked at from scratch next time
             self._env = refused_env(f"the scan failed: {error!r}")
+            return
+        self._inline = len(self._look.tree.directories) <= GIT_TREE_INLINE_DIRECTORIES
+        took = time.monotonic() - started
+        self._idle = (
+            None if self._inline else max(GIT_TREE_IDLE_SECONDS, took / GIT_TREE_IDLE_SHARE)
+        )
 
     def _combine(self) -> dict[str, str]:
         if self._look is None:
