@@ -137,13 +137,28 @@ class GitGuard:
                 self._written += 1
             self.start()
 
+    def tree_size(self) -> tuple[int, int]:
+        """The directories and entries of the trees last looked at."""
+        with self._lock:
+            tree = self._look.tree if self._look is not None else None
+            return (len(tree.directories), tree.entries) if tree is not None else (0, 0)
+
+    def look_at_tree(self) -> None:
+        """Look at the tree again now, as after a command (the background's work)."""
+        with self._writers_lock:
+            self._written += 1
+            wanted = self._written
+        with self._lock:
+            self._tree_tier(wanted)
+
     def _work(self) -> None:
         while True:
             woken = self._wake.wait(self._idle)
             self._wake.clear()
+            if not woken:  # idle: the host may have changed the tree
+                self.look_at_tree()
+                continue
             with self._writers_lock:
-                if not woken:  # idle: the host may have changed the tree
-                    self._written += 1
                 wanted = self._written
             with self._lock:
                 self._tree_tier(wanted)

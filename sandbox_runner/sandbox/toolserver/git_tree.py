@@ -136,19 +136,18 @@ class WorkspaceTree:
         if self.entries > GIT_SCAN_MAX_ENTRIES:
             self.overflowed = True
             return record
-        for entry in entries:
-            if entry.name == ".git":
+        for entry in entries:  # regular files, the most, are passed after one check
+            name = entry.name
+            if name == ".git":
                 record.dot_git = entry.path
+            elif entry.is_file(follow_symlinks=False):
+                if name == ".gitmodules":
+                    record.gitmodules = entry.path
             elif entry.is_dir(follow_symlinks=False):
                 record.subdirectories.append(entry.path)
             elif entry.is_symlink():
                 record.links.append(entry.path)
-            elif entry.name not in GIT_WORKTREE_FILES:
-                continue
-            elif entry.is_file(follow_symlinks=False):
-                if entry.name == ".gitmodules":
-                    record.gitmodules = entry.path
-            else:
+            elif name in GIT_WORKTREE_FILES:
                 record.refusal = record.refusal or self.special_file(entry)
         return record
 
