@@ -116,11 +116,15 @@ def test_a_repository_the_host_plants_is_guarded(
     assert guarded(guard, workspace / "sub", "status").returncode == 0
     monkeypatch.setattr(git_guard, "GIT_TREE_INLINE_DIRECTORIES", 0)
     monkeypatch.setattr(git_guard, "GIT_TREE_IDLE_SECONDS", 0.05)
+    monkeypatch.setattr(git_guard, "GIT_TREE_IDLE_SHARE", 1.0)
     guard = GitGuard([str(workspace)])
     guard.start()
     guarded(guard, workspace, "status")
     plant(workspace / "other", markers, "other")
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while "filter.other.process" not in guard.env().values():  # no command in between
+        assert time.monotonic() < deadline, "the idle look never saw the repository"
+        time.sleep(0.05)
     assert guarded(guard, workspace / "other", "status").returncode == 0
     assert list(markers.iterdir()) == []
 
