@@ -30,6 +30,9 @@ GIT_CONFIG_MAX_BYTES = 1 << 20
 GIT_CONFIG_MAX_FILES = 1024
 GIT_INCLUDE_MAX_DEPTH = 10  # git's own limit: deeper, it stops with an error
 GIT_SCAN_MAX_DEPTH = 256
+# A bound on the entries (files and directories) walked, far above a monorepo's million
+# files (or a git directory's loose objects): past it, git is off.
+GIT_SCAN_MAX_ENTRIES = 20_000_000
 GIT_MAX_REPOSITORIES = 256
 
 
@@ -152,6 +155,7 @@ class RepositoryScan:
         self.git_dirs: set[str] = set()
         self.files: set[str] = set()  # the config files read (real paths)
         self._depths: dict[str, int] = {}  # the smallest include depth each file was read at
+        self._entries = 0
         self.refusal: str | None = None
 
     def run(self) -> RepositoryScan:
@@ -251,7 +255,7 @@ class RepositoryScan:
             return []
         try:
             with os.scandir(directory) as scan:
-                return list(scan)
+                entries = list(scan)
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
@@ -259,6 +263,10 @@ class RepositoryScan:
                 return []  # git cannot look inside either
             message = describe_os_error(exc, directory)
             raise GitRefusal(f"{message}, and git could look inside") from None
+        self._entries += len(entries)
+        if self._entries > GIT_SCAN_MAX_ENTRIES:
+            raise GitRefusal(f"{printable(self.dotgit)} has over {GIT_SCAN_MAX_ENTRIES:,} entries")
+        return entries
 
     def config_file(self, path: str, depth: int, gitdir: str) -> None:
         """Note the variables of one config file and, recursively, the files it includes.

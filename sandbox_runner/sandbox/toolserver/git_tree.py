@@ -10,6 +10,7 @@ from .arguments import describe_os_error, is_within, printable
 from .git_config import leads_through_proc
 from .git_scan import (
     GIT_SCAN_MAX_DEPTH,
+    GIT_SCAN_MAX_ENTRIES,
     GIT_WORKTREE_FILES,
     GitRefusal,
     Stamp,
@@ -18,10 +19,6 @@ from .git_scan import (
     stamp_from,
     stamp_of,
 )
-
-# A bound on the entries (files and directories) of the trees walked, far above a
-# monorepo's million files: past it, git is off for good in this sandbox.
-GIT_SCAN_MAX_ENTRIES = 20_000_000
 
 
 class Directory:
@@ -65,6 +62,7 @@ class WorkspaceTree:
         self.tops: list[str] = []
         self.entries = 0
         self.overflowed = False
+        """Past GIT_SCAN_MAX_ENTRIES: git stays off in this sandbox, no look is redone."""
 
     def refresh(self) -> bool:
         """Look again: one lstat per directory and a stat per link, a listing of the
