@@ -250,3 +250,99 @@ def test_the_first_look_runs_in_the_background_and_the_first_command_waits(
     assert time.monotonic() - started >= 0.25  # it waited for the look to end
     assert list(markers.iterdir()) == []
     assert len(looked_on) == 2 and threading.main_thread().name not in looked_on
+
+
+# What someone who controls the repository and the commands may try against the tiers.
+
+
+def test_a_git_link_pointed_elsewhere_is_seen_before_the_next_command(
+    workspace: Path, tmp_path: Path, markers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `.git` entry's stamp follows the link: the git tier sees it, no tree look needed."""
+    monkeypatch.setattr(git_guard, "GIT_TREE_INLINE_DIRECTORIES", 0)
+    plant(tmp_path / "evil", markers)
+    (workspace / "store").mkdir()
+    (tmp_path / "evil" / ".git").rename(workspace / "store" / "evil.git")
+    host_git(tmp_path, "init", "-q", "plain")
+    (tmp_path / "plain" / ".git").rename(workspace / "store" / "plain.git")
+    sub = workspace / "sub"
+    sub.mkdir()
+    for name in (".gitattributes", "a.txt"):
+        (tmp_path / "evil" / name).rename(sub / name)
+    (sub / ".git").symlink_to("../store/plain.git")
+    guard = GitGuard([str(workspace)])
+    guarded(guard, workspace, "status")
+    (sub / "swap").symlink_to("../store/evil.git")
+    (sub / "swap").rename(sub / ".git")
+    os.utime(sub / "a.txt", (STALE, STALE))
+    guarded(guard, sub, "status")
+    assert list(markers.iterdir()) == []
+
+
+def test_setting_a_directory_s_mtime_back_hides_nothing(
+    workspace: Path, markers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_guard, "GIT_TREE_INLINE_DIRECTORIES", 0)
+    (workspace / "deep").mkdir()
+    guard = GitGuard([str(workspace)])
+    guarded(guard, workspace, "status")
+    before = os.stat(workspace / "deep")
+    with guard.writing():
+        plant(workspace / "deep" / "sub", markers)
+        os.utime(workspace / "deep", ns=(before.st_atime_ns, before.st_mtime_ns))
+    guarded(guard, workspace / "deep" / "sub", "status")
+    assert list(markers.iterdir()) == []
+
+
+def test_a_directory_closed_then_opened_again_is_looked_into(
+    workspace: Path, markers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_guard, "GIT_TREE_INLINE_DIRECTORIES", 0)
+    closed = workspace / "closed"
+    plant(closed / "sub", markers)
+    closed.chmod(0)
+    guard = GitGuard([str(workspace)])
+    try:
+        guarded(guard, workspace, "status")
+    finally:
+        with guard.writing():
+            closed.chmod(0o755)
+    guarded(guard, closed / "sub", "status")
+    assert list(markers.iterdir()) == []
+
+
+def test_a_gitmodules_rewritten_in_place_is_read_again(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_guard, "GIT_TREE_INLINE_DIRECTORIES", 0)
+    modules = workspace / ".gitmodules"
+    modules.write_text("")
+    guard = GitGuard([str(workspace)])
+    assert "submodule.lib.ignore" not in guard.env().values()
+    modules.write_text('[submodule "lib"]\n\tpath = lib\n')
+    assert "submodule.lib.ignore" in guard.env().values()
+
+
+def test_a_core_worktree_outside_set_later_refuses_git(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_guard, "GIT_TREE_INLINE_DIRECTORIES", 0)
+    guard = GitGuard([str(workspace), str(tmp_path)])  # an extra read-only directory
+    assert guarded(guard, workspace, "status").returncode == 0
+    with (workspace / ".git" / "config").open("a") as config:
+        config.write(f"[core]\n\tworktree = {tmp_path}\n")
+    done = guarded(guard, workspace, "status")
+    assert done.returncode == 128 and "outside the workspace" in done.stderr
+
+
+def test_a_fifo_a_command_plants_in_a_git_directory_refuses_git(
+    workspace: Path, markers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_guard, "GIT_TREE_INLINE_DIRECTORIES", 0)
+    plant(workspace / "sub", markers)
+    guard = GitGuard([str(workspace)])
+    guarded(guard, workspace, "status")
+    with guard.writing():
+        os.mkfifo(workspace / "sub" / ".git" / "refs" / "heads" / "waits")
+    done = guarded(guard, workspace / "sub", "status")
+    assert done.returncode == 128 and "fifo" in done.stderr
