@@ -346,3 +346,34 @@ def test_a_fifo_a_command_plants_in_a_git_directory_refuses_git(
         os.mkfifo(workspace / "sub" / ".git" / "refs" / "heads" / "waits")
     done = guarded(guard, workspace / "sub", "status")
     assert done.returncode == 128 and "fifo" in done.stderr
+
+
+def test_new_loose_objects_and_refs_are_taken_without_reading_the_repository_again(
+    workspace: Path, markers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit in a nested repository adds files to its git directory's inner
+    directories: the tree look takes them as they are; a FIFO among them is refused."""
+    monkeypatch.setattr(git_guard, "GIT_TREE_INLINE_DIRECTORIES", 0)
+    plant(workspace / "sub", markers)
+    guard = GitGuard([str(workspace)])
+    guarded(guard, workspace, "status")
+    runs: list[str] = []
+    run = RepositoryScan.run
+
+    def counted(scan: RepositoryScan) -> RepositoryScan:
+        runs.append(scan.dotgit)
+        return run(scan)
+
+    monkeypatch.setattr(RepositoryScan, "run", counted)
+    heads = workspace / "sub" / ".git" / "refs" / "heads"
+    with guard.writing():
+        (heads / "another").write_text((heads / "main").read_text())
+    assert guarded(guard, workspace / "sub", "status").returncode == 0
+    assert runs == []
+    with guard.writing():
+        os.mkfifo(heads / "waits")
+    done = guarded(guard, workspace / "sub", "status")
+    assert done.returncode == 128 and "fifo" in done.stderr
+    with guard.writing():
+        (heads / "waits").unlink()
+    assert guarded(guard, workspace / "sub", "status").returncode == 0

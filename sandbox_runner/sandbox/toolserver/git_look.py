@@ -76,7 +76,7 @@ class GitLook:
             for path in listed.keys() - self.gitmodules.keys():
                 self.gitmodules[path] = GitModules(path)
         for dot_git, scan in self.repositories.items():
-            if changed(scan.inner):
+            if not scan.recheck():
                 self.repositories[dot_git] = RepositoryScan(dot_git, self.roots).run()
                 moved = True
         return moved

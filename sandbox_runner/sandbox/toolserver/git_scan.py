@@ -36,6 +36,10 @@ GIT_SCAN_MAX_ENTRIES = 20_000_000
 GIT_MAX_REPOSITORIES = 256
 
 
+# Names in a git directory that make the scan read something: a repository's files, or
+# another `.git`.
+GIT_DIRECTORY_NAMES = frozenset({"HEAD", ".git", "alternates", "config", "commondir"})
+
 Stamp = tuple[int, int, int, int, int, int]
 Variable = tuple[bytes, bytes | None, bytes]
 
@@ -167,6 +171,34 @@ class RepositoryScan:
         except (OSError, ValueError, RecursionError) as error:
             self.refusal = f"the scan failed: {error!r}"
         return self
+
+    def recheck(self) -> bool:
+        """Look again at the inner directories that changed; False when the scan must be
+        redone. A directory that only gained or lost regular files (loose objects, refs)
+        or known directories is taken as it is now; one that went holds nothing."""
+        if self.refusal is not None:  # the scan stopped short: redone when anything moved
+            return not changed(self.inner)
+        for directory, stamp in list(self.inner.items()):
+            now = stamp_of(directory)
+            if now == stamp:
+                continue
+            if now is None:
+                del self.inner[directory]
+                continue
+            try:
+                with os.scandir(directory) as scan:
+                    entries = list(scan)
+            except OSError:
+                return False
+            for entry in entries:
+                if entry.name in GIT_DIRECTORY_NAMES:
+                    return False
+                if entry.is_file(follow_symlinks=False):
+                    continue
+                if not (entry.is_dir(follow_symlinks=False) and entry.path in self.inner):
+                    return False
+            self.inner[directory] = now
+        return True
 
     def dot_git(self, dotgit: str) -> None:
         """A `.git` entry: a git directory, or a file naming one (`gitdir: PATH`)."""
