@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_runner.sandbox.toolserver import git_guard, git_tree
+from sandbox_runner.sandbox.toolserver import git_guard, git_scan, git_tree
 from sandbox_runner.sandbox.toolserver.git_guard import GitGuard
 from sandbox_runner.sandbox.toolserver.git_scan import RepositoryScan
 from sandbox_runner.sandbox.toolserver.processes import command_env
@@ -355,6 +355,7 @@ def test_new_loose_objects_and_refs_are_taken_without_reading_the_repository_aga
     directories: the tree look takes them as they are; a FIFO among them is refused."""
     monkeypatch.setattr(git_guard, "GIT_TREE_INLINE_DIRECTORIES", 0)
     plant(workspace / "sub", markers)
+    time.sleep(0.2)  # past git_scan.GIT_RACY_NS: the stamps of the first look settle
     guard = GitGuard([str(workspace)])
     guarded(guard, workspace, "status")
     runs: list[str] = []
@@ -377,3 +378,18 @@ def test_new_loose_objects_and_refs_are_taken_without_reading_the_repository_aga
     with guard.writing():
         (heads / "waits").unlink()
     assert guarded(guard, workspace / "sub", "status").returncode == 0
+
+
+def test_a_directory_changed_in_the_tick_of_a_look_is_listed_again(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel keeps times to a tick: a change right after a look, in the same tick,
+    would leave the directory's ctime as the look saw it. A recent ctime is not trusted."""
+    (workspace / "fresh").mkdir()
+    tree = git_tree.WorkspaceTree([str(workspace)])
+    monkeypatch.setattr(git_scan, "GIT_RACY_NS", 3600 * 10**9)  # everything here is recent
+    assert tree.refresh()
+    assert tree.refresh()  # listed again, though nothing moved
+    monkeypatch.setattr(git_scan, "GIT_RACY_NS", 0)
+    assert tree.refresh()  # the stamps settle
+    assert not tree.refresh()

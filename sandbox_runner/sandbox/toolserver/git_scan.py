@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 from .arguments import describe_os_error, file_type, is_within, printable
 from .git_config import (
@@ -36,6 +37,7 @@ GIT_SCAN_MAX_ENTRIES = 20_000_000
 GIT_MAX_REPOSITORIES = 256
 
 
+GIT_RACY_NS = 100_000_000
 # Names in a git directory that make the scan read something: a repository's files, or
 # another `.git`.
 GIT_DIRECTORY_NAMES = frozenset({"HEAD", ".git", "alternates", "config", "commondir"})
@@ -56,19 +58,23 @@ def stamp_of(path: str) -> Stamp | None:
 
 
 def stamp_from(info: os.stat_result) -> Stamp:
-    return (
-        info.st_dev,
-        info.st_ino,
-        info.st_mode,
-        info.st_size,
-        info.st_mtime_ns,
-        info.st_ctime_ns,
-    )
+    """What tells a file's versions apart. The kernel keeps times to a clock tick (up to
+    10 ms): a change in the tick of a look would leave the same ctime, so a file changed
+    within GIT_RACY_NS of now gets a stamp that matches none (it is looked at again)."""
+    ctime = info.st_ctime_ns
+    if ctime > time.time_ns() - GIT_RACY_NS:
+        ctime = -1
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, ctime)
+
+
+def same(old: Stamp | None, new: Stamp | None) -> bool:
+    """Whether two stamps show the same version (never one taken in a racy tick)."""
+    return old == new and (old is None or old[5] != -1)
 
 
 def changed(stamps: dict[str, Stamp | None]) -> bool:
     """Whether a file or directory that STAMPS hold (as os.stat sees it) changed."""
-    return any(stamp_of(path) != stamp for path, stamp in stamps.items())
+    return any(not same(stamp, stamp_of(path)) for path, stamp in stamps.items())
 
 
 def blocking_kind(path: str, info: os.stat_result) -> str | None:
@@ -180,7 +186,7 @@ class RepositoryScan:
             return not changed(self.inner)
         for directory, stamp in list(self.inner.items()):
             now = stamp_of(directory)
-            if now == stamp:
+            if same(stamp, now):
                 continue
             if now is None:
                 del self.inner[directory]

@@ -16,6 +16,7 @@ from .git_scan import (
     Stamp,
     blocking_kind,
     require_stable,
+    same,
     stamp_from,
     stamp_of,
 )
@@ -90,7 +91,7 @@ class WorkspaceTree:
                 seen.add(directory)
                 record = self.directories.get(directory)
                 stamp = stamp_from(info)
-                if record is None or record.stamp != stamp:
+                if record is None or not same(record.stamp, stamp):
                     record = self.look(directory, stamp, depth)
                     changed = True
                     if self.overflowed:
@@ -166,7 +167,7 @@ class WorkspaceTree:
         index holds a submodule at its path, so a repository there is walked too."""
         stamp = stamp_of(path)
         known = self.links.get(path)
-        if known is not None and known.stamp == stamp:
+        if known is not None and same(known.stamp, stamp):
             return False, known.tree
         record = self.links[path] = Link(stamp)
         try:
