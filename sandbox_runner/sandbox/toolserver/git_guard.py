@@ -117,8 +117,12 @@ class GitGuard:
             wanted = self._written
         with self._lock:
             self._tree_tier(wanted)
-            if self._look is not None and self._look.git_tier():
-                self._env = None
+            try:
+                if self._look is not None and self._look.git_tier():
+                    self._env = None
+            except (OSError, ValueError, RecursionError) as error:
+                self._look = None  # looked at from scratch next time
+                self._env = refused_env(f"the scan failed: {error!r}")
             if self._env is None:
                 self._env = self._combine()
             return self._env
