@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
 
-from .git_scan import GitConfigScan, GitRefusal, Stamp, stamp_of
+from .git_look import GitLook
+from .git_scan import GitRefusal
+
+# mypy treats any name TYPE_CHECKING as true; a plain constant spares importing typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 # Git settings for every command, in command-line scope (above the repository's own config).
 # They reach every git process a command starts, submodules' included (git keeps the
@@ -52,6 +60,13 @@ GIT_FILTER_OFF = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "
 GIT_MAX_OVERRIDES = 2048
 GIT_MAX_OVERRIDE_BYTES = 256 * 1024
 GIT_MAX_NAME_BYTES = 1024
+# A tree of at most this many directories is looked at before every command (a few ms):
+# nothing that appears in it, whoever makes it, escapes the next command.
+GIT_TREE_INLINE_DIRECTORIES = 4096
+# A larger tree is looked at after each command and write, and while no command comes,
+# every few seconds (for what the host changes), at most this share of one CPU.
+GIT_TREE_IDLE_SECONDS = 2.0
+GIT_TREE_IDLE_SHARE = 0.04
 
 
 class GitGuard:
@@ -60,40 +75,141 @@ class GitGuard:
     defines, at any depth.
 
     ROOTS are read-only mounts: the workspace, which is walked, then the extra directories.
-    The result is kept until a directory or file the scan looked at changes.
+    The first look starts in the background (`start`); the first command waits for it.
+    Then before each command, the repositories found are looked at again (the git tier: a
+    few stats per repository). The tree (for a repository or `.gitmodules` that appeared)
+    is looked at again before each command too while it is small; a larger one in the
+    background after each command or write (`writing`) and every few seconds while idle,
+    and a command waits for a look still under way. While another command runs, which
+    could write at any moment, a command looks at the tree itself first.
     """
 
     def __init__(self, roots: list[str]) -> None:
         self.roots = roots
-        self._lock = threading.Lock()
-        self._stamps: dict[str, Stamp | None] = {}
+        self._lock = threading.Lock()  # the look and the environment
+        self._writers_lock = threading.Lock()
+        self._writers = 0
+        self._written = 0  # counts what may have written: ended writers, and overlaps
+        self._looked = -1  # the count when the last look at the tree began
+        self._look: GitLook | None = None
         self._env: dict[str, str] | None = None
+        self._wake = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._inline = False  # whether each command looks at the tree itself
+        self._idle: float | None = None  # how long the worker waits before it looks
+
+    def start(self) -> None:
+        """Begin the first look at the workspace in the background."""
+        with self._writers_lock:
+            if self._worker is None:
+                worker = threading.Thread(target=self._work, daemon=True)
+                try:
+                    worker.start()
+                except RuntimeError:
+                    return  # no thread to spare: the next command looks itself
+                self._worker = worker
+        self._wake.set()
 
     def env(self) -> dict[str, str]:
+        with self._writers_lock:
+            if self._writers or self._inline:
+                self._written += 1
+            wanted = self._written
         with self._lock:
-            if self._env is None or any(
-                stamp_of(path) != stamp for path, stamp in self._stamps.items()
-            ):
-                self._env = self._scan()
+            self._tree_tier(wanted)
+            try:
+                if self._look is not None and self._look.git_tier():
+                    self._env = None
+            except (OSError, ValueError, RecursionError) as error:
+                self._look = None  # looked at from scratch next time
+                self._env = refused_env(f"the scan failed: {error!r}")
+            if self._env is None:
+                self._env = self._combine()
             return self._env
 
-    def _scan(self) -> dict[str, str]:
-        scan = GitConfigScan(self.roots)
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around what may write the workspace (a command, Write, Edit): the tree is
+        looked at again when it ends."""
+        with self._writers_lock:
+            self._writers += 1
         try:
-            scan.run()
-            overrides = driver_overrides(scan.variables, scan.submodules)
-            env = git_config_env([*GIT_SAFE_CONFIG, *overrides])
+            yield
+        finally:
+            with self._writers_lock:
+                self._writers -= 1
+                self._written += 1
+            self.start()
+
+    def tree_size(self) -> tuple[int, int]:
+        """The directories and entries of the trees last looked at."""
+        with self._lock:
+            tree = self._look.tree if self._look is not None else None
+            return (len(tree.directories), tree.entries) if tree is not None else (0, 0)
+
+    def look_at_tree(self) -> None:
+        """Look at the tree again now, as after a command (the background's work)."""
+        with self._writers_lock:
+            self._written += 1
+            wanted = self._written
+        with self._lock:
+            self._tree_tier(wanted)
+
+    def _work(self) -> None:
+        while True:
+            woken = self._wake.wait(self._idle)
+            self._wake.clear()
+            if not woken:  # idle: the host may have changed the tree
+                self.look_at_tree()
+                continue
+            with self._writers_lock:
+                wanted = self._written
+            with self._lock:
+                self._tree_tier(wanted)
+
+    def _tree_tier(self, wanted: int) -> None:
+        """Look at the tree again unless a look began after WANTED writes (lock held)."""
+        if self._look is not None and self._looked >= wanted:
+            return
+        self._looked = wanted
+        started = time.monotonic()
+        try:
+            if self._look is None:
+                self._look = GitLook(self.roots)
+            if self._look.tree_tier():
+                self._env = None
+        except (OSError, ValueError, RecursionError) as error:
+            self._look = None  # looked at from scratch next time
+            self._env = refused_env(f"the scan failed: {error!r}")
+            return
+        self._inline = len(self._look.tree.directories) <= GIT_TREE_INLINE_DIRECTORIES
+        took = time.monotonic() - started
+        self._idle = (
+            None if self._inline else max(GIT_TREE_IDLE_SECONDS, took / GIT_TREE_IDLE_SHARE)
+        )
+
+    def _combine(self) -> dict[str, str]:
+        if self._look is None:
+            return self._env or refused_env("the scan failed")
+        try:
+            variables, submodules = self._look.combine()
+            overrides = driver_overrides(variables, submodules)
+            return git_config_env([*GIT_SAFE_CONFIG, *overrides])
         except (GitRefusal, OSError, ValueError, RecursionError) as refusal:
-            # A guard that fails says so and keeps git off; it never lets git run unguarded.
             reason = refusal if isinstance(refusal, GitRefusal) else f"the scan failed: {refusal!r}"
-            message = f"planrun: git is disabled in this sandbox: {reason}"
-            # The invalid key stops every git command with the message; the GIT_DIR that
-            # does not exist stops it before it opens the repository's files (a FIFO there
-            # would block it) and says the same.
-            env = git_config_env([*GIT_SAFE_CONFIG, (message, "")])
-            env["GIT_DIR"] = "/" + message
-        self._stamps = scan.stamps
-        return env
+            return refused_env(str(reason))
+
+
+def refused_env(reason: str) -> dict[str, str]:
+    """Variables that stop every git command with REASON: a guard that fails says so and
+    keeps git off; it never lets git run unguarded."""
+    message = f"planrun: git is disabled in this sandbox: {reason}"
+    # The invalid key stops every git command with the message; the GIT_DIR that does not
+    # exist stops it before it opens the repository's files (a FIFO there would block it)
+    # and says the same.
+    env = git_config_env([*GIT_SAFE_CONFIG, (message, "")])
+    env["GIT_DIR"] = "/" + message
+    return env
 
 
 DRIVER_SECTIONS = frozenset({b"filter", b"diff", b"merge"})

@@ -1,14 +1,14 @@
-"""One look at everything git may read in the workspace, refusing what cannot be checked."""
+"""One look at everything git may read from one repository, refusing what cannot be checked."""
 
 from __future__ import annotations
 
 import os
 import stat
+import time
 
 from .arguments import describe_os_error, file_type, is_within, printable
 from .git_config import (
     INCLUDE_SECTIONS,
-    expand_git_path,
     git_config_variables,
     include_target,
     leads_through_proc,
@@ -30,12 +30,20 @@ GIT_PATH_SETTINGS = frozenset(
 GIT_CONFIG_MAX_BYTES = 1 << 20
 GIT_CONFIG_MAX_FILES = 1024
 GIT_INCLUDE_MAX_DEPTH = 10  # git's own limit: deeper, it stops with an error
-GIT_SCAN_MAX_ENTRIES = 200_000
 GIT_SCAN_MAX_DEPTH = 256
+# A bound on the entries (files and directories) walked, far above a monorepo's million
+# files (or a git directory's loose objects): past it, git is off.
+GIT_SCAN_MAX_ENTRIES = 20_000_000
 GIT_MAX_REPOSITORIES = 256
 
 
+GIT_RACY_NS = 100_000_000
+# Names in a git directory that make the scan read something: a repository's files, or
+# another `.git`.
+GIT_DIRECTORY_NAMES = frozenset({"HEAD", ".git", "alternates", "config", "commondir"})
+
 Stamp = tuple[int, int, int, int, int, int]
+Variable = tuple[bytes, bytes | None, bytes]
 
 
 class GitRefusal(Exception):
@@ -50,14 +58,23 @@ def stamp_of(path: str) -> Stamp | None:
 
 
 def stamp_from(info: os.stat_result) -> Stamp:
-    return (
-        info.st_dev,
-        info.st_ino,
-        info.st_mode,
-        info.st_size,
-        info.st_mtime_ns,
-        info.st_ctime_ns,
-    )
+    """What tells a file's versions apart. The kernel keeps times to a clock tick (up to
+    10 ms): a change in the tick of a look would leave the same ctime, so a file changed
+    within GIT_RACY_NS of now gets a stamp that matches none (it is looked at again)."""
+    ctime = info.st_ctime_ns
+    if ctime > time.time_ns() - GIT_RACY_NS:
+        ctime = -1
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, ctime)
+
+
+def same(old: Stamp | None, new: Stamp | None) -> bool:
+    """Whether two stamps show the same version (never one taken in a racy tick)."""
+    return old == new and (old is None or old[5] != -1)
+
+
+def changed(stamps: dict[str, Stamp | None]) -> bool:
+    """Whether a file or directory that STAMPS hold (as os.stat sees it) changed."""
+    return any(not same(stamp, stamp_of(path)) for path, stamp in stamps.items())
 
 
 def blocking_kind(path: str, info: os.stat_result) -> str | None:
@@ -71,93 +88,135 @@ def blocking_kind(path: str, info: os.stat_result) -> str | None:
     return None
 
 
-class GitConfigScan:
-    """One look at everything git may read in the workspace: it walks the whole tree for
-    repositories (nested, submodules or not, or reached by a link), and each repository's
-    git directory for its config files (its own, its worktrees', its submodules'), what
-    they include, the common directory and alternates they name, and files that block."""
+def require_unblocking(path: str, info: os.stat_result) -> None:
+    kind = blocking_kind(path, info)
+    if kind is not None:
+        raise GitRefusal(f"{printable(path)}, which git could open, is a {kind}")
 
-    def __init__(self, roots: list[str]) -> None:
-        self.roots = [os.path.realpath(root) for root in roots]
-        self.stamps: dict[str, Stamp | None] = {}
-        self.variables: dict[tuple[bytes, bytes | None, bytes], None] = {}
-        self.submodules: dict[bytes, None] = {}
-        self._paths: dict[bytes, None] = {}  # the values of GIT_PATH_SETTINGS
-        self._worktrees: dict[str, None] = {}  # where git may run: bases of those values
-        self._core_worktrees: dict[str, None] = {}  # what core.worktree settings name
-        self._trees: list[str] = []  # the tops of the worktrees walked
-        self._depths: dict[str, int] = {}  # the smallest include depth each file was read at
-        self._walked: set[str] = set()
-        self._repositories = 0
-        self._files = 0
-        self._entries = 0
 
-    def run(self) -> None:
-        """Walk the workspace (the first root); raise GitRefusal for what cannot be checked."""
-        self.tree(self.roots[0])
-        self.check_core_worktrees()
-        self.check_path_settings()
-
-    def tree(self, top: str) -> None:
-        """Walk a worktree without following links, for every repository in it and for
-        git's own files (.gitignore, ...) that could block. Git never takes a directory
-        laid out as a bare repository for one (safe.bareRepository=explicit)."""
-        self._worktrees[top] = None
-        self._trees.append(os.path.realpath(top))
-        pending = [(top, 0)]
-        while pending:
-            directory, depth = pending.pop()
-            for entry in self.listing(directory, depth):
-                if entry.name == ".git":
-                    self.dot_git(entry.path)
-                elif entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, depth + 1))
-                elif entry.is_symlink():
-                    self.link_in_tree(entry.path, entry.name)
-                elif entry.name in GIT_WORKTREE_FILES:
-                    self.worktree_file(entry.path, entry.name)
-
-    def worktree_file(self, path: str, name: str) -> None:
-        info = self.stat(path)
-        if info is not None:
-            self.require_unblocking(path, info)
-            if name == ".gitmodules" and stat.S_ISREG(info.st_mode):
-                for variable, _ in git_config_variables(self.read(path) or b""):
-                    section, subsection, _ = split_variable(variable)
-                    if section == b"submodule" and subsection is not None:
-                        self.submodules[subsection] = None
-
-    def link_in_tree(self, path: str, name: str) -> None:
-        """A symbolic link in a worktree: git enters the directory it leads to when the
-        index holds a submodule at its path, so a repository there is scanned like one
-        in the tree."""
-        info = self.stat(path)
-        if (info is None or stat.S_ISDIR(info.st_mode)) and leads_through_proc(path):
-            # /proc/self/cwd and the like lead each process somewhere else.
-            raise GitRefusal(f"{printable(path)} is a link through /proc")
-        if info is None:
+def require_stable(path: str, roots: list[str]) -> None:
+    """Refuse a file that could change between this look and git's own read of it, or
+    that git could see as another file."""
+    if leads_through_proc(path):
+        raise GitRefusal(f"{printable(path)}, which git would read, leads through /proc")
+    real = os.path.realpath(path)
+    if any(is_within(real, root) for root in roots):
+        return
+    probe = real
+    while True:
+        if os.path.lexists(probe) and os.access(probe, os.W_OK):
+            raise GitRefusal(f"{printable(path)}, which git would read, is in a writable place")
+        parent = os.path.dirname(probe)
+        if parent == probe:
             return
-        if name in GIT_WORKTREE_FILES:
-            self.require_unblocking(path, info)
-        real = os.path.realpath(path)
-        if not stat.S_ISDIR(info.st_mode) or is_within(real, self.roots[0]):
-            return  # the walk reads that directory where it is
-        if os.path.lexists(os.path.join(real, ".git")) and real not in self._walked:
-            self.require_stable(real)
-            self._walked.add(real)
-            self.tree(real)
+        probe = parent
+
+
+def read_git_file(path: str, stamps: dict[str, Stamp | None]) -> bytes | None:
+    """A regular file's bytes, its stamp noted in STAMPS; None if it is missing,
+    unreadable or a directory, as git then reads nothing there either (or stops)."""
+    try:
+        # O_NONBLOCK: a FIFO must not hang the server; it is refused below.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        stamps[path] = stamp_of(path)
+        return None
+    try:
+        info = os.fstat(fd)
+        stamps[path] = stamp_from(info)
+        if stat.S_ISDIR(info.st_mode):
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            kind = file_type(info.st_mode).replace("_", " ")
+            raise GitRefusal(f"{printable(path)}, which git would read, is a {kind}")
+        chunks, size = [], 0
+        while size <= GIT_CONFIG_MAX_BYTES and (chunk := os.read(fd, 1 << 16)):
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > GIT_CONFIG_MAX_BYTES:
+        raise GitRefusal(f"{printable(path)} is over {GIT_CONFIG_MAX_BYTES} bytes")
+    return b"".join(chunks)
+
+
+class RepositoryScan:
+    """What one `.git` entry of a worktree leads git to read: the git directory (in place
+    or named by a `gitdir:` file) and every file in it, the config files there (its own,
+    its worktrees', its submodules'), what they include, the common directory and
+    alternates they name, and files that block.
+
+    Its stamps come in two tiers: `stamps`, of what git reads from the repository
+    (configs, includes, the `.git` entry, each git directory and each directory holding a
+    HEAD), few per repository and checked before every command; and `inner`, the other
+    directories of the git directories, checked with the workspace's tree.
+    """
+
+    def __init__(self, dotgit: str, roots: list[str]) -> None:
+        self.dotgit = dotgit
+        self.roots = roots
+        self.stamps: dict[str, Stamp | None] = {}
+        self.inner: dict[str, Stamp | None] = {}
+        self.variables: dict[Variable, None] = {}
+        self.submodules: dict[bytes, None] = {}
+        self.paths: dict[bytes, None] = {}  # the values of GIT_PATH_SETTINGS
+        self.worktrees: dict[str, None] = {}  # where git may run: bases of those values
+        self.core_worktrees: dict[str, None] = {}  # what core.worktree settings name
+        self.git_dirs: set[str] = set()
+        self.files: set[str] = set()  # the config files read (real paths)
+        self._depths: dict[str, int] = {}  # the smallest include depth each file was read at
+        self._entries = 0
+        self.refusal: str | None = None
+
+    def run(self) -> RepositoryScan:
+        """Look; a refusal is kept (with the stamps so far: a change lets it go)."""
+        try:
+            self.dot_git(self.dotgit)
+        except GitRefusal as refusal:
+            self.refusal = str(refusal)
+        except (OSError, ValueError, RecursionError) as error:
+            self.refusal = f"the scan failed: {error!r}"
+        return self
+
+    def recheck(self) -> bool:
+        """Look again at the inner directories that changed; False when the scan must be
+        redone. A directory that only gained or lost regular files (loose objects, refs)
+        or known directories is taken as it is now; one that went holds nothing."""
+        if self.refusal is not None:  # the scan stopped short: redone when anything moved
+            return not changed(self.inner)
+        for directory, stamp in list(self.inner.items()):
+            now = stamp_of(directory)
+            if same(stamp, now):
+                continue
+            if now is None:
+                del self.inner[directory]
+                continue
+            try:
+                with os.scandir(directory) as scan:
+                    entries = list(scan)
+            except OSError:
+                return False
+            for entry in entries:
+                if entry.name in GIT_DIRECTORY_NAMES:
+                    return False
+                if entry.is_file(follow_symlinks=False):
+                    continue
+                if not (entry.is_dir(follow_symlinks=False) and entry.path in self.inner):
+                    return False
+            self.inner[directory] = now
+        return True
 
     def dot_git(self, dotgit: str) -> None:
         """A `.git` entry: a git directory, or a file naming one (`gitdir: PATH`)."""
-        self.require_stable(dotgit)
-        self._worktrees[os.path.dirname(dotgit)] = None
-        info = self.stat(dotgit)
+        require_stable(dotgit, self.roots)
+        self.worktrees[os.path.dirname(dotgit)] = None
+        info = self.stat(dotgit, self.stamps)
         if info is None:
             return
         if stat.S_ISDIR(info.st_mode):
             self.git_dir(dotgit)
             return
-        self.require_unblocking(dotgit, info)
+        require_unblocking(dotgit, info)
         data = self.read(dotgit)
         if data is not None and data.startswith(b"gitdir: "):
             target = os.fsdecode(data[8:].rstrip(b"\r\n"))
@@ -167,19 +226,19 @@ class GitConfigScan:
         """Every file of a git directory, including links it holds to directories: config
         files where a repository is (a HEAD), and no file that could block."""
         real = os.path.realpath(gitdir)
-        if real in self._walked:
+        if real in self.git_dirs:
             return
-        self._walked.add(real)
-        self._repositories += 1
-        if self._repositories > GIT_MAX_REPOSITORIES:
+        self.git_dirs.add(real)
+        if len(self.git_dirs) > GIT_MAX_REPOSITORIES:
             raise GitRefusal(f"over {GIT_MAX_REPOSITORIES} repositories to check")
-        self.require_stable(gitdir)
+        require_stable(gitdir, self.roots)
         pending = [(gitdir, 0)]
         while pending:
             directory, depth = pending.pop()
             entries = self.listing(directory, depth)
             names = {entry.name for entry in entries}
             if directory == gitdir or "HEAD" in names:
+                self.stamps[directory] = self.inner.pop(directory, None) or stamp_of(directory)
                 self.repository(directory, names)
             for entry in entries:
                 if entry.name == ".git":
@@ -204,15 +263,18 @@ class GitConfigScan:
 
     def git_file(self, entry: os.DirEntry[str], depth: int, pending: list[tuple[str, int]]) -> None:
         """An entry of a git directory that is neither a directory nor a regular file."""
-        info = self.stat(entry.path) if entry.is_symlink() else entry.stat(follow_symlinks=False)
+        if entry.is_symlink():
+            info = self.stat(entry.path, self.stamps)
+        else:
+            info = entry.stat(follow_symlinks=False)
         if info is None:
             return
-        self.require_unblocking(entry.path, info)
+        require_unblocking(entry.path, info)
         real = os.path.realpath(entry.path)
-        if stat.S_ISDIR(info.st_mode) and real not in self._walked:
+        if stat.S_ISDIR(info.st_mode) and real not in self.git_dirs:
             # A link to a directory (git-new-workdir links objects, refs, ...): walked too.
-            self.require_stable(real)
-            self._walked.add(real)
+            require_stable(real, self.roots)
+            self.git_dirs.add(real)
             pending.append((entry.path, depth + 1))
 
     def alternates(self, path: str) -> None:
@@ -227,7 +289,7 @@ class GitConfigScan:
     def listing(self, directory: str, depth: int) -> list[os.DirEntry[str]]:
         if depth > GIT_SCAN_MAX_DEPTH:
             raise GitRefusal(f"{printable(directory)} is over {GIT_SCAN_MAX_DEPTH} deep")
-        if self.stat(directory) is None:
+        if self.stat(directory, self.inner) is None:
             return []
         try:
             with os.scandir(directory) as scan:
@@ -241,7 +303,7 @@ class GitConfigScan:
             raise GitRefusal(f"{message}, and git could look inside") from None
         self._entries += len(entries)
         if self._entries > GIT_SCAN_MAX_ENTRIES:
-            raise GitRefusal(f"the repository has over {GIT_SCAN_MAX_ENTRIES} entries to check")
+            raise GitRefusal(f"{printable(self.dotgit)} has over {GIT_SCAN_MAX_ENTRIES:,} entries")
         return entries
 
     def config_file(self, path: str, depth: int, gitdir: str) -> None:
@@ -251,10 +313,13 @@ class GitConfigScan:
         if self._depths.get(real, GIT_INCLUDE_MAX_DEPTH + 1) <= depth:
             return
         self._depths[real] = depth
-        self.require_stable(path)
+        require_stable(path, self.roots)
         data = self.read(path)
         if data is None:
             return
+        self.files.add(real)
+        if len(self.files) > GIT_CONFIG_MAX_FILES:
+            raise GitRefusal(f"more than {GIT_CONFIG_MAX_FILES} config files to check")
         for name, value in git_config_variables(data):
             section, subsection, key = split_variable(name)
             if key == b"path" and (section, subsection is None) in INCLUDE_SECTIONS:
@@ -266,86 +331,18 @@ class GitConfigScan:
             if section == b"submodule" and subsection is not None:
                 self.submodules[subsection] = None
             elif (section, key) in GIT_PATH_SETTINGS and subsection is None and value:
-                self._paths[value] = None
+                self.paths[value] = None
             elif (section, subsection, key) == (b"core", None, b"worktree") and value:
-                self._core_worktrees[os.path.join(gitdir, os.fsdecode(value))] = None
+                self.core_worktrees[os.path.join(gitdir, os.fsdecode(value))] = None
 
-    def check_core_worktrees(self) -> None:
-        """A worktree elsewhere holds repositories of its own: it must be one walked."""
-        for worktree in self._core_worktrees:
-            self.require_stable(worktree)
-            real = os.path.realpath(worktree)
-            if not any(is_within(real, top) for top in self._trees):
-                raise GitRefusal(f"core.worktree {printable(worktree)} is outside the workspace")
-            self._worktrees[real] = None
-
-    def check_path_settings(self) -> None:
-        """The files that path settings name, from wherever git may run."""
-        for value in self._paths:
-            for base in self._worktrees:
-                path = expand_git_path(value, base)
-                self.require_stable(path)
-                info = self.stat(path)
-                if info is not None:
-                    self.require_unblocking(path, info)
-
-    def require_unblocking(self, path: str, info: os.stat_result) -> None:
-        kind = blocking_kind(path, info)
-        if kind is not None:
-            raise GitRefusal(f"{printable(path)}, which git could open, is a {kind}")
-
-    def require_stable(self, path: str) -> None:
-        """Refuse a file that could change between this look and git's own read of it, or
-        that git could see as another file."""
-        if leads_through_proc(path):
-            raise GitRefusal(f"{printable(path)}, which git would read, leads through /proc")
-        real = os.path.realpath(path)
-        if any(is_within(real, root) for root in self.roots):
-            return
-        probe = real
-        while True:
-            if os.path.lexists(probe) and os.access(probe, os.W_OK):
-                raise GitRefusal(f"{printable(path)}, which git would read, is in a writable place")
-            parent = os.path.dirname(probe)
-            if parent == probe:
-                return
-            probe = parent
-
-    def stat(self, path: str) -> os.stat_result | None:
+    def stat(self, path: str, stamps: dict[str, Stamp | None]) -> os.stat_result | None:
         try:
             info = os.stat(path)
         except (OSError, ValueError):
-            self.stamps[path] = None
+            stamps[path] = None
             return None
-        self.stamps[path] = stamp_from(info)
+        stamps[path] = stamp_from(info)
         return info
 
     def read(self, path: str) -> bytes | None:
-        """A regular file's bytes; None if it is missing, unreadable or a directory, as git
-        then reads nothing there either (or stops)."""
-        try:
-            # O_NONBLOCK: a FIFO must not hang the server; it is refused below.
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        except (OSError, ValueError):
-            self.stat(path)
-            return None
-        try:
-            info = os.fstat(fd)
-            self.stamps[path] = stamp_from(info)
-            if stat.S_ISDIR(info.st_mode):
-                return None
-            if not stat.S_ISREG(info.st_mode):
-                kind = file_type(info.st_mode).replace("_", " ")
-                raise GitRefusal(f"{printable(path)}, which git would read, is a {kind}")
-            self._files += 1
-            if self._files > GIT_CONFIG_MAX_FILES:
-                raise GitRefusal(f"more than {GIT_CONFIG_MAX_FILES} config files to check")
-            chunks, size = [], 0
-            while size <= GIT_CONFIG_MAX_BYTES and (chunk := os.read(fd, 1 << 16)):
-                chunks.append(chunk)
-                size += len(chunk)
-        finally:
-            os.close(fd)
-        if size > GIT_CONFIG_MAX_BYTES:
-            raise GitRefusal(f"{printable(path)} is over {GIT_CONFIG_MAX_BYTES} bytes")
-        return b"".join(chunks)
+        return read_git_file(path, self.stamps)

@@ -151,7 +151,12 @@ class ToolServer:
         started: float,
     ) -> None:
         try:
-            response = handler(self, args, timeout).response(request_id)
+            if handler in WRITING_OPS:
+                with self.git.writing():
+                    outcome = handler(self, args, timeout)
+            else:
+                outcome = handler(self, args, timeout)
+            response = outcome.response(request_id)
         except ToolError as exc:
             response = failure(request_id, exc.message, timed_out=exc.timed_out)
         except OSError as exc:
@@ -187,8 +192,8 @@ class ToolServer:
             __import__("subprocess")
         finally:
             self.warmed_up.set()
-        # The first scan of a large workspace takes a while: done before a command needs it.
-        self.git.env()
+        # The first look at a large workspace takes a while: begun before a command needs it.
+        self.git.start()
 
     def shutdown(self, *, locked: bool = False) -> NoReturn:
         """Kill every running command (whole process groups and token holders), then exit."""
@@ -218,6 +223,10 @@ OPS: dict[str, Callable[[ToolServer, JsonDict, float], Outcome]] = {
     "plan_read": op_plan_read,
 }
 
+
+# What may change the workspace besides commands (op_bash counts its own command): the
+# git guard looks at the tree again after each.
+WRITING_OPS = (op_write, op_edit)
 
 PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4

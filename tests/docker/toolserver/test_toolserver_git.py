@@ -372,3 +372,45 @@ def test_no_command_can_write_to_the_server_s_stdout(server: ServerProcess) -> N
     exit_code, output = bash(server, f"echo forged > /proc/{server.pid}/fd/1")
     assert exit_code == 1 and "Permission denied" in output
     assert server.call("ping")["meta"]["dumpable"] == 0
+
+
+def test_a_repository_a_command_plants_is_guarded_in_the_next_command(
+    start_server: Callable[..., ServerProcess],
+    workspace: Path,
+    plan_dir: Path,
+    tmp_path: Path,
+    markers: Path,
+) -> None:
+    """A writable part of the workspace (as in a work sandbox): one command copies a
+    hostile repository in, the next runs git there."""
+    git(workspace, "init", "-q")
+    (workspace / "rw").mkdir()
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    git(prepared, "init", "-q")
+    (prepared / ".gitattributes").write_text("*.txt filter=planted\n")
+    (prepared / "a.txt").write_text("one\n")
+    git(prepared, "add", ".")
+    git(prepared, "commit", "-qm", "one")
+    program = marking(markers, "planted")
+    with (prepared / ".git" / "config").open("a") as config:
+        config.write(f'[filter "planted"]\n\tclean = {program}\n\tprocess = {program}\n')
+    writable = [markers, workspace / "rw"]
+    server = start_server(workspace, plan_dir, visible=[tmp_path], writable=writable)
+    try:
+        assert bash(server, "git status")[0] == 0
+        # A copy for the control, whose index git's own run leaves untouched.
+        for copy in ("inner", "control"):
+            planted = bash(
+                server, f"cp -a {prepared} rw/{copy} && touch -d 2001-01-01 rw/{copy}/a.txt"
+            )
+            assert planted[0] == 0, planted
+        for command in ("cd rw/inner && git status", "cd rw/inner && git diff"):
+            exit_code, output = bash(server, command)
+            assert exit_code == 0, output
+        assert list(markers.iterdir()) == []
+        # The repository is live: git without planrun's settings runs its filter.
+        bash(server, "cd rw/control && env -i PATH=/usr/bin:/bin git -c safe.directory='*' status")
+        assert [path.name for path in markers.iterdir()] == ["planted"]
+    finally:
+        assert server.close() == 0

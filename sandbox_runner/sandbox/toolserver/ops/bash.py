@@ -26,16 +26,18 @@ def op_bash(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
         timeout = clamp_timeout(timeout_ms / 1000)
     token = new_token()
     oom_kills_before = oom_kill_count()
+    git_env = server.git.env()
     try:
-        result = run_process(
-            server,
-            [shell(), "-c", command],
-            timeout=timeout,
-            limits=(BASH_STREAM_LIMIT, BASH_STREAM_LIMIT),
-            cwd=server.workspace,
-            token=token,
-            git_env=server.git.env(),
-        )
+        with server.git.writing():
+            result = run_process(
+                server,
+                [shell(), "-c", command],
+                timeout=timeout,
+                limits=(BASH_STREAM_LIMIT, BASH_STREAM_LIMIT),
+                cwd=server.workspace,
+                token=token,
+                git_env=git_env,
+            )
     except OSError as exc:
         where = exc.filename if isinstance(exc.filename, str) else ""
         raise ToolError(f"Could not start the command: {describe_os_error(exc, where)}") from None
