@@ -92,8 +92,10 @@ def prepare_tasks(
     scratch: bool = False,
     image: str | None = None,
     budget: Mapping[str, object] | None = None,
+    synthesis: bool = True,
 ) -> list[PreparedTask]:
-    """Prepare every task; the first bad one is an error naming it.
+    """Prepare every task; the first bad one is an error naming it. Without SYNTHESIS
+    (`--no-synthesis`), no task's plans are merged into a recommended plan.
 
     Raises:
         BatchFileError: a task's repository, perspectives, agent, template, context or
@@ -117,6 +119,7 @@ def prepare_tasks(
                 **(budget or {}),
             },
             allow_web=allow_web,
+            synthesis=None if synthesis else False,
         )
         try:
             spec, settings = prepare(request, _prefixed(warn, task.id))

@@ -54,10 +54,11 @@ def batch() -> None:
 
     \b
     planrun batch FILE [--out DIR] [--engine local|ray] [--parallel N] [--retry-failed]
-                       [--redo ID]... [--only REGEX] [--dry-run] [--json]
+                       [--redo ID]... [--only REGEX] [--no-synthesis] [--dry-run] [--json]
     planrun batch status DIR [--json]
 
-    Run the same command again to resume: finished plans are never redone.
+    A task with two or more valid plans gets a recommended plan merged from them. Run the
+    same command again to resume: finished plans are never redone.
     """
 
 
@@ -86,6 +87,11 @@ def batch() -> None:
 @click.option(
     "--scratch", is_flag=True, help="Plans may run any command; writes go to a throw-away layer."
 )
+@click.option(
+    "--no-synthesis",
+    is_flag=True,
+    help="Do not merge each task's valid plans into a recommended plan (recommended.md).",
+)
 @json_option("Print summary.json only.")
 @click.pass_context
 @reports_errors
@@ -106,6 +112,7 @@ def batch_run(
     max_cost_usd_per_plan: float | None,
     dry_run: bool,
     scratch: bool,
+    no_synthesis: bool,
     as_json: bool,
 ) -> None:
     """Exit status: 0 every job complete and valid; 1 some failed or were stopped or
@@ -124,6 +131,7 @@ def batch_run(
         scratch=scratch,
         image=image,
         budget=budget_overrides(max_cost_usd, max_cost_usd_per_plan),
+        synthesis=not no_synthesis,
     )
     if dry_run:
         _print_dry_run(options, as_json=as_json)
@@ -172,7 +180,8 @@ def _print_dry_run(options: BatchOptions, *, as_json: bool) -> None:
         return
     for job in jobs:
         action = job.action.value + (" (goes on)" if job.goes_on else "")
-        click.echo(one_line(f"{action:<18} {job.key}{estimate_note(job.estimate)}"))
+        when = f", {job.when}" if job.when else ""
+        click.echo(one_line(f"{action:<18} {job.key}{estimate_note(job.estimate)}{when}"))
     runs = sum(1 for job in jobs if job.runs)
     click.echo(f"{runs} of {len(jobs)} job(s) would run", err=True)
     click.echo(one_line(f"Estimate: {estimate_words(total)}"), err=True)

@@ -11,7 +11,6 @@ from urllib.parse import unquote
 import pytest
 from click.testing import CliRunner
 
-from sandbox_runner.batch.commit import BATCH_SYNTHESIS_NOTE
 from sandbox_runner.batch.task_table import status_table, time_text, tokens_text, usd_text
 from sandbox_runner.cli import cli
 from tests.unit.test_batch import FakeWork, run_batch
