@@ -39,12 +39,14 @@ from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.revisions import load_revisions
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.runs.executor import ThreadExecutor
-from sandbox_runner.runs.plan_job import EarlierAttempt
+from sandbox_runner.runs.plan_job import EarlierAttempt, required_sections
+from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
 from sandbox_runner.runs.workspace import GitStatusRunner
 from sandbox_runner.types import Usage
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say
 from tests.unit.test_plan_loop import VALID_PLAN
+from tests.unit.test_synthesis import RECOMMENDED_PLAN
 
 FP = "sha256:aaa"
 
@@ -222,7 +224,11 @@ class FakeWork:
                 self.runs[job.key] = self.runs.get(job.key, 0) + 1
                 self.earlier[job.key] = job.payload.earlier
             fails = job.label in self.failing
-            check = validate_plan(VALID_PLAN, sections=[], workspace=job.payload.workspace)
+            # A task's synthesis writes a recommended plan, checked for its own sections.
+            synthesis = job.label == SYNTHESIS_LABEL
+            plan = RECOMMENDED_PLAN if synthesis else VALID_PLAN
+            sections = required_sections(job.payload.job) if synthesis else []
+            check = validate_plan(plan, sections=sections, workspace=job.payload.workspace)
             result = PlanResult(
                 job.label,
                 "Plan",
@@ -230,7 +236,7 @@ class FakeWork:
                 PlanStatus.FAILED if fails else PlanStatus.COMPLETE,
                 self.reason if fails else "",
                 None,
-                VALID_PLAN,
+                plan,
                 check,
                 [],
                 2,
@@ -242,7 +248,7 @@ class FakeWork:
             )
             metadata: dict[str, Any] = {"status": result.status.value, "valid": result.valid}
             transcript = conversation(job.key)
-            return JobOutcome(job.key, result, render_document(metadata, VALID_PLAN), transcript)
+            return JobOutcome(job.key, result, render_document(metadata, plan), transcript)
 
         return run
 
