@@ -125,6 +125,11 @@ def prepare_tasks(
             spec, settings = prepare(request, _prefixed(warn, task.id))
         except PlanrunError as error:
             raise BatchFileError(batch.path, str(error), task.id) from None
+        if synthesis and not spec.synthesis and "synthesis" in task.overrides:
+            # An override takes a flag's place; the report names the batch file instead.
+            spec = replace(
+                spec, synthesis_note=f"turned off by {batch.path.name} (the task's overrides)"
+            )
         prepared.append(PreparedTask(task, spec, settings))
     return prepared
 

@@ -27,6 +27,8 @@ from tests.unit.test_synthesis import RECOMMENDED_PLAN
 TASKS = ("alpha", "beta", "gamma")
 PERSPECTIVES = ("simplicity", "security")
 TASK_MARK = re.compile(r"TASK-([a-z]+)")
+ALL_JOBS = {f"{task}/{label}" for task in TASKS for label in (*PERSPECTIVES, "recommended")}
+"""Every job of the batch: each task's plans and its synthesis."""
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +41,10 @@ class CountingScript:
 
     def __init__(self, delay: float) -> None:
         self.inner = PerspectiveScript(
-            {label: writes_plan(label, VALID_PLAN) for label in PERSPECTIVES},
+            {
+                **{label: writes_plan(label, VALID_PLAN) for label in PERSPECTIVES},
+                "recommended": writes_plan("recommended", RECOMMENDED_PLAN),
+            },
             delays=dict.fromkeys(PERSPECTIVES, delay),
         )
         self.requests: Counter[str] = Counter()
@@ -114,7 +119,7 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=30)
     finished_before = set(ledger_keys(out))
-    assert 2 <= len(finished_before) < len(TASKS) * len(PERSPECTIVES)
+    assert 2 <= len(finished_before) < len(ALL_JOBS)
     cut_short = {k for k, n in first.requests.items() if n >= 2 and k not in finished_before}
     assert cut_short, first.requests
 
@@ -125,13 +130,11 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
     summary = json.loads(stdout)
-    assert summary["counts"] == {"complete": 6}
+    assert summary["counts"] == {"complete": len(ALL_JOBS)}  # each task's synthesis too
     assert {job["attempts"] for job in summary["jobs"]} == {1}
     # No job that had finished asked the model anything again.
     assert not finished_before & set(second.requests), second.requests
-    assert set(second.requests) | finished_before == {
-        f"{task}/{label}" for task in TASKS for label in PERSPECTIVES
-    }
+    assert set(second.requests) | finished_before == ALL_JOBS
     # A job cut short went on with its conversation: its exploration was not paid again.
     for key in cut_short:
         assert second.first_turns[key] >= 1, (key, second.first_turns)
@@ -141,6 +144,7 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
     for task in TASKS:
         report = json.loads((out / "tasks" / task / "report.json").read_text())
         assert [plan["status"] for plan in report["plans"]] == ["complete", "complete"]
+        assert report["recommended"]["valid"], report["recommended"]
         assert report["workspace_check"] == "full" and report["workspace_unchanged"], report
     leftovers = docker_client.containers.list(
         all=True, filters={"label": f"io.planrun.session=batch-{out.name}"}

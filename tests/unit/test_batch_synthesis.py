@@ -224,3 +224,18 @@ def test_what_an_engine_is_set_up_for(tmp_path: Path, sample_repo: Path) -> None
         "t2": Action.RETRY,
     }
     assert planned["t1"][0].payload.workspace == sample_repo
+
+
+def test_a_task_override_turns_its_synthesis_off_and_its_limits_count(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    text = (
+        "defaults: {repo: repo, perspectives: [a, b]}\ntasks:\n"
+        "  - {id: t1, requirements: r, overrides: {synthesis: false, max_turns: 60}}\n"
+        "  - {id: t2, requirements: s}\n"
+    )
+    batch = load_batch_file(write(tmp_path / "tasks.yaml", text))
+    one, two = prepare_tasks(batch, batch.tasks, None, lambda _: None)
+    assert (one.spec.synthesis, one.spec.limits.max_turns) == (False, 60)
+    assert one.spec.synthesis_note == "turned off by tasks.yaml (the task's overrides)"
+    assert (two.spec.synthesis, two.spec.limits.max_turns) == (True, 40)
