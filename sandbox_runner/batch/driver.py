@@ -201,6 +201,7 @@ class BatchDriver:
             return
         made = with_sources(job, plans, self.records, self.committed, self.out_dir)
         if not isinstance(made, BatchJob):
+            del self.syntheses[task_id]  # a plan no longer passes its check: the report says so
             return
         self._go_on(made)
         self.events.job_queued(made.key)
