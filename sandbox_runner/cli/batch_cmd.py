@@ -12,6 +12,7 @@ import click
 
 from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_batch
 from sandbox_runner.batch import dry_run as what_would_run
+from sandbox_runner.batch.ledger import FAILED_STATUSES
 from sandbox_runner.batch.task_table import status_table, wall_line
 from sandbox_runner.cli.batch_progress import BatchProgress
 from sandbox_runner.cli.estimate_view import batch_estimate, estimate_note, estimate_words
@@ -148,9 +149,14 @@ def batch_run(
     if not outcome.interrupted and "budget" in summary["counts"]:
         hint = f"Next: `{again} --max-cost-usd USD` with a higher budget runs the jobs it stopped"
         click.echo(one_line(hint))
-    elif not outcome.interrupted and outcome.exit_code == 1:
+    elif not outcome.interrupted and _failed(summary):
         click.echo(one_line(f"Next: `{again} --retry-failed` runs the failed jobs again"))
     ctx.exit(outcome.exit_code)
+
+
+def _failed(summary: dict[str, Any]) -> bool:
+    """Whether a job failed: a plan, or a task's synthesis (which leaves the exit status 0)."""
+    return any(job["status"] in FAILED_STATUSES for job in summary["jobs"])
 
 
 def _watch(as_json: bool) -> Callable[[BatchStart], BatchProgress | None]:
