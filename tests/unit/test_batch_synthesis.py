@@ -22,7 +22,7 @@ from sandbox_runner.cli import cli
 from sandbox_runner.plans.document import split_document
 from sandbox_runner.runs.executor import ThreadExecutor
 from sandbox_runner.spend import Spend
-from tests.unit.test_batch import FakeWork, write
+from tests.unit.test_batch import FakeWork, conversation, in_flight_scratch, write
 
 
 class SeeingWork(FakeWork):
@@ -239,3 +239,27 @@ def test_a_task_override_turns_its_synthesis_off_and_its_limits_count(
     assert (one.spec.synthesis, one.spec.limits.max_turns) == (False, 60)
     assert one.spec.synthesis_note == "turned off by tasks.yaml (the task's overrides)"
     assert (two.spec.synthesis, two.spec.limits.max_turns) == (True, 40)
+
+
+def test_a_synthesis_in_flight_when_the_driver_died_goes_on_with_its_conversation(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    run(tmp_path, FakeWork())
+    ledger = tmp_path / "out/results.jsonl"
+    lines = ledger.read_text().splitlines()
+    [fingerprint] = [
+        json.loads(line)["fingerprint"] for line in lines if '"t1/recommended"' in line
+    ]
+    # As if the driver died while t1's synthesis ran: no ledger line, no committed files,
+    # its conversation so far in its scratch.
+    ledger.write_text("".join(f"{line}\n" for line in lines if '"t1/recommended"' not in line))
+    for name in ("recommended.md", "recommended.transcript.jsonl"):
+        (tmp_path / "out/tasks/t1" / name).unlink()
+    in_flight_scratch(tmp_path, "t1/recommended", fingerprint)
+    again = FakeWork()
+    _, code = run(tmp_path, again)
+    assert code == 0 and again.runs == {"t1/recommended": 1}
+    earlier = again.earlier["t1/recommended"]
+    assert earlier is not None and earlier.transcript == conversation("t1/recommended")
+    kept = tmp_path / "out/tasks/t1/.attempts/recommended/interrupted"
+    assert (kept / "recommended.transcript.jsonl").is_file()
