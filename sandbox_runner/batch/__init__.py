@@ -1,7 +1,7 @@
 """Batches: many tasks × perspectives, resumable, on this machine or a Ray cluster."""
 
-from sandbox_runner.batch.driver import BatchOutcome
 from sandbox_runner.batch.engines import BatchHost
+from sandbox_runner.batch.events import BatchOutcome
 from sandbox_runner.batch.run import (
     BatchOptions,
     BatchStart,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,17 +19,11 @@ from sandbox_runner.plans.document import document_body, render_document, split_
 from sandbox_runner.plans.files import write_new
 from sandbox_runner.plans.pricing import estimate_cost
 from sandbox_runner.plans.report import RunRecord, write_report
-from sandbox_runner.plans.results import PlanResult, PlanStatus, Synthesis, SynthesisState
+from sandbox_runner.plans.results import PlanResult, PlanStatus, Synthesis
 from sandbox_runner.plans.revisions import keep_published
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.runs.plan_job import failed_result, required_sections
-from sandbox_runner.runs.synthesis_step import skip_note, synthesis_off
 from sandbox_runner.runs.workspace import WorkspaceComparison, git_head
-
-BATCH_SYNTHESIS_NOTE = (
-    "a batch does not merge plans yet; compare them in report.html, or run `planrun plan` "
-    "on the task for a recommended plan"
-)
 
 
 def ledger_status(result: PlanResult) -> str:
@@ -200,9 +194,11 @@ def write_task_report(
     committed: Mapping[str, PlanResult],
     out_dir: Path,
     check: WorkspaceComparison,
+    synthesis_of: Callable[[list[PlanResult]], Synthesis],
 ) -> None:
     """report.json/md/html of one task, as `planrun plan` writes them (rewritten after a
-    retry); `committed` holds the results this run committed, by job key."""
+    retry and after its synthesis); `committed` holds the results this run committed, by
+    job key, and `synthesis_of` says what became of the synthesis of these results."""
     spec = task.spec
     results = [
         reported_result(job, records.get(job.key), out_dir, committed.get(job.key)) for job in jobs
@@ -229,19 +225,9 @@ def write_task_report(
         exit_code=3 if check.problem else (0 if valid else 1),
         agent_override=spec.agent_override,
         scratch=spec.scratch,
-        synthesis=_synthesis(results, spec.synthesis, spec.synthesis_note),
+        synthesis=synthesis_of(results),
     )
     write_report(record)
-
-
-def _synthesis(results: list[PlanResult], enabled: bool, off_note: str) -> Synthesis:
-    """Why a task of a batch has no recommended plan: the synthesis is turned off (and
-    why), too few valid plans, or (with two or more) that a batch does not run it."""
-    if not enabled:
-        return synthesis_off(off_note)
-    if note := skip_note(results):
-        return Synthesis(SynthesisState.SKIPPED, note=note)
-    return Synthesis(SynthesisState.OFF, note=BATCH_SYNTHESIS_NOTE)
 
 
 def _parse_time(text: str) -> datetime:

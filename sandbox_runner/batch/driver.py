@@ -8,12 +8,13 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sandbox_runner.batch.budget_gate import BudgetGate
 from sandbox_runner.batch.commit import adopted_record, commit, write_task_report
 from sandbox_runner.batch.directory import SCRATCH
-from sandbox_runner.batch.job import JobOutcome, not_started
+from sandbox_runner.batch.events import BatchEvents, BatchOutcome, NoEvents
+from sandbox_runner.batch.job import JobOutcome, budget_outcome, not_started
 from sandbox_runner.batch.ledger import Ledger, LedgerRecord
 from sandbox_runner.batch.resume import RUNS, Action
 from sandbox_runner.batch.salvage import salvage_scratch
@@ -24,54 +25,28 @@ from sandbox_runner.batch.summary import (
     summary_document,
     write_summary,
 )
-from sandbox_runner.plans.results import PlanResult
+from sandbox_runner.batch.synthesis import (
+    TaskPlans,
+    decide_synthesis,
+    synthesis_job,
+    synthesis_key,
+    synthesis_outcome,
+    tasks_of,
+    with_sources,
+)
+from sandbox_runner.batch.workspace_check import WorkspaceCheck
+from sandbox_runner.plans.results import PlanResult, Synthesis
 from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
 from sandbox_runner.runs.executor import Announced, Executor
-from sandbox_runner.runs.git_probe import in_background, settled
-from sandbox_runner.runs.multi import GIT_STATUS_WAIT_SECONDS
-from sandbox_runner.runs.workspace import (
-    GitStatusRunner,
-    WorkspaceComparison,
-    WorkspaceState,
-    snapshot,
-    tree_fingerprint,
-    workspace_git_status,
-)
+from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
+from sandbox_runner.runs.workspace import GitStatusRunner, WorkspaceComparison
 from sandbox_runner.spend import Spend
 
 EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
 GOING_ON = "goes on with its earlier conversation"
-FILES_ONLY_NOTE = "`git status` is not taken here (the jobs ran on other machines)"
 INTERRUPT_GRACE_SECONDS = 1.0
 WorkFor = Callable[[BatchJob], Callable[[], JobOutcome]]
 """Turns a job into the unit of work an executor runs (engine-specific)."""
-
-
-class BatchEvents(Protocol):
-    """Job-level progress: what the driver tells the display."""
-
-    def job_started(self, key: str, note: str = "") -> None: ...
-
-    def job_finished(self, key: str, status: str, cost_usd: float | None) -> None: ...
-
-
-class NoEvents:
-    """Progress that shows nothing (--json, tests, benchmarks)."""
-
-    def job_started(self, key: str, note: str = "") -> None:
-        pass
-
-    def job_finished(self, key: str, status: str, cost_usd: float | None) -> None:
-        pass
-
-
-@dataclass
-class BatchOutcome:
-    """How a batch run ended."""
-
-    exit_code: int
-    summary: dict[str, Any]
-    interrupted: bool = False
 
 
 @dataclass
@@ -96,6 +71,8 @@ class BatchDriver:
     """Jobs run on other machines, each charging its own copy of the budget, at most this
     many at once: a budget is then held by a BudgetGate (None: jobs charge `spend`)."""
     gate: BudgetGate | None = field(init=False, default=None)
+    retry_failed: bool = False
+    """Whether a synthesis that failed for good runs again (the plans' jobs are decided)."""
     checks: dict[Path, WorkspaceComparison] = field(default_factory=dict)
     ledger: Ledger = field(init=False)
     records: dict[str, LedgerRecord] = field(init=False)
@@ -103,6 +80,14 @@ class BatchDriver:
     """The results this run committed, by job key: its reports need not read them back."""
     attempts: dict[str, int] = field(init=False)
     running: set[str] = field(default_factory=set)
+    tasks: dict[str, TaskPlans] = field(init=False)
+    syntheses: dict[str, BatchJob] = field(default_factory=dict)
+    """Each task's synthesis job as this run decided it, by task id (none: not yet, or
+    the task has none)."""
+    futures: dict[Future[JobOutcome], BatchJob] = field(default_factory=dict)
+    pending: set[Future[JobOutcome]] = field(default_factory=set)
+    waiting: list[BatchJob] = field(default_factory=list)
+    """Jobs to run that the budget has not let start yet (all are submitted without one)."""
     ledger_cost: float = field(init=False)
     """What every attempt the ledger records cost, earlier runs of the batch included."""
     started: float = field(default_factory=time.monotonic)
@@ -111,6 +96,7 @@ class BatchDriver:
 
     def __post_init__(self) -> None:
         self.earlier_wall_seconds = earlier_wall_seconds(self.out_dir)
+        self.tasks = tasks_of(self.jobs)
         self.ledger = Ledger(self.out_dir)
         found = self.ledger.last_by_key()
         self.records = {key: record for key, (record, _) in found.items()}
@@ -122,68 +108,120 @@ class BatchDriver:
             self.gate = BudgetGate(self.spend, self.remote_slots)
 
     def run(self) -> BatchOutcome:
-        """Run every job that is to run; Ctrl-C (KeyboardInterrupt) ends it with 130."""
+        """Run every job that is to run, and each task's synthesis once its plans are done;
+        Ctrl-C (KeyboardInterrupt) ends it with 130."""
         self._tidy()
-        before = self._before()
-        self._set_aside_and_adopt()
-        self._go_on_where_possible()
+        # Every repository, those of tasks with nothing left to run too: after a resume
+        # each task's report says what this run's check found, not an older run's.
+        workspaces = WorkspaceCheck(self.out_dir, self.git_for)
+        before = workspaces.before(job.payload.workspace for job in self.jobs)
+        for job in self.jobs:
+            self._set_aside(job)
+        self._report_missing()
+        for job in self.jobs:
+            self._go_on(job)
         self._write_summary(None, "running")
-        waiting = [job for job in self.jobs if job.decision.action in RUNS]
-        futures: dict[Future[JobOutcome], BatchJob] = {}
-        pending: set[Future[JobOutcome]] = set()
+        self.waiting = [job for job in self.jobs if job.decision.action in RUNS]
         interrupted = False
         try:
-            while waiting or pending:
-                pending |= self._submit(waiting, futures)
-                if not pending:
+            for task_id in self.tasks:
+                self._synthesise(task_id)  # tasks whose plans were all done before
+            while self.waiting or self.pending:
+                self._submit_waiting()
+                if not self.pending:
                     # Nothing may start, and no job in flight can give any budget back.
-                    self._not_started(waiting)
-                    break
-                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    self._not_started()
+                    continue
+                done, self.pending = wait(self.pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for future in done:
-                    self._finish(futures[future], future)
+                    self._finish(self.futures[future], future)
         except (KeyboardInterrupt, SystemExit):
             interrupted = True
-            self._interrupt(futures)
+            self._interrupt(self.futures)
         problem = ""
         if not interrupted:
             # Every task's report says what the comparison of its repository found.
-            self.checks = self._compare(before)
+            self.checks = workspaces.compare(before)
             problem = "; ".join(c.problem for c in self.checks.values() if c.problem)
-            for task_id in dict.fromkeys(job.payload.task_id for job in self.jobs):
+            for task_id in self.tasks:
                 self._task_report(task_id)
         code = self._exit_code(interrupted, problem)
         summary = self._write_summary(code, "interrupted" if interrupted else "finished")
         return BatchOutcome(code, summary, interrupted)
 
-    def _submit(
-        self, waiting: list[BatchJob], futures: dict[Future[JobOutcome], BatchJob]
-    ) -> set[Future[JobOutcome]]:
+    def _submit_waiting(self) -> None:
         """Submit the waiting jobs the budget lets start (all of them without a gate), each
         with its budget: the batch's own, or its share of it. Those submitted leave WAITING."""
-        submitted = set()
-        while waiting:
-            job = waiting[0]
+        while self.waiting:
+            job = self.waiting[0]
             spend = self.spend
             if self.gate is not None:
                 own_cap = job.payload.limits.max_cost_usd
-                spend = self.gate.admit(job.key, len(waiting), own_cap)
+                spend = self.gate.admit(job.key, len(self.waiting), own_cap)
                 if spend is None:
                     break
-            job.payload = replace(job.payload, limits=replace(job.payload.limits, spend=spend))
-            waiting.pop(0)
-            future = self.executor.submit(job.key, self._started(job))
-            futures[future] = job
-            submitted.add(future)
-        return submitted
+            self.waiting.pop(0)
+            self._submit(job, spend)
 
-    def _not_started(self, jobs: list[BatchJob]) -> None:
-        """Record the jobs the spent budget keeps from starting (status budget)."""
+    def _submit(self, job: BatchJob, spend: Spend | None) -> None:
+        """Give a job its budget and hand it to the executor."""
+        limits = replace(job.payload.limits, spend=spend)
+        job.payload = replace(job.payload, limits=limits)
+        future = self.executor.submit(job.key, self._started(job))
+        self.futures[future] = job
+        self.pending.add(future)
+
+    def _not_started(self) -> None:
+        """Record the waiting jobs the spent budget keeps from starting (status budget)."""
         assert self.spend is not None  # only a budget keeps a job waiting
+        jobs, self.waiting = self.waiting, []
         for job in jobs:
             future: Future[JobOutcome] = Future()
-            future.set_result(not_started(job.payload, self.spend))
+            future.set_result(budget_outcome(job.payload, self.spend))
             self._finish(job, future)
+
+    def _synthesise(self, task_id: str) -> None:
+        """Decide a task's synthesis once every plan of it has finished in this run (or
+        before), and queue it when it is to run: once per run."""
+        plans = self.tasks[task_id]
+        if (
+            self.executor.cancelled.is_set()
+            or task_id in self.syntheses
+            or any(self._unsettled(job) for job in plans.jobs)
+        ):
+            return
+        job = synthesis_job(plans, self.records)
+        if job is None:
+            return
+        last, count = self.records.get(job.key), self.attempts.get(job.key, 0)
+        job.decision = decide_synthesis(
+            job, last, count, self.out_dir, retry_failed=self.retry_failed
+        )
+        job.payload = replace(job.payload, attempt=job.decision.attempt)
+        self.syntheses[task_id] = job
+        self._set_aside(job)
+        if job.decision.action not in RUNS:
+            return
+        made = with_sources(job, plans, self.records, self.committed, self.out_dir)
+        if not isinstance(made, BatchJob):
+            del self.syntheses[task_id]  # a plan no longer passes its check: the report says so
+            return
+        self._go_on(made)
+        self.events.job_queued(made.key)
+        limits = replace(made.payload.limits, spend=self.spend)
+        if (skipped := not_started(replace(made.payload, limits=limits))) is not None:
+            # Not even shipped: the budget is spent (a resume with a higher one runs it).
+            self._commit(made, skipped)
+        else:
+            self.waiting.append(made)
+        self._write_summary(None, "running")
+
+    def _unsettled(self, job: BatchJob) -> bool:
+        """Whether a plan job has yet to finish in this run (or has no current record)."""
+        record = self.records.get(job.key)
+        if record is None or record.fingerprint != job.fingerprint:
+            return True
+        return job.decision.action in RUNS and record.attempt < job.decision.attempt
 
     def _started(self, job: BatchJob) -> Announced[JobOutcome]:
         """The job's work; marking it running stays here (a remote engine ships only work)."""
@@ -205,10 +243,15 @@ class BatchDriver:
 
             reason = f"the engine gave up: {type(error).__name__}: {error}"
             outcome = JobOutcome(job.key, failed_result(job.payload.job, "", reason), None, "")
-            record, committed = commit(job, outcome, self.out_dir)
-            record = replace(record, status="error")
+            self._commit(job, outcome, status="error")
         else:
-            record, committed = commit(job, future.result(), self.out_dir)
+            self._commit(job, future.result())
+        self._synthesise(job.payload.task_id)
+
+    def _commit(self, job: BatchJob, outcome: JobOutcome, status: str = "") -> None:
+        """Commit a job's files and its ledger line, then rewrite its task's report."""
+        record, committed = commit(job, outcome, self.out_dir)
+        record = replace(record, status=status or record.status)
         self.committed[job.key] = committed
         self._record(record)
         if self.gate is not None:
@@ -243,18 +286,20 @@ class BatchDriver:
         record = self.records.get(job.key)
         return record is None or record.attempt < job.decision.attempt
 
-    def _set_aside_and_adopt(self) -> None:
-        for job in self.jobs:
-            decision = job.decision
-            directory = task_dir(self.out_dir, job.payload.task_id)
-            if decision.move_aside:
-                previous = max(decision.attempt - 1, 1)
-                tag = f"superseded-{previous}" if decision.action is Action.REDO else str(previous)
-                move_aside(directory, job.label, tag, self._note(job))
-            if decision.action is Action.ADOPT:
-                self._record(adopted_record(job, self.out_dir))
-                self._task_report(job.payload.task_id)
-        for task_id in dict.fromkeys(job.payload.task_id for job in self.jobs):
+    def _set_aside(self, job: BatchJob) -> None:
+        """Move the files of a job's earlier attempt aside, or adopt its committed plan."""
+        decision = job.decision
+        directory = task_dir(self.out_dir, job.payload.task_id)
+        if decision.move_aside:
+            previous = max(decision.attempt - 1, 1)
+            tag = f"superseded-{previous}" if decision.action is Action.REDO else str(previous)
+            move_aside(directory, job.label, tag, self._note(job))
+        if decision.action is Action.ADOPT:
+            self._record(adopted_record(job, self.out_dir))
+            self._task_report(job.payload.task_id)
+
+    def _report_missing(self) -> None:
+        for task_id in self.tasks:
             # The driver may have died between a task's last ledger line and its report.
             if not (task_dir(self.out_dir, task_id) / "report.json").exists():
                 self._task_report(task_id)
@@ -269,20 +314,20 @@ class BatchDriver:
             record.fingerprint, record.result.get("resumable") is True, record.reason
         )
 
-    def _go_on_where_possible(self) -> None:
+    def _go_on(self, job: BatchJob) -> None:
         """A job about to run goes on with the conversation of its newest attempt, when
         that stopped for a reason outside it (interrupted, the API, the sandbox)."""
-        for job in self.jobs:
-            if job.decision.action is Action.REDO or job.decision.action not in RUNS:
-                continue
-            directory = task_dir(self.out_dir, job.payload.task_id)
-            earlier = earlier_attempt(directory, job.label, job.fingerprint)
-            if earlier is not None:
-                job.payload = replace(job.payload, earlier=earlier)
+        if job.decision.action is Action.REDO or job.decision.action not in RUNS:
+            return
+        directory = task_dir(self.out_dir, job.payload.task_id)
+        earlier = earlier_attempt(directory, job.label, job.fingerprint)
+        if earlier is not None:
+            job.payload = replace(job.payload, earlier=earlier)
 
     def _task_report(self, task_id: str) -> None:
         """Rewrite a task's report once every job of it has a record."""
-        jobs = [job for job in self.jobs if job.payload.task_id == task_id]
+        plans, synthesis = self.tasks[task_id], self.syntheses.get(task_id)
+        jobs = plans.jobs
         for job in jobs:
             record = self.records.get(job.key)
             if record is None or record.fingerprint != job.fingerprint:
@@ -291,27 +336,28 @@ class BatchDriver:
         check = self.checks.get(workspace) or WorkspaceComparison(
             "", "none", "compared when the batch ends (a run that was stopped does not compare)"
         )
+        records, committed, out_dir = self.records, self.committed, self.out_dir
+
+        def synthesis_of(results: list[PlanResult]) -> Synthesis:
+            return synthesis_outcome(plans, results, synthesis, records, committed, out_dir)
+
         task = jobs[0].task
-        write_task_report(task, jobs, self.records, self.committed, self.out_dir, check)
+        write_task_report(task, jobs, records, committed, out_dir, check, synthesis_of)
 
     def rows(self) -> list[JobRow]:
-        """The summary's row of every job, in batch-file order."""
+        """The summary's row of every job, in batch-file order, each task's synthesis
+        after its plans."""
         rows = []
-        for job in self.jobs:
-            record = self.records.get(job.key)
-            current = record is not None and record.fingerprint == job.fingerprint
-            if job.key in self.running:
-                status = "running"
-            elif current and record is not None:
-                status = record.status
-            else:
-                status = "pending"
-            attempts = self.attempts.get(job.key, 0)
-            rows.append(JobRow(job.key, job.payload.job.perspective, status, attempts, record))
+        for task_id, plans in self.tasks.items():
+            synthesis = self.syntheses.get(task_id)
+            for job in [*plans.jobs, *([synthesis] if synthesis is not None else [])]:
+                running, attempts = job.key in self.running, self.attempts.get(job.key, 0)
+                record = self.records.get(job.key)
+                rows.append(JobRow.of(job, record, running, attempts, synthesis=job is synthesis))
         return rows
 
     def _write_summary(self, exit_code: int | None, state: str) -> dict[str, Any]:
-        keys = {job.key for job in self.jobs}
+        keys = {job.key for job in self.jobs} | {synthesis_key(task) for task in self.tasks}
         document = summary_document(
             self.name,
             self.out_dir,
@@ -330,44 +376,9 @@ class BatchDriver:
             return EXIT_INTERRUPTED
         if workspace_problem:
             return EXIT_WORKSPACE_CHANGED
-        statuses = [row.status for row in self.rows()]
+        # A synthesis that failed never fails its task: the plans stand.
+        statuses = [row.status for row in self.rows() if not row.synthesis]
         return EXIT_OK if all(status == "complete" for status in statuses) else EXIT_FAILED
-
-    def _before(self) -> dict[Path, tuple[str | None, Future[str | None] | None]]:
-        """Each repository's tree fingerprint, and its `git status` taken in the background."""
-        before: dict[Path, tuple[str | None, Future[str | None] | None]] = {}
-        for job in self.jobs:
-            # Every repository, those of tasks with nothing left to run too: after a resume
-            # each task's report says what this run's check found, not an older run's.
-            path = job.payload.workspace
-            if path in before:
-                continue
-            exclude, run_git = self._exclude(path), self.git_for(path)
-            status = None
-            if run_git is not None:
-                status = in_background(workspace_git_status, path, exclude, run_git)
-            before[path] = (tree_fingerprint(path, exclude=exclude), status)
-        return before
-
-    def _compare(
-        self, before: dict[Path, tuple[str | None, Future[str | None] | None]]
-    ) -> dict[Path, WorkspaceComparison]:
-        """What changed in each repository since the batch started, and how it was compared."""
-        checks = {}
-        for path, (tree, status) in before.items():
-            run_git = self.git_for(path)
-            git_before = None if status is None else settled(status, GIT_STATUS_WAIT_SECONDS)
-            if run_git is None:
-                checks[path] = _files_only(
-                    tree, tree_fingerprint(path, exclude=self._exclude(path))
-                )
-                continue
-            after = snapshot(path, self._exclude(path), run_git)
-            checks[path] = WorkspaceState(tree, git_before).compare(after)
-        return checks
-
-    def _exclude(self, workspace: Path) -> Path | None:
-        return self.out_dir if self.out_dir.is_relative_to(workspace) else None
 
     def _tidy(self) -> None:
         """Remove what a dead driver left half-written (temporary files); keep the
@@ -377,11 +388,6 @@ class BatchDriver:
         jobs = {
             job.key: (task_dir(self.out_dir, job.payload.task_id), job.label) for job in self.jobs
         }
+        for task_id in self.tasks:
+            jobs[synthesis_key(task_id)] = (task_dir(self.out_dir, task_id), SYNTHESIS_LABEL)
         salvage_scratch(self.scratch or self.out_dir / SCRATCH, jobs)
-
-
-def _files_only(before: str | None, after: str | None) -> WorkspaceComparison:
-    """The comparison of a repository whose `git status` cannot be taken here."""
-    changed = before is not None and after is not None and before != after
-    problem = "files, modes or timestamps under the workspace changed" if changed else ""
-    return WorkspaceComparison(problem, "files_only", FILES_ONLY_NOTE)

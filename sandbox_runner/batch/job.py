@@ -34,6 +34,8 @@ from sandbox_runner.web_grant import WebGrant
 
 SCRATCH_IDENTITY = "job.json"
 """Names the job whose files a scratch directory holds."""
+NOT_STARTED = "not started: "
+"""How the reason of a job the budget kept from starting begins."""
 MAX_RETURNED_BYTES = 64 * 1024 * 1024
 """A plan or transcript larger than this is not sent back (a transcript is a log, not a plan)."""
 
@@ -113,9 +115,8 @@ def run_job(
     outcome carries a failed result instead.
     """
     started = _now()
-    spend = payload.limits.spend
-    if spend is not None and spend.exhausted():
-        return not_started(payload, spend)
+    if (skipped := not_started(payload)) is not None:
+        return skipped
     scratch = scratch_root / f"{payload.task_id}.{payload.label}.{uuid.uuid4().hex[:8]}"
     scratch.mkdir(parents=True)
     job = payload.job
@@ -145,10 +146,19 @@ def run_job(
     return JobOutcome(payload.key, result, None, "", node, started, _now(), scratch)
 
 
-def not_started(payload: JobPayload, spend: Spend) -> JobOutcome:
+def not_started(payload: JobPayload) -> JobOutcome | None:
+    """The outcome of a job the spent budget keeps from starting (no sandbox, no call; a
+    resume with a higher budget runs it), or None when it may start."""
+    spend = payload.limits.spend
+    if spend is None or not spend.exhausted():
+        return None
+    return budget_outcome(payload, spend)
+
+
+def budget_outcome(payload: JobPayload, spend: Spend) -> JobOutcome:
     """The outcome of a job the budget SPEND kept from starting: no sandbox, no call; status
     budget, resumable (a run of the batch with a higher budget runs it)."""
-    skipped = failed_result(payload.job, payload.model_id, f"not started: {spend.reason()}")
+    skipped = failed_result(payload.job, payload.model_id, f"{NOT_STARTED}{spend.reason()}")
     result = replace(skipped, status=PlanStatus.BUDGET, resumable=True)
     now = _now()
     return JobOutcome(payload.key, result, None, "", socket.gethostname(), now, now)

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from sandbox_runner.agents.events import AgentEvent
 from sandbox_runner.batch.directory import open_batch_dir, record_run, scratch_root
-from sandbox_runner.batch.driver import BatchDriver, BatchEvents, BatchOutcome, NoEvents
+from sandbox_runner.batch.driver import BatchDriver
 from sandbox_runner.batch.engines import (
     BatchHost,
     local_engine,
@@ -22,8 +22,9 @@ from sandbox_runner.batch.engines import (
     require_ray,
     stdout_to_stderr,
 )
+from sandbox_runner.batch.events import BatchEvents, BatchOutcome, NoEvents
 from sandbox_runner.batch.ledger import Ledger, batch_lock
-from sandbox_runner.batch.resume import RUNS, Action
+from sandbox_runner.batch.resume import RUNS, Action, Decision
 from sandbox_runner.batch.salvage import would_go_on
 from sandbox_runner.batch.setup import (
     BatchJob,
@@ -35,6 +36,7 @@ from sandbox_runner.batch.setup import (
     task_dir,
 )
 from sandbox_runner.batch.summary import read_status
+from sandbox_runner.batch.synthesis import planned_syntheses, synthesis_estimate, tasks_of
 from sandbox_runner.batch.tasks_file import BatchFile, load_batch_file
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.model import check_model_options
@@ -77,6 +79,8 @@ class BatchOptions:
     budget: Mapping[str, object] = field(default_factory=dict)
     """The cost caps the flags set (`max_cost_usd` for the whole batch, across its jobs and
     runs; `max_cost_usd_per_plan` for each job)."""
+    synthesis: bool = True
+    """Merge each task's valid plans into a recommended plan (False: `--no-synthesis`)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,8 @@ class PlannedJob:
     """Whether it would go on with an earlier conversation (see salvage.would_go_on)."""
     estimate: PlanEstimate | None = None
     """Its tokens and cost, estimated from its prompt (None: it would not run)."""
+    when: str = ""
+    """The condition it runs on ("" when none): a synthesis needs two valid plans."""
 
     @property
     def runs(self) -> bool:
@@ -130,6 +136,7 @@ class PlannedJob:
             "action": self.action.value,
             "goes_on": self.goes_on,
             "estimate": estimate,
+            "when": self.when or None,
         }
 
 
@@ -187,10 +194,17 @@ def dry_run(options: BatchOptions, *, warn: Warn) -> list[PlannedJob]:
     if out_dir is not None and out_dir.is_dir():
         jobs = decide_all(jobs, out_dir, retry_failed=options.retry_failed, redo=options.redo)
         going_on = _going_on(jobs, out_dir, [task.spec.workspace for task in prepared])
-    return [
-        PlannedJob(job.key, job.decision.action, job.key in going_on, _estimate(job))
-        for job in jobs
-    ]
+    syntheses = _syntheses(jobs, out_dir, options.retry_failed)
+    planned = []
+    for task_id, plans in tasks_of(jobs).items():
+        for job in plans.jobs:
+            estimate = _estimate(job)
+            planned.append(PlannedJob(job.key, job.decision.action, job.key in going_on, estimate))
+        if task_id in syntheses:
+            synthesis, decision, when = syntheses[task_id]
+            estimate = synthesis_estimate(plans) if decision.action in RUNS else None
+            planned.append(PlannedJob(synthesis.key, decision.action, False, estimate, when))
+    return planned
 
 
 def _estimate(job: BatchJob) -> PlanEstimate | None:
@@ -227,6 +241,7 @@ def _prepared(options: BatchOptions, warn: Warn) -> tuple[BatchFile, list[Prepar
         scratch=options.scratch,
         image=options.image,
         budget=options.budget,
+        synthesis=options.synthesis,
     )
     if options.engine == "ray":
         scratch_tasks = [task.task.id for task in prepared if task.spec.scratch]
@@ -258,14 +273,18 @@ def _drive(
     display = watch(BatchStart(out_dir.name, out_dir, len(to_run), len(jobs) - len(to_run)))
     parallel = options.parallel or prepared[0].spec.parallel
     scratch = scratch_root(out_dir, _workspaces(prepared))
+    # The engine is set up for the syntheses that may run too: their tasks' sandboxes,
+    # their repositories shipped (a task whose plans were all done before has no other job).
+    syntheses = _syntheses(jobs, out_dir, options.retry_failed).values()
+    may_run = [*to_run, *(job for job, decision, _ in syntheses if decision.action in RUNS)]
     with contextlib.ExitStack() as disconnect:
         if options.engine == "ray":
             engine = ray_engine(
-                host, out_dir.name, to_run, out_dir, options.address, parallel, warn, disconnect
+                host, out_dir.name, may_run, out_dir, options.address, parallel, warn, disconnect
             )
         else:
             events = display.agent_event if display else None
-            engine = local_engine(host, out_dir.name, to_run, scratch, parallel, events)
+            engine = local_engine(host, out_dir.name, may_run, scratch, parallel, events)
         driver = BatchDriver(
             out_dir.name,
             out_dir,
@@ -279,9 +298,21 @@ def _drive(
             git_for=engine.git_for,
             spend=spend,
             remote_slots=engine.remote_slots,
+            retry_failed=options.retry_failed,
         )
         with display or contextlib.nullcontext():
             return driver.run()
+
+
+def _syntheses(
+    jobs: list[BatchJob], out_dir: Path | None, retry_failed: bool
+) -> dict[str, tuple[BatchJob, Decision, str]]:
+    """What the batch would do with each task's synthesis (see planned_syntheses)."""
+    found = Ledger(out_dir).last_by_key() if out_dir is not None and out_dir.is_dir() else {}
+    records = {key: record for key, (record, _) in found.items()}
+    attempts = {key: count for key, (_, count) in found.items()}
+    tasks = tasks_of(jobs)
+    return planned_syntheses(tasks, records, attempts, out_dir, retry_failed=retry_failed)
 
 
 def _going_on(jobs: list[BatchJob], out_dir: Path, workspaces: list[Path]) -> set[str]:

@@ -92,8 +92,10 @@ def prepare_tasks(
     scratch: bool = False,
     image: str | None = None,
     budget: Mapping[str, object] | None = None,
+    synthesis: bool = True,
 ) -> list[PreparedTask]:
-    """Prepare every task; the first bad one is an error naming it.
+    """Prepare every task; the first bad one is an error naming it. Without SYNTHESIS
+    (`--no-synthesis`), no task's plans are merged into a recommended plan.
 
     Raises:
         BatchFileError: a task's repository, perspectives, agent, template, context or
@@ -117,11 +119,17 @@ def prepare_tasks(
                 **(budget or {}),
             },
             allow_web=allow_web,
+            synthesis=None if synthesis else False,
         )
         try:
             spec, settings = prepare(request, _prefixed(warn, task.id))
         except PlanrunError as error:
             raise BatchFileError(batch.path, str(error), task.id) from None
+        if synthesis and not spec.synthesis and "synthesis" in task.overrides:
+            # An override takes a flag's place; the report names the batch file instead.
+            spec = replace(
+                spec, synthesis_note=f"turned off by {batch.path.name} (the task's overrides)"
+            )
         prepared.append(PreparedTask(task, spec, settings))
     return prepared
 

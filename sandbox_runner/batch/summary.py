@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from sandbox_runner.batch.ledger import FAILED_STATUSES, Ledger, LedgerRecord
+from sandbox_runner.batch.setup import BatchJob
 from sandbox_runner.batch.task_table import (
     task_rows,
     time_text,
@@ -43,6 +44,29 @@ class JobRow:
     """A ledger status, or running / pending."""
     attempts: int
     record: LedgerRecord | None
+    synthesis: bool = False
+    """A task's synthesis (its recommended plan), not one of its plans."""
+
+    @classmethod
+    def of(
+        cls,
+        job: BatchJob,
+        record: LedgerRecord | None,
+        running: bool,
+        attempts: int,
+        *,
+        synthesis: bool = False,
+    ) -> JobRow:
+        """A job's row: running, else its record's status when the record is of its
+        current fingerprint, else pending."""
+        if running:
+            status = "running"
+        elif record is not None and record.fingerprint == job.fingerprint:
+            status = record.status
+        else:
+            status = "pending"
+        perspective = job.payload.job.perspective
+        return cls(job.key, perspective, status, attempts, record, synthesis)
 
 
 def summary_document(
@@ -94,6 +118,7 @@ def _row(row: JobRow) -> dict[str, Any]:
         "status": row.status,
         "attempts": row.attempts,
         "continued": bool(done and record and record.result.get("continued") is True),
+        "synthesis": row.synthesis,
         "plan_file": f"tasks/{task}/{label}.md" if done else None,
         "tokens": record.tokens if done and record else 0,
         "cost_usd": record.cost_usd if done and record else None,
@@ -171,10 +196,11 @@ def task_table_lines(tasks: list[dict[str, Any]]) -> list[str]:
     ]
     for task in tasks:
         name = markdown_cell(task["task"])
+        note = markdown_cell(task["recommended_note"], limit=REASON_CHARS)
         if task["recommended"]:
-            recommended = f"[{name}]({quote(task['recommended'])})"
+            recommended = f"[{name}]({quote(task['recommended'])})" + (f" ({note})" if note else "")
         else:
-            recommended = "none: " + markdown_cell(task["recommended_note"], limit=REASON_CHARS)
+            recommended = "none: " + note
         report = f"[report.html]({quote(task['report'])})" if task["report"] else "not yet"
         lines.append(
             f"| {name} | {validity_text(task)} | {markdown_cell(task['agreement']) or '—'} "

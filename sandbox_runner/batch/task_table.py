@@ -44,13 +44,15 @@ def task_rows(out_dir: Path, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def _task_row(out_dir: Path, task: str, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A task's row; its tokens, cost and time are its plans' and its synthesis's."""
     report = _report(out_dir / TASKS_DIR / task / REPORT_JSON)
     costs = [job["cost_usd"] for job in jobs if job["cost_usd"] is not None]
-    done = [job for job in jobs if job["status"] not in ("running", "pending")]
+    plans = [job for job in jobs if job.get("synthesis") is not True]
+    done = [job for job in plans if job["status"] not in ("running", "pending")]
     row: dict[str, Any] = {
         "task": task,
-        "plans": len(jobs),
-        "valid": sum(job["status"] == "complete" for job in jobs),
+        "plans": len(plans),
+        "valid": sum(job["status"] == "complete" for job in plans),
         "finished": len(done),
         "agreement": _agreement(report) if report else "",
         "recommended": None,
@@ -65,12 +67,18 @@ def _task_row(out_dir: Path, task: str, jobs: list[dict[str, Any]]) -> dict[str,
         return row
     row["report"] = f"{TASKS_DIR}/{task}/{REPORT_HTML}"
     recommended = report.get("recommended")
-    if isinstance(recommended, dict) and isinstance(recommended.get("plan_file"), str):
-        row["recommended"] = f"{TASKS_DIR}/{task}/{recommended['plan_file']}"
-    else:
+    if not isinstance(recommended, dict):
         synthesis = report.get("synthesis")
         note = synthesis.get("note") if isinstance(synthesis, dict) else None
         row["recommended_note"] = str(note or "no synthesis ran")
+        return row
+    if isinstance(recommended.get("plan_file"), str):
+        row["recommended"] = f"{TASKS_DIR}/{task}/{recommended['plan_file']}"
+    if recommended.get("valid") is not True:
+        # As `planrun plan` shows it: the plan a failed synthesis left, and why it failed.
+        status, reason = recommended.get("status"), recommended.get("reason")
+        made = "not valid" if status == "complete" else f"the synthesis ended {status}"
+        row["recommended_note"] = f"{made}: {reason}" if reason else made
     return row
 
 
@@ -102,6 +110,15 @@ def validity_text(row: dict[str, Any]) -> str:
     return text + (f" ({waiting} not finished)" if waiting else "")
 
 
+def recommended_text(row: dict[str, Any]) -> str:
+    """The recommended plan of a task's row as plain text: its path (with what is wrong
+    with it, if anything), or `none:` and why there is none."""
+    note = row["recommended_note"]
+    if not row["recommended"]:
+        return f"none: {note}"
+    return f"{row['recommended']} ({note})" if note else str(row["recommended"])
+
+
 STATUS_COLUMNS = ("Task", "Plans", "Agreement", "Recommended plan", "Report")
 MAX_CELL = 60
 
@@ -111,7 +128,7 @@ def status_table(tasks: list[dict[str, Any]]) -> list[str]:
     is one line of printable text, clipped."""
     rows = [list(STATUS_COLUMNS)]
     for task in tasks:
-        recommended = task["recommended"] or f"none: {task['recommended_note']}"
+        recommended = recommended_text(task)
         cells = [task["task"], validity_text(task), task["agreement"] or "—", recommended]
         rows.append([*cells, task["report"] or "not yet"])
     clipped = [[_cell(text) for text in row] for row in rows]

@@ -12,6 +12,7 @@ import click
 
 from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_batch
 from sandbox_runner.batch import dry_run as what_would_run
+from sandbox_runner.batch.ledger import FAILED_STATUSES
 from sandbox_runner.batch.task_table import status_table, wall_line
 from sandbox_runner.cli.batch_progress import BatchProgress
 from sandbox_runner.cli.estimate_view import batch_estimate, estimate_note, estimate_words
@@ -54,10 +55,11 @@ def batch() -> None:
 
     \b
     planrun batch FILE [--out DIR] [--engine local|ray] [--parallel N] [--retry-failed]
-                       [--redo ID]... [--only REGEX] [--dry-run] [--json]
+                       [--redo ID]... [--only REGEX] [--no-synthesis] [--dry-run] [--json]
     planrun batch status DIR [--json]
 
-    Run the same command again to resume: finished plans are never redone.
+    A task with two or more valid plans gets a recommended plan merged from them. Run the
+    same command again to resume: finished plans are never redone.
     """
 
 
@@ -86,6 +88,11 @@ def batch() -> None:
 @click.option(
     "--scratch", is_flag=True, help="Plans may run any command; writes go to a throw-away layer."
 )
+@click.option(
+    "--no-synthesis",
+    is_flag=True,
+    help="Do not merge each task's valid plans into a recommended plan (recommended.md).",
+)
 @json_option("Print summary.json only.")
 @click.pass_context
 @reports_errors
@@ -106,6 +113,7 @@ def batch_run(
     max_cost_usd_per_plan: float | None,
     dry_run: bool,
     scratch: bool,
+    no_synthesis: bool,
     as_json: bool,
 ) -> None:
     """Exit status: 0 every job complete and valid; 1 some failed or were stopped or
@@ -124,6 +132,7 @@ def batch_run(
         scratch=scratch,
         image=image,
         budget=budget_overrides(max_cost_usd, max_cost_usd_per_plan),
+        synthesis=not no_synthesis,
     )
     if dry_run:
         _print_dry_run(options, as_json=as_json)
@@ -140,9 +149,14 @@ def batch_run(
     if not outcome.interrupted and "budget" in summary["counts"]:
         hint = f"Next: `{again} --max-cost-usd USD` with a higher budget runs the jobs it stopped"
         click.echo(one_line(hint))
-    elif not outcome.interrupted and outcome.exit_code == 1:
+    elif not outcome.interrupted and _failed(summary):
         click.echo(one_line(f"Next: `{again} --retry-failed` runs the failed jobs again"))
     ctx.exit(outcome.exit_code)
+
+
+def _failed(summary: dict[str, Any]) -> bool:
+    """Whether a job failed: a plan, or a task's synthesis (which leaves the exit status 0)."""
+    return any(job["status"] in FAILED_STATUSES for job in summary["jobs"])
 
 
 def _watch(as_json: bool) -> Callable[[BatchStart], BatchProgress | None]:
@@ -172,7 +186,8 @@ def _print_dry_run(options: BatchOptions, *, as_json: bool) -> None:
         return
     for job in jobs:
         action = job.action.value + (" (goes on)" if job.goes_on else "")
-        click.echo(one_line(f"{action:<18} {job.key}{estimate_note(job.estimate)}"))
+        when = f", {job.when}" if job.when else ""
+        click.echo(one_line(f"{action:<18} {job.key}{estimate_note(job.estimate)}{when}"))
     runs = sum(1 for job in jobs if job.runs)
     click.echo(f"{runs} of {len(jobs)} job(s) would run", err=True)
     click.echo(one_line(f"Estimate: {estimate_words(total)}"), err=True)

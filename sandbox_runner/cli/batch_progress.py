@@ -82,6 +82,13 @@ class BatchProgress(LiveDisplay):
             self._task = self._bar.add_task("plans", total=to_run, cost="$0.00")
             self._live = Live(console=console, refresh_per_second=4, get_renderable=self.view)
 
+    def job_queued(self, key: str) -> None:
+        """A job decided while the batch runs (a task's synthesis) joins the queue."""
+        with self._lock:
+            self.to_run += 1
+            if self._bar is not None:
+                self._bar.update(self._task, total=self.to_run)
+
     def job_started(self, key: str, note: str = "") -> None:
         with self._lock:
             self._running[key] = _Running(key, time.monotonic())

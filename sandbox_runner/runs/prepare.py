@@ -108,15 +108,16 @@ class PlanRequest:
         )
 
     def flags(self) -> dict[str, object]:
-        """The settings this request sets, as flags do."""
-        return {
-            **self.overrides,
+        """The settings this request sets, as flags do; a field left unset keeps the
+        override of the same setting (a batch task's `overrides: {max_turns: 60}`)."""
+        fields = {
             "planning_model": self.model,
             "parallel": self.parallel,
             "max_turns": self.max_turns,
             "timeout": self.timeout,
             "synthesis": self.synthesis,
         }
+        return {**self.overrides, **{key: v for key, v in fields.items() if v is not None}}
 
 
 def _optional(kind: Callable[[Any], T], value: object) -> T | None:

@@ -1,4 +1,5 @@
-"""`planrun batch` end to end: real containers, the SDK against the fake API, SIGKILL, resume."""
+"""`planrun batch` end to end: real containers, the SDK against the fake API, SIGKILL, resume,
+and each task's recommended plan."""
 
 from __future__ import annotations
 
@@ -15,14 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from sandbox_runner.cli import cli
 from tests.support.fake_messages_api import FakeMessagesAPI, Scripted
 from tests.support.plan_scripts import PerspectiveScript, label_of, turn_of, writes_plan
 from tests.unit.test_plan_loop import VALID_PLAN
+from tests.unit.test_synthesis import RECOMMENDED_PLAN
 
 TASKS = ("alpha", "beta", "gamma")
 PERSPECTIVES = ("simplicity", "security")
 TASK_MARK = re.compile(r"TASK-([a-z]+)")
+ALL_JOBS = {f"{task}/{label}" for task in TASKS for label in (*PERSPECTIVES, "recommended")}
+"""Every job of the batch: each task's plans and its synthesis."""
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +41,10 @@ class CountingScript:
 
     def __init__(self, delay: float) -> None:
         self.inner = PerspectiveScript(
-            {label: writes_plan(label, VALID_PLAN) for label in PERSPECTIVES},
+            {
+                **{label: writes_plan(label, VALID_PLAN) for label in PERSPECTIVES},
+                "recommended": writes_plan("recommended", RECOMMENDED_PLAN),
+            },
             delays=dict.fromkeys(PERSPECTIVES, delay),
         )
         self.requests: Counter[str] = Counter()
@@ -110,7 +119,7 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=30)
     finished_before = set(ledger_keys(out))
-    assert 2 <= len(finished_before) < len(TASKS) * len(PERSPECTIVES)
+    assert 2 <= len(finished_before) < len(ALL_JOBS)
     cut_short = {k for k, n in first.requests.items() if n >= 2 and k not in finished_before}
     assert cut_short, first.requests
 
@@ -121,13 +130,11 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
     summary = json.loads(stdout)
-    assert summary["counts"] == {"complete": 6}
+    assert summary["counts"] == {"complete": len(ALL_JOBS)}  # each task's synthesis too
     assert {job["attempts"] for job in summary["jobs"]} == {1}
     # No job that had finished asked the model anything again.
     assert not finished_before & set(second.requests), second.requests
-    assert set(second.requests) | finished_before == {
-        f"{task}/{label}" for task in TASKS for label in PERSPECTIVES
-    }
+    assert set(second.requests) | finished_before == ALL_JOBS
     # A job cut short went on with its conversation: its exploration was not paid again.
     for key in cut_short:
         assert second.first_turns[key] >= 1, (key, second.first_turns)
@@ -137,6 +144,7 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
     for task in TASKS:
         report = json.loads((out / "tasks" / task / "report.json").read_text())
         assert [plan["status"] for plan in report["plans"]] == ["complete", "complete"]
+        assert report["recommended"]["valid"], report["recommended"]
         assert report["workspace_check"] == "full" and report["workspace_unchanged"], report
     leftovers = docker_client.containers.list(
         all=True, filters={"label": f"io.planrun.session=batch-{out.name}"}
@@ -150,3 +158,53 @@ def test_a_batch_killed_with_sigkill_resumes_without_redoing_finished_jobs(
         _, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr
     assert sum(third.requests.values()) == 0
+
+
+def test_each_task_of_a_local_batch_gets_its_recommended_plan(
+    api: FakeMessagesAPI, sample_repo: Path, tmp_path: Path
+) -> None:
+    api.script = PerspectiveScript(
+        {
+            **{label: writes_plan(label, VALID_PLAN) for label in PERSPECTIVES},
+            "recommended": writes_plan("recommended", RECOMMENDED_PLAN),
+        }
+    )
+    tasks = "".join(f"  - id: {task}\n    requirements: Plan TASK-{task}.\n" for task in TASKS[:2])
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(
+        f"defaults:\n  repo: {sample_repo}\n  perspectives: [{', '.join(PERSPECTIVES)}]\n"
+        f"tasks:\n{tasks}"
+    )
+    out = tmp_path / "out"
+    arguments = ["batch", str(batch), "--out", str(out), "--parallel", "2"]
+    result = CliRunner().invoke(cli, arguments, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    syntheses = [
+        request.body
+        for request in api.message_requests
+        if "/plan/recommended.md" in json.dumps(request.body["system"])
+    ]
+    for task in TASKS[:2]:
+        directory = out / "tasks" / task
+        assert (directory / "recommended.md").read_text().startswith("---\nid: ")
+        report = json.loads((directory / "report.json").read_text())
+        recommended = report["recommended"]
+        assert recommended["valid"] and recommended["plan_file"] == "recommended.md"
+        assert recommended["sources"] == list(PERSPECTIVES)
+        assert "## Recommended plan" in (directory / "report.md").read_text()
+        # Each task's synthesis was given that task's requirements and both its plans.
+        first = next(body for body in syntheses if f"TASK-{task}" in json.dumps(body["messages"]))
+        assert json.dumps(first["messages"][0]).count("<plan perspective=") == 2
+    summary = (out / "summary.md").read_text()
+    for task in TASKS[:2]:
+        row = next(line for line in summary.splitlines() if line.startswith(f"| {task} |"))
+        assert "| 2 of 2 valid |" in row and f"[{task}](tasks/{task}/recommended.md)" in row
+        assert f"| [{task}/recommended](tasks/{task}/recommended.md) | complete | 1 |" in summary
+    status = CliRunner().invoke(cli, ["batch", "status", str(out)])
+    assert "tasks/alpha/recommended.md" in status.output
+    assert "complete 6" in status.output
+    # Run again: nothing is asked of the model, the synthesis included.
+    asked = len(api.message_requests)
+    again = CliRunner().invoke(cli, arguments, catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    assert len(api.message_requests) == asked

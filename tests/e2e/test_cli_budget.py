@@ -11,6 +11,7 @@ from sandbox_runner.cli import cli
 from tests.support.fake_messages_api import FakeMessagesAPI, message, text, tool_use
 from tests.support.plan_scripts import PerspectiveScript, writes_plan
 from tests.unit.test_plan_loop import VALID_PLAN
+from tests.unit.test_synthesis import RECOMMENDED_PLAN
 
 ONE_TURN_USD = 10 * 3e-6 + 5 * 15e-6
 """The fake API's default usage (10 tokens in, 5 out) at the default model's list price."""
@@ -83,7 +84,12 @@ def test_a_batch_budget_skips_later_jobs_and_a_higher_one_resumes_them(
     api: FakeMessagesAPI, sample_repo: Path, tmp_path: Path, sandbox_image: str
 ) -> None:
     labels = ("simplicity", "security")
-    api.script = PerspectiveScript({label: writes_plan(label, VALID_PLAN) for label in labels})
+    api.script = PerspectiveScript(
+        {
+            **{label: writes_plan(label, VALID_PLAN) for label in labels},
+            "recommended": writes_plan("recommended", RECOMMENDED_PLAN),
+        }
+    )
     batch = tmp_path / "batch.yaml"
     batch.write_text(
         f"defaults:\n  repo: {sample_repo}\n  perspectives: [{', '.join(labels)}]\n"
@@ -113,9 +119,10 @@ def test_a_batch_budget_skips_later_jobs_and_a_higher_one_resumes_them(
     second = CliRunner().invoke(cli, [*command, "--max-cost-usd", "10"])
     assert second.exit_code == 0, second.output
     statuses = {job["key"]: job["status"] for job in json.loads(second.stdout)["jobs"]}
-    assert set(statuses.values()) == {"complete"}
-    # The stopped job went on with its conversation (2 more turns); the other ran all 3.
-    assert len(api.message_requests) == 1 + 2 + 3
+    assert set(statuses.values()) == {"complete"} and "alpha/recommended" in statuses
+    # The stopped job went on with its conversation (2 more turns), the other ran all 3,
+    # then the task's synthesis its 3.
+    assert len(api.message_requests) == 1 + 2 + 3 + 3
 
 
 def test_a_budget_spent_by_the_plans_skips_the_synthesis(

@@ -39,12 +39,14 @@ from sandbox_runner.plans.results import PlanResult, PlanStatus
 from sandbox_runner.plans.revisions import load_revisions
 from sandbox_runner.plans.validate import validate_plan
 from sandbox_runner.runs.executor import ThreadExecutor
-from sandbox_runner.runs.plan_job import EarlierAttempt
+from sandbox_runner.runs.plan_job import EarlierAttempt, required_sections
+from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
 from sandbox_runner.runs.workspace import GitStatusRunner
 from sandbox_runner.types import Usage
 from tests.support.local_sandbox import LocalSandbox
 from tests.support.scripted_model import ScriptedModel, reply, say
 from tests.unit.test_plan_loop import VALID_PLAN
+from tests.unit.test_synthesis import RECOMMENDED_PLAN
 
 FP = "sha256:aaa"
 
@@ -163,13 +165,24 @@ def test_cli_dry_run_lists_the_jobs(tmp_path: Path, sample_repo: Path) -> None:
     result = CliRunner().invoke(cli, ["batch", str(batch), "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    jobs = [{key: job[key] for key in ("key", "action", "goes_on")} for job in document["jobs"]]
+    fields = ("key", "action", "goes_on", "when")
+    jobs = [{key: job[key] for key in fields} for job in document["jobs"]]
     assert jobs == [
-        {"key": "t/a", "action": "run", "goes_on": False},
-        {"key": "t/b", "action": "run", "goes_on": False},
+        {"key": "t/a", "action": "run", "goes_on": False, "when": None},
+        {"key": "t/b", "action": "run", "goes_on": False, "when": None},
+        # The task's synthesis, if its plans turn out valid: estimated too.
+        {
+            "key": "t/recommended",
+            "action": "run",
+            "goes_on": False,
+            "when": "if two or more of its plans are valid",
+        },
     ]
     estimates = [job["estimate"] for job in document["jobs"]]
-    assert [estimate["label"] for estimate in estimates] == ["a", "b"]
+    assert [estimate["label"] for estimate in estimates] == ["a", "b", "recommended"]
+    assert estimates[2]["agent"] == "Synthesis"
+    # Its prompt holds both plans, so it is longer than either plan's.
+    assert estimates[2]["prompt_tokens"] > 2 * 2_500
     one_turn = document["totals"]["one_turn"]
     assert one_turn["tokens"] == sum(estimate["one_turn"]["tokens"] for estimate in estimates)
     assert one_turn["cost_usd"] > 0
@@ -211,7 +224,11 @@ class FakeWork:
                 self.runs[job.key] = self.runs.get(job.key, 0) + 1
                 self.earlier[job.key] = job.payload.earlier
             fails = job.label in self.failing
-            check = validate_plan(VALID_PLAN, sections=[], workspace=job.payload.workspace)
+            # A task's synthesis writes a recommended plan, checked for its own sections.
+            synthesis = job.label == SYNTHESIS_LABEL
+            plan = RECOMMENDED_PLAN if synthesis else VALID_PLAN
+            sections = required_sections(job.payload.job) if synthesis else []
+            check = validate_plan(plan, sections=sections, workspace=job.payload.workspace)
             result = PlanResult(
                 job.label,
                 "Plan",
@@ -219,7 +236,7 @@ class FakeWork:
                 PlanStatus.FAILED if fails else PlanStatus.COMPLETE,
                 self.reason if fails else "",
                 None,
-                VALID_PLAN,
+                plan,
                 check,
                 [],
                 2,
@@ -231,7 +248,7 @@ class FakeWork:
             )
             metadata: dict[str, Any] = {"status": result.status.value, "valid": result.valid}
             transcript = conversation(job.key)
-            return JobOutcome(job.key, result, render_document(metadata, VALID_PLAN), transcript)
+            return JobOutcome(job.key, result, render_document(metadata, plan), transcript)
 
         return run
 
@@ -271,7 +288,8 @@ def test_finished_jobs_never_run_again_and_failed_ones_only_with_retry(
     assert again.runs == {}
     retry = FakeWork()
     driver = run_batch(tmp_path, retry, retry_failed=True)
-    assert retry.runs == {"t1/b": 1, "t2/b": 1}
+    # Two valid plans per task now: each task's synthesis runs too.
+    assert retry.runs == {"t1/b": 1, "t2/b": 1, "t1/recommended": 1, "t2/recommended": 1}
     assert {row.status for row in driver.rows()} == {"complete"}
     old = tmp_path / "out/tasks/t1/.attempts/b/1/b.md"
     assert old.is_file() and (tmp_path / "out/tasks/t1/b.md").is_file()
@@ -285,7 +303,7 @@ def test_finished_jobs_never_run_again_and_failed_ones_only_with_retry(
     }
     assert kept == {"a": [("plan", [])], "b": [("plan", ["retry"])]}
     status = read_status(tmp_path / "out")
-    assert status is not None and status["counts"] == {"complete": 4}
+    assert status is not None and status["counts"] == {"complete": 6}
     report = json.loads((tmp_path / "out/tasks/t1/report.json").read_text())
     assert [plan["status"] for plan in report["plans"]] == ["complete", "complete"]
 
@@ -299,7 +317,8 @@ def test_a_changed_task_is_refused_then_redone(tmp_path: Path, sample_repo: Path
     with pytest.raises(ChangedTaskError, match="task t2 changed"):
         run_batch(tmp_path, redo, redo=["t1"])
     run_batch(tmp_path, redo, redo=["t1", "t2"])
-    assert len(redo.runs) == 4
+    assert len(redo.runs) == 6  # every plan, and each task's synthesis of the new plans
+    assert (tmp_path / "out/tasks/t1/.attempts/recommended/superseded-1/recommended.md").is_file()
     assert (tmp_path / "out/tasks/t1/.attempts/a/superseded-1/a.md").is_file()
 
 
@@ -374,8 +393,9 @@ def test_a_retried_job_goes_on_with_a_resumable_attempt_only(
     assert (tmp_path / "out/tasks/t1/.attempts/b/1/attempt.json").is_file()
     third = FakeWork()
     run_batch(tmp_path, third, retry_failed=True)
-    assert third.runs == {"t1/b": 1, "t2/b": 1}
-    assert third.earlier == {"t1/b": None, "t2/b": None}  # the newest attempt ended for good
+    assert third.runs == {"t1/b": 1, "t2/b": 1, "t1/recommended": 1, "t2/recommended": 1}
+    # The newest attempt ended for good.
+    assert (third.earlier["t1/b"], third.earlier["t2/b"]) == (None, None)
 
 
 HOSTILE_ERROR = (
@@ -477,7 +497,7 @@ def test_a_job_in_flight_when_the_driver_died_goes_on_with_its_conversation(
     in_flight_scratch(tmp_path, "t2/b", fingerprints["t2/b"], '{"type": "system"}\n')
     again = FakeWork()
     run_batch(tmp_path, again)
-    assert again.runs == {"t1/b": 1, "t2/a": 1, "t2/b": 1}
+    assert again.runs == {"t1/b": 1, "t2/a": 1, "t2/b": 1, "t2/recommended": 1}
     earlier = again.earlier["t1/b"]
     assert earlier is not None and earlier.plan == "# draft\n"
     assert earlier.transcript == conversation("t1/b")
@@ -549,11 +569,15 @@ def test_a_dry_run_says_which_jobs_would_go_on(tmp_path: Path, sample_repo: Path
     assert [line.split("  (~")[0] for line in lines] == [
         "skip (complete)    t1/a",
         "retry (goes on)    t1/b",
+        "run                t1/recommended",
         "skip (complete)    t2/a",
         "retry (goes on)    t2/b",
+        "run                t2/recommended",
     ]
     # Only the jobs that would run are estimated.
-    assert ["prompt tokens, up to 40 turns)" in line for line in lines] == [0, 1, 0, 1]
+    estimated = ["prompt tokens, up to 40 turns)" in line for line in lines]
+    assert estimated == [0, 1, 1, 0, 1, 1]
+    assert lines[2].endswith(", if two or more of its plans are valid")
 
 
 def test_the_time_left_is_the_average_job_time_times_the_jobs_left() -> None:

@@ -66,8 +66,40 @@ def test_only_repositories_with_jobs_to_run_are_shipped_and_before_the_nodes_are
     assert "./.env" not in events[0]  # a secret-looking name outside git stays behind
 
 
-def _finish_task(batch_path: Path, out: Path, task_id: str) -> None:
-    """Run one task's jobs to completion with the local driver and a model that plans at once."""
+@pytest.mark.parametrize("synthesis_done", [True, False])
+def test_a_task_whose_synthesis_is_left_to_make_ships_its_repository(
+    tmp_path: Path, sample_repo: Path, monkeypatch: pytest.MonkeyPatch, synthesis_done: bool
+) -> None:
+    (make_sample_repo(tmp_path / "done") / "done-marker.txt").write_text("finished earlier\n")
+    text = (
+        "defaults: {perspectives: [a, b]}\n"
+        "tasks:\n  - {id: t1, requirements: r, repo: repo}\n"
+        "  - {id: t2, requirements: s, repo: done}\n"
+    )
+    batch_path = write(tmp_path / "batch.yaml", text)
+    out = tmp_path / "out"
+    # t2's plans are done; its synthesis too, or it stopped on an API error (to go on with).
+    failing = set() if synthesis_done else {"recommended"}
+    _finish_task(batch_path, out, "t2", FakeWork(failing, resumable=True))
+    events: list[str] = []
+
+    def prepare(engine: RayEngine, *args: Any) -> None:
+        events.append(PREPARED)
+        raise ConfigError("no Ray node can run the batch")
+
+    monkeypatch.setattr(RayEngine, "connect", classmethod(lambda c, a, s: c(ObjectStore(events))))
+    monkeypatch.setattr(RayEngine, "prepare", prepare)
+    command = ["batch", str(batch_path), "--out", str(out), "--engine", "ray", "--address", "x:1"]
+    result = CliRunner().invoke(cli, command)
+    assert result.exit_code == 2, result.output
+    shipped = [event for event in events if event.startswith("put ")]
+    assert len(shipped) == (1 if synthesis_done else 2), events
+    assert any("done-marker" in event for event in shipped) is not synthesis_done
+
+
+def _finish_task(batch_path: Path, out: Path, task_id: str, work: FakeWork | None = None) -> None:
+    """Run one task's jobs to completion with the local driver and a model that plans at once
+    (WORK: one that plans so; its plans all valid)."""
     from sandbox_runner.batch.directory import open_batch_dir, record_run
     from sandbox_runner.batch.driver import BatchDriver
     from sandbox_runner.runs.executor import ThreadExecutor
@@ -78,5 +110,5 @@ def _finish_task(batch_path: Path, out: Path, task_id: str) -> None:
     out = open_batch_dir(out, [task.spec.workspace for task in prepared])
     record_run(out, batch.path, batch.digest, "local")
     jobs = decide_all(batch_jobs(prepared, out), out)
-    driver = BatchDriver("b", out, jobs, ThreadExecutor(1), FakeWork(), scratch=out / "s")
+    driver = BatchDriver("b", out, jobs, ThreadExecutor(1), work or FakeWork(), scratch=out / "s")
     assert driver.run().exit_code == 0

@@ -11,7 +11,6 @@ from urllib.parse import unquote
 import pytest
 from click.testing import CliRunner
 
-from sandbox_runner.batch.commit import BATCH_SYNTHESIS_NOTE
 from sandbox_runner.batch.task_table import status_table, time_text, tokens_text, usd_text
 from sandbox_runner.cli import cli
 from tests.unit.test_batch import FakeWork, run_batch
@@ -57,21 +56,31 @@ def test_summary_md_has_one_row_per_task(tmp_path: Path, sample_repo: Path) -> N
     out = tmp_path / "out"
     rows = task_lines((out / "summary.md").read_text(encoding="utf-8"))
     assert [row[0] for row in rows] == ["t1", "t2"]
-    for row in rows:
+    for task, row in zip(("t1", "t2"), rows, strict=True):
         plans, agreement, recommended, report = row[1:5]
+        # The synthesis is a job of its task, not one of its plans.
         assert plans == "2 of 2 valid"
         assert agreement == "3 of 3 files shared; same first file"
-        # Two valid plans, and a batch merges none: the reason is in the row.
-        assert recommended.startswith("none: a batch does not merge plans yet")
+        # Two valid plans: the row links the recommended plan merged from them.
+        link = re.fullmatch(rf"\[{task}\]\(([^)]+)\)", recommended)
+        assert link is not None and unquote(link.group(1)) == f"tasks/{task}/recommended.md"
+        assert (out / unquote(link.group(1))).is_file()
         href = re.fullmatch(r"\[report\.html\]\(([^)]+)\)", report)
         assert href is not None and (out / unquote(href.group(1))).is_file()
         assert re.fullmatch(r"[\d,]+", row[5]) and row[6].startswith(("$", "< $"))
     document = json.loads((out / "tasks/t1/report.json").read_text(encoding="utf-8"))
-    assert document["synthesis"] == {
-        "state": "off",
-        "note": BATCH_SYNTHESIS_NOTE,
-        "agent_override": None,
-    }
+    assert document["synthesis"] == {"state": "ran", "note": "", "agent_override": None}
+    assert document["recommended"]["plan_file"] == "recommended.md"
+    assert document["recommended"]["sources"] == ["a", "b"]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    jobs = {job["key"]: job["synthesis"] for job in summary["jobs"]}
+    assert jobs == {
+        "t1/a": False, "t1/b": False, "t1/recommended": True,
+        "t2/a": False, "t2/b": False, "t2/recommended": True,
+    }  # fmt: skip
+    # The task's tokens are its plans' and its synthesis's.
+    t1 = [job["tokens"] for job in summary["jobs"] if job["task"] == "t1"]
+    assert summary["tasks"][0]["tokens"] == sum(t1) == 45
 
 
 def test_a_task_with_one_valid_plan_says_why_there_is_no_recommended_plan(
@@ -127,6 +136,19 @@ def test_batch_status_shows_the_table_of_tasks(tmp_path: Path, sample_repo: Path
     assert cells[:2] == ["t1", "1 of 2 valid"]
     assert cells[-1] == "tasks/t1/report.html"
     assert any(line.startswith("Wall time: ") for line in lines)
+
+
+def test_batch_status_shows_the_recommended_plan_of_each_task(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    run_batch(tmp_path, FakeWork())
+    result = CliRunner().invoke(cli, ["batch", "status", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if line.strip().startswith("t2 "))
+    cells = re.split(r"\s{2,}", row.strip())
+    assert cells[1] == "2 of 2 valid"
+    assert cells[3:] == ["tasks/t2/recommended.md", "tasks/t2/report.html"]
+    assert "Batch b: finished; complete 6" in result.output
 
 
 def test_status_table_cells_are_one_clipped_line() -> None:
