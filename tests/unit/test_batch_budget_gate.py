@@ -107,8 +107,11 @@ class RemoteWork:
         return run
 
 
-def remote_batch(tmp_path: Path, work: RemoteWork, budget: float, gated: bool) -> BatchDriver:
-    """Two tasks of two perspectives each, two at once, under BUDGET."""
+def remote_batch(
+    tmp_path: Path, work: RemoteWork, budget: float, gated: bool, synthesis: bool = False
+) -> BatchDriver:
+    """Two tasks of two perspectives each, two at once, under BUDGET (without syntheses
+    unless asked: most tests are about the plans' jobs)."""
     text = (
         "defaults: {repo: repo, perspectives: [a, b]}\n"
         "tasks:\n  - {id: t1, requirements: r}\n  - {id: t2, requirements: s}\n"
@@ -116,7 +119,8 @@ def remote_batch(tmp_path: Path, work: RemoteWork, budget: float, gated: bool) -
     batch = load_batch_file(write(tmp_path / "batch.yaml", text))
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    jobs = decide_all(batch_jobs(prepare_tasks(batch, batch.tasks, None, lambda _: None), out), out)
+    prepared = prepare_tasks(batch, batch.tasks, None, lambda _: None, synthesis=synthesis)
+    jobs = decide_all(batch_jobs(prepared, out), out)
     return BatchDriver(
         "b", out, jobs, ThreadExecutor(2), work, scratch=tmp_path / "scratch",
         spend=Spend(budget), remote_slots=2 if gated else None,
@@ -169,3 +173,16 @@ def test_what_finished_jobs_leave_unspent_starts_the_next(
     later = [share for key, share in work.shares.items() if key.startswith("t2/")]
     assert all(share is not None and share <= budget - CALL_USD for share in later)
     assert driver.gate is not None and driver.gate.in_flight == 0
+
+
+def test_each_task_s_synthesis_runs_with_a_share_of_the_budget_too(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    budget = 6.5 * CALL_USD  # four plans and two syntheses of one call each: all fit
+    work = RemoteWork(calls=1)
+    driver = remote_batch(tmp_path, work, budget, gated=True, synthesis=True)
+    assert driver.run().exit_code == 0
+    syntheses = ["t1/recommended", "t2/recommended"]
+    assert sorted(work.shares) == sorted(["t1/a", "t1/b", "t2/a", "t2/b", *syntheses])
+    assert all(0 < work.shares[key] <= budget for key in syntheses)
+    assert spent(driver) <= budget
