@@ -26,21 +26,22 @@ from sandbox_runner.batch.summary import (
 from sandbox_runner.plans.results import PlanResult
 from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
 from sandbox_runner.runs.executor import Announced, Executor
-from sandbox_runner.runs.git_probe import in_background, settled
-from sandbox_runner.runs.multi import GIT_STATUS_WAIT_SECONDS
-from sandbox_runner.runs.workspace import (
-    GitStatusRunner,
+from sandbox_runner.runs.workspace import GitStatusRunner
+from sandbox_runner.runs.workspace_check import (
+    BeforeCheck,
+    RepositoryTrees,
     WorkspaceComparison,
-    WorkspaceState,
-    snapshot,
-    tree_fingerprint,
-    workspace_git_status,
+    take_after,
 )
 from sandbox_runner.spend import Spend
 
 EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
 GOING_ON = "goes on with its earlier conversation"
-FILES_ONLY_NOTE = "`git status` is not taken here (the jobs ran on other machines)"
+NO_GIT_NOTE = "it is not taken here (the jobs ran on other machines)"
+NOT_COMPARED_YET = (
+    "nothing was compared yet: the check runs when the batch ends, and a batch that was "
+    "stopped does not compare"
+)
 INTERRUPT_GRACE_SECONDS = 1.0
 WorkFor = Callable[[BatchJob], Callable[[], JobOutcome]]
 """Turns a job into the unit of work an executor runs (engine-specific)."""
@@ -91,6 +92,8 @@ class BatchDriver:
     """How `git status` of a repository is taken (None: the check compares files only)."""
     spend: Spend | None = None
     """The batch's cost budget, over every attempt of every job (the ledger's costs count)."""
+    trees: RepositoryTrees = field(default_factory=RepositoryTrees)
+    """The repositories' trees walked already (to key the jobs): the check starts from them."""
     checks: dict[Path, WorkspaceComparison] = field(default_factory=dict)
     ledger: Ledger = field(init=False)
     records: dict[str, LedgerRecord] = field(init=False)
@@ -250,9 +253,7 @@ class BatchDriver:
             if record is None or record.fingerprint != job.fingerprint:
                 return
         workspace = jobs[0].payload.workspace
-        check = self.checks.get(workspace) or WorkspaceComparison(
-            "", "none", "compared when the batch ends (a run that was stopped does not compare)"
-        )
+        check = self.checks.get(workspace) or WorkspaceComparison("", "none", NOT_COMPARED_YET)
         task = jobs[0].task
         write_task_report(task, jobs, self.records, self.committed, self.out_dir, check)
 
@@ -295,37 +296,34 @@ class BatchDriver:
         statuses = [row.status for row in self.rows()]
         return EXIT_OK if all(status == "complete" for status in statuses) else EXIT_FAILED
 
-    def _before(self) -> dict[Path, tuple[str | None, Future[str | None] | None]]:
-        """Each repository's tree fingerprint, and its `git status` taken in the background."""
-        before: dict[Path, tuple[str | None, Future[str | None] | None]] = {}
+    def _before(self) -> dict[Path, BeforeCheck]:
+        """Each repository's state as the batch starts: the tree walked when the jobs were
+        keyed (or walked now), and its `git status` taken in the background."""
+        before: dict[Path, BeforeCheck] = {}
         for job in self.jobs:
             # Every repository, those of tasks with nothing left to run too: after a resume
             # each task's report says what this run's check found, not an older run's.
             path = job.payload.workspace
-            if path in before:
-                continue
-            exclude, run_git = self._exclude(path), self.git_for(path)
-            status = None
-            if run_git is not None:
-                status = in_background(workspace_git_status, path, exclude, run_git)
-            before[path] = (tree_fingerprint(path, exclude=exclude), status)
+            if path not in before:
+                exclude = self._exclude(path)
+                before[path] = BeforeCheck(
+                    path,
+                    exclude,
+                    self.git_for(path),
+                    git_missing=NO_GIT_NOTE,
+                    files=self.trees.get(path),
+                )
         return before
 
-    def _compare(
-        self, before: dict[Path, tuple[str | None, Future[str | None] | None]]
-    ) -> dict[Path, WorkspaceComparison]:
+    def _compare(self, before: dict[Path, BeforeCheck]) -> dict[Path, WorkspaceComparison]:
         """What changed in each repository since the batch started, and how it was compared."""
         checks = {}
-        for path, (tree, status) in before.items():
-            run_git = self.git_for(path)
-            git_before = None if status is None else settled(status, GIT_STATUS_WAIT_SECONDS)
-            if run_git is None:
-                checks[path] = _files_only(
-                    tree, tree_fingerprint(path, exclude=self._exclude(path))
-                )
-                continue
-            after = snapshot(path, self._exclude(path), run_git)
-            checks[path] = WorkspaceState(tree, git_before).compare(after)
+        for path, check in before.items():
+            state = check.settle()
+            after = take_after(
+                state, path, self._exclude(path), self.git_for(path), git_missing=NO_GIT_NOTE
+            )
+            checks[path] = state.compare(after)
         return checks
 
     def _exclude(self, workspace: Path) -> Path | None:
@@ -340,10 +338,3 @@ class BatchDriver:
             job.key: (task_dir(self.out_dir, job.payload.task_id), job.label) for job in self.jobs
         }
         salvage_scratch(self.scratch or self.out_dir / SCRATCH, jobs)
-
-
-def _files_only(before: str | None, after: str | None) -> WorkspaceComparison:
-    """The comparison of a repository whose `git status` cannot be taken here."""
-    changed = before is not None and after is not None and before != after
-    problem = "files, modes or timestamps under the workspace changed" if changed else ""
-    return WorkspaceComparison(problem, "files_only", FILES_ONLY_NOTE)
