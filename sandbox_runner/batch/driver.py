@@ -284,6 +284,7 @@ class BatchDriver:
             not_in_batch=sorted(set(self.records) - keys),
             wall_seconds=time.monotonic() - self.started,
             earlier_wall_seconds=self.earlier_wall_seconds,
+            workspaces=[_check_entry(path, check) for path, check in self.checks.items()],
         )
         write_summary(self.out_dir, document)
         return document
@@ -338,3 +339,16 @@ class BatchDriver:
             job.key: (task_dir(self.out_dir, job.payload.task_id), job.label) for job in self.jobs
         }
         salvage_scratch(self.scratch or self.out_dir / SCRATCH, jobs)
+
+
+def _check_entry(repository: Path, check: WorkspaceComparison) -> dict[str, Any]:
+    """A repository's workspace check as summary.json gives it."""
+    return {
+        "repository": str(repository),
+        "check": check.check,
+        "problem": check.problem,
+        "note": check.note,
+        "changed_paths": list(check.changed),
+        "changed_more": check.changed_more,
+        "check_ms": check.timings_ms,
+    }

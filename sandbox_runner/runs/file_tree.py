@@ -137,7 +137,7 @@ def take_tree(
     unreadable: list[str] = []
     count, stack = 0, [""]
     while stack:
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and time.monotonic() >= deadline:
             return FileTree("", count, time.monotonic() - started, complete=False)
         relative = stack.pop()
         blob, subdirectories, seen = _directory(root, relative, excluded)
