@@ -244,7 +244,7 @@ class BeforeCheck:
             on_files(taken)
             return taken
 
-        self._files: Future[Taken[FileTree]] = in_background(walk)
+        self._files: Future[Taken[FileTree]] = in_background(walk, name="workspace-walk")
         self._git: Future[Taken[str]] | None = None
         self._git_missing = f"{GIT_NOT_COMPARED}: {git_missing}"
         if run_git is not None:
@@ -289,12 +289,18 @@ def take_after(
     time_limit: float = WORKSPACE_WALK_SECONDS,
 ) -> WorkspaceState:
     """The state after the run, keeping only the directories that differ from before
-    (no walk at all when the files before are not known: they cannot be compared)."""
+    (no walk at all when the files before are not known: they cannot be compared); the
+    walk and `git status` run side by side."""
+    status: Future[Taken[str]] | None = None
+    if run_git is not None:
+        status = in_background(
+            lambda: take_git_status(workspace, exclude, run_git, when=when), name="git-status"
+        )
     files: Taken[FileTree] = Taken(None)
     if before.files.value is not None:
         files = take_files(
             workspace, exclude, since=before.files.value, when=when, time_limit=time_limit
         )
-    if run_git is None:
+    if status is None:
         return WorkspaceState(files, not_taken(f"{GIT_NOT_COMPARED}: {git_missing}"))
-    return WorkspaceState(files, take_git_status(workspace, exclude, run_git, when="after the run"))
+    return WorkspaceState(files, status.result())
