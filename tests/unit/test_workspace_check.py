@@ -291,3 +291,25 @@ def test_a_batch_walks_each_repository_once_before_and_once_after(
     assert check["note"] == (
         "`git status` was not compared: it is not taken here (the jobs ran on other machines)"
     )
+
+
+def test_the_batch_terminal_names_a_changed_or_partly_checked_repository(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from sandbox_runner.cli.batch_cmd import _print_summary
+
+    changed = {"repository": "/r1", "check": "full", "problem": "files changed outside the "
+               "sandbox: a.py (added)", "note": ""}  # fmt: skip
+    partial = {"repository": "/r2", "check": "files_only", "problem": "", "note": "`git status` "
+               "was not compared: it is not taken here"}  # fmt: skip
+    full = {"repository": "/r3", "check": "full", "problem": "", "note": ""}
+    summary = {"jobs": [], "counts": {}, "batch": "b", "out_dir": "/out",
+               "workspaces": [changed, partial, full]}  # fmt: skip
+    _print_summary(summary)
+    lines = capsys.readouterr().out.splitlines()
+    assert "  WORKSPACE CHANGED: /r1: files changed outside the sandbox: a.py (added)" in lines
+    assert (
+        "  workspace not fully checked: /r2: `git status` was not compared: it is not taken here"
+        in lines
+    )
+    assert not any("/r3" in line for line in lines)
