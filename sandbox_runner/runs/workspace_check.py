@@ -204,6 +204,13 @@ def not_taken(note: str) -> Taken[T]:
     return Taken(None, note)
 
 
+def without_git(workspace: Path, why: str) -> Taken[str]:
+    """`git status` when it is not taken: nothing to compare outside git, else missing."""
+    if git_dir(workspace) is None and not git_metadata_problem(workspace):
+        return Taken("")
+    return not_taken(f"{GIT_NOT_COMPARED}: {why}")
+
+
 class RepositoryTrees:
     """The file tree of each repository, walked once and shared: a batch's jobs are keyed
     by it, and its workspace check starts from it."""
@@ -246,7 +253,7 @@ class BeforeCheck:
 
         self._files: Future[Taken[FileTree]] = in_background(walk, name="workspace-walk")
         self._git: Future[Taken[str]] | None = None
-        self._git_missing = f"{GIT_NOT_COMPARED}: {git_missing}"
+        self._no_git = without_git(workspace, git_missing)
         if run_git is not None:
             self._git = in_background(
                 lambda: take_git_status(workspace, exclude, run_git, when="before the run")
@@ -267,7 +274,7 @@ class BeforeCheck:
         except FutureTimeout:
             files = not_taken(f"{FILES_NOT_COMPARED}: {why_late or 'listing them took too long'}")
         if self._git is None:
-            return WorkspaceState(files, not_taken(self._git_missing))
+            return WorkspaceState(files, self._no_git)
         try:
             status = self._git.result(timeout=git_wait)
         except FutureTimeout:
@@ -302,5 +309,5 @@ def take_after(
             workspace, exclude, since=before.files.value, when=when, time_limit=time_limit
         )
     if status is None:
-        return WorkspaceState(files, not_taken(f"{GIT_NOT_COMPARED}: {git_missing}"))
+        return WorkspaceState(files, without_git(workspace, git_missing))
     return WorkspaceState(files, status.result())

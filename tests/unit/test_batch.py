@@ -493,8 +493,11 @@ def test_each_task_report_says_how_its_repository_was_compared(
 ) -> None:
     run_batch(tmp_path, FakeWork())
     report = json.loads((tmp_path / "out/tasks/t1/report.json").read_text())
-    assert report["workspace_check"] == "files_only"  # no git runner: files only
+    assert report["workspace_check"] == "full"  # outside git, the files are all there is
     (sample_repo / ".git").mkdir()
+    run_batch(tmp_path, FakeWork(), redo=["t1", "t2"])
+    report = json.loads((tmp_path / "out/tasks/t1/report.json").read_text())
+    assert report["workspace_check"] == "files_only"  # no git runner: files only
     statuses = iter([" M src/app.py\0", " M src/app.py\0 M src/util.py\0"])
 
     def git_for(workspace: Path) -> GitStatusRunner:

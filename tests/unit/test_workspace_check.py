@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import stat
 import threading
 import time
@@ -262,6 +263,7 @@ def test_a_batch_walks_each_repository_once_before_and_once_after(
     tmp_path: Path, sample_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Keying the jobs and the check's state before walked the repository twice."""
+    (sample_repo / ".git").mkdir()
     walks: list[Path] = []
     real_take_tree = file_tree.take_tree
 
@@ -313,3 +315,34 @@ def test_the_batch_terminal_names_a_changed_or_partly_checked_repository(
         in lines
     )
     assert not any("/r3" in line for line in lines)
+
+
+def test_ctrl_c_before_the_walk_finished_says_what_was_not_compared(
+    run: Run,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    released = threading.Event()
+    real_take_files = workspace_check.take_files
+
+    def stuck_take_files(*args: object, **kwargs: object) -> Taken[FileTree]:
+        if kwargs.get("since") is None:
+            released.wait(10)
+        return real_take_files(*args, **kwargs)  # type: ignore[arg-type]
+
+    def interrupt(request: ModelRequest) -> ModelResponse:
+        signal.raise_signal(signal.SIGINT)
+        released.wait(5)
+        return plan_script("simplicity")[0]  # type: ignore[return-value]
+
+    monkeypatch.setattr(workspace_check, "take_files", stuck_take_files)
+    try:
+        outcome, _ = run({"simplicity": [interrupt]}, perspectives=["simplicity"])
+    finally:
+        released.set()
+    document = outcome.report.document
+    # Outside git there is no `git status` to compare: only the files were missing.
+    assert outcome.interrupted and document["workspace_check"] == "git_status_only"
+    assert document["workspace_check_note"] == (
+        "files were not compared: the run was interrupted before the check's first part finished"
+    )
+    assert "not fully checked: files were not compared" in outcome.report.to_markdown()
