@@ -114,3 +114,12 @@ class WebLimits:
     """Silence tolerated while reading a response."""
     total_seconds: float = 60.0
     """The whole fetch, redirects included."""
+
+
+WORKSPACE_WALK_SECONDS = 600.0
+"""The longest the workspace check's walk of the repository may take (about 1 s per
+100,000 files); past it, the files are not compared, and the report says so."""
+WORKSPACE_GIT_STATUS_SECONDS = 180.0
+"""The longest the workspace check waits for `git status` (run in a sandbox of its own)."""
+WORKSPACE_CHECK_LISTED_PATHS = 20
+"""How many changed paths a workspace check names; the rest are counted."""

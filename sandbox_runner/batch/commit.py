@@ -23,7 +23,8 @@ from sandbox_runner.plans.results import PlanResult, PlanStatus, Synthesis
 from sandbox_runner.plans.revisions import keep_published
 from sandbox_runner.plans.validate import PlanCheck, validate_plan
 from sandbox_runner.runs.plan_job import failed_result, required_sections
-from sandbox_runner.runs.workspace import WorkspaceComparison, git_head
+from sandbox_runner.runs.workspace import git_head
+from sandbox_runner.runs.workspace_check import WorkspaceComparison
 
 
 def ledger_status(result: PlanResult) -> str:
@@ -222,6 +223,9 @@ def write_task_report(
         workspace_problem=check.problem,
         workspace_check=check.check,
         workspace_check_note=check.note,
+        workspace_changed_paths=list(check.changed),
+        workspace_changed_more=check.changed_more,
+        workspace_check_ms=check.timings_ms,
         exit_code=3 if check.problem else (0 if valid else 1),
         agent_override=spec.agent_override,
         scratch=spec.scratch,

@@ -34,12 +34,13 @@ from sandbox_runner.batch.synthesis import (
     tasks_of,
     with_sources,
 )
-from sandbox_runner.batch.workspace_check import WorkspaceCheck
+from sandbox_runner.batch.workspace_check import WorkspaceCheck, not_compared_yet, summary_entry
 from sandbox_runner.plans.results import PlanResult, Synthesis
 from sandbox_runner.runs.attempts import AttemptNote, earlier_attempt, move_aside
 from sandbox_runner.runs.executor import Announced, Executor
 from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
-from sandbox_runner.runs.workspace import GitStatusRunner, WorkspaceComparison
+from sandbox_runner.runs.workspace import GitStatusRunner
+from sandbox_runner.runs.workspace_check import RepositoryTrees, WorkspaceComparison
 from sandbox_runner.spend import Spend
 
 EXIT_OK, EXIT_FAILED, EXIT_WORKSPACE_CHANGED, EXIT_INTERRUPTED = 0, 1, 3, 130
@@ -73,6 +74,8 @@ class BatchDriver:
     gate: BudgetGate | None = field(init=False, default=None)
     retry_failed: bool = False
     """Whether a synthesis that failed for good runs again (the plans' jobs are decided)."""
+    trees: RepositoryTrees = field(default_factory=RepositoryTrees)
+    """The repositories' trees walked already (to key the jobs): the check starts from them."""
     checks: dict[Path, WorkspaceComparison] = field(default_factory=dict)
     ledger: Ledger = field(init=False)
     records: dict[str, LedgerRecord] = field(init=False)
@@ -113,7 +116,7 @@ class BatchDriver:
         self._tidy()
         # Every repository, those of tasks with nothing left to run too: after a resume
         # each task's report says what this run's check found, not an older run's.
-        workspaces = WorkspaceCheck(self.out_dir, self.git_for)
+        workspaces = WorkspaceCheck(self.out_dir, self.git_for, self.trees)
         before = workspaces.before(job.payload.workspace for job in self.jobs)
         for job in self.jobs:
             self._set_aside(job)
@@ -333,9 +336,7 @@ class BatchDriver:
             if record is None or record.fingerprint != job.fingerprint:
                 return
         workspace = jobs[0].payload.workspace
-        check = self.checks.get(workspace) or WorkspaceComparison(
-            "", "none", "compared when the batch ends (a run that was stopped does not compare)"
-        )
+        check = self.checks.get(workspace) or not_compared_yet()
         records, committed, out_dir = self.records, self.committed, self.out_dir
 
         def synthesis_of(results: list[PlanResult]) -> Synthesis:
@@ -367,6 +368,7 @@ class BatchDriver:
             not_in_batch=sorted(set(self.records) - keys),
             wall_seconds=time.monotonic() - self.started,
             earlier_wall_seconds=self.earlier_wall_seconds,
+            workspaces=[summary_entry(path, check) for path, check in self.checks.items()],
         )
         write_summary(self.out_dir, document)
         return document

@@ -44,6 +44,7 @@ from sandbox_runner.plans.history import batches_dir, remember_run
 from sandbox_runner.runs.estimate import PlanEstimate, estimate_plan
 from sandbox_runner.runs.preflight import AccessCheck, preflight
 from sandbox_runner.runs.prepare import Warn
+from sandbox_runner.runs.workspace_check import RepositoryTrees
 from sandbox_runner.spend import Spend, usd
 
 BATCH_MODEL_HINT = "set it with the task's `model`, or planning_model in the config"
@@ -166,8 +167,9 @@ def run_batch(
         preflight(host.docker, AccessCheck(models, BATCH_MODEL_HINT))
     out_dir = open_batch_dir(options.out_dir, _workspaces(prepared))
     with batch_lock(out_dir):
+        trees = RepositoryTrees()
         jobs = decide_all(
-            batch_jobs(prepared, out_dir),
+            batch_jobs(prepared, out_dir, trees),
             out_dir,
             retry_failed=options.retry_failed,
             redo=options.redo,
@@ -177,7 +179,7 @@ def run_batch(
         record_run(out_dir, batch_file.path, batch_file.digest, options.engine)
         _remember(out_dir, prepared)
         with stdout_to_stderr() if options.engine == "ray" else contextlib.nullcontext():
-            return _drive(options, host, warn, watch, out_dir, jobs, prepared, spend)
+            return _drive(options, host, warn, watch, out_dir, jobs, prepared, spend, trees)
 
 
 def dry_run(options: BatchOptions, *, warn: Warn) -> list[PlannedJob]:
@@ -268,6 +270,7 @@ def _drive(
     jobs: list[BatchJob],
     prepared: list[PreparedTask],
     spend: Spend | None,
+    trees: RepositoryTrees,
 ) -> BatchOutcome:
     to_run = [job for job in jobs if job.decision.action in RUNS]
     display = watch(BatchStart(out_dir.name, out_dir, len(to_run), len(jobs) - len(to_run)))
@@ -299,6 +302,7 @@ def _drive(
             spend=spend,
             remote_slots=engine.remote_slots,
             retry_failed=options.retry_failed,
+            trees=trees,
         )
         with display or contextlib.nullcontext():
             return driver.run()

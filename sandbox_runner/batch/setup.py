@@ -23,7 +23,7 @@ from sandbox_runner.config import LoadedSettings
 from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.runs.prepare import PlanRequest, Warn, prepare
 from sandbox_runner.runs.run_spec import PlanRunSpec
-from sandbox_runner.runs.workspace import tree_fingerprint
+from sandbox_runner.runs.workspace_check import RepositoryTrees
 
 TASKS_DIR = "tasks"
 
@@ -141,23 +141,25 @@ def _prefixed(warn: Warn, task_id: str) -> Warn:
     return say
 
 
-def batch_jobs(tasks: list[PreparedTask], out_dir: Path | None) -> list[BatchJob]:
-    """Every job with its key and fingerprint (the repository's tree is hashed once)."""
-    trees: dict[Path, str | None] = {}
+def batch_jobs(
+    tasks: list[PreparedTask], out_dir: Path | None, trees: RepositoryTrees | None = None
+) -> list[BatchJob]:
+    """Every job with its key and fingerprint (each repository's tree is walked once, and
+    kept in `trees` for the batch's workspace check to start from)."""
+    trees = trees or RepositoryTrees()
     jobs = []
     for prepared_task in tasks:
         spec = prepared_task.spec
         workspace = spec.workspace
-        if workspace not in trees:
-            exclude = out_dir if out_dir is not None and out_dir.is_relative_to(workspace) else None
-            trees[workspace] = tree_fingerprint(workspace, exclude=exclude)
+        exclude = out_dir if out_dir is not None and out_dir.is_relative_to(workspace) else None
+        tree = trees.take(workspace, exclude).value
         agent = spec.agent
         settings = prepared_task.settings.settings
         for job in spec.jobs():
             parts: dict[str, object] = {
                 "requirements": job.requirements,
                 "context": job.context,
-                "repository": trees[workspace],
+                "repository": tree.digest if tree is not None else None,
                 "agent": [agent.name, agent.system_prompt, list(agent.tools)],
                 "model": spec.model_id,
                 "sections": job.sections,

@@ -79,9 +79,11 @@ def summary_document(
     not_in_batch: list[str],
     wall_seconds: float,
     earlier_wall_seconds: float = 0.0,
+    workspaces: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The JSON summary of a batch; earlier_wall_seconds is the wall time of the runs of
-    this batch before this one (a resumed batch adds up every run)."""
+    this batch before this one (a resumed batch adds up every run); workspaces, the
+    workspace check of each repository once the batch ended."""
     counts = Counter(row.status for row in rows)
     records = [row.record for row in rows if row.record is not None]
     costs = [r.cost_usd for r in records if r.cost_usd is not None]
@@ -104,6 +106,7 @@ def summary_document(
         "tasks": task_rows(out_dir, jobs),
         "jobs": jobs,
         "not_in_batch": not_in_batch,
+        "workspaces": workspaces or [],
     }
 
 

@@ -1,67 +1,79 @@
-"""That a batch changed none of its repositories: each one's tree fingerprint and `git
-status` (taken in a throwaway sandbox) before the first job, compared after the last."""
+"""That a batch changed none of its repositories: each one's files (walked once, when the
+jobs were keyed) and `git status` (taken in a throwaway sandbox, in the background) before
+the first job, compared after the last."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
-from sandbox_runner.runs.git_probe import in_background, settled
-from sandbox_runner.runs.multi import GIT_STATUS_WAIT_SECONDS
-from sandbox_runner.runs.workspace import (
-    GitStatusRunner,
+from sandbox_runner.runs.workspace import GitStatusRunner
+from sandbox_runner.runs.workspace_check import (
+    BeforeCheck,
+    RepositoryTrees,
     WorkspaceComparison,
-    WorkspaceState,
-    snapshot,
-    tree_fingerprint,
-    workspace_git_status,
+    take_after,
 )
 
-FILES_ONLY_NOTE = "`git status` is not taken here (the jobs ran on other machines)"
-Before = dict[Path, tuple[str | None, Future[str | None] | None]]
-"""Each repository's tree fingerprint, and its `git status` being taken in the background."""
+NO_GIT_NOTE = "it is not taken here (the jobs ran on other machines)"
+NOT_COMPARED_YET = (
+    "nothing was compared yet: the check runs when the batch ends, and a batch that was "
+    "stopped does not compare"
+)
 GitFor = Callable[[Path], GitStatusRunner | None]
 
 
 class WorkspaceCheck:
     """The repositories of one batch run, taken before and compared after."""
 
-    def __init__(self, out_dir: Path, git_for: GitFor) -> None:
+    def __init__(self, out_dir: Path, git_for: GitFor, trees: RepositoryTrees) -> None:
         self.out_dir = out_dir
         self.git_for = git_for
+        self.trees = trees
 
-    def before(self, workspaces: Iterable[Path]) -> Before:
-        """Each repository's tree fingerprint, and its `git status` taken in the background."""
-        taken: Before = {}
-        for path in dict.fromkeys(workspaces):
-            exclude, run_git = self._exclude(path), self.git_for(path)
-            status = None
-            if run_git is not None:
-                status = in_background(workspace_git_status, path, exclude, run_git)
-            taken[path] = (tree_fingerprint(path, exclude=exclude), status)
-        return taken
+    def before(self, workspaces: Iterable[Path]) -> dict[Path, BeforeCheck]:
+        """Each repository's state as the batch starts: the tree walked when the jobs were
+        keyed (or walked now), and its `git status` taken in the background."""
+        return {
+            path: BeforeCheck(
+                path,
+                self._exclude(path),
+                self.git_for(path),
+                git_missing=NO_GIT_NOTE,
+                files=self.trees.get(path),
+            )
+            for path in dict.fromkeys(workspaces)
+        }
 
-    def compare(self, before: Before) -> dict[Path, WorkspaceComparison]:
-        """What changed in each repository since `before`, and how it was compared."""
+    def compare(self, before: dict[Path, BeforeCheck]) -> dict[Path, WorkspaceComparison]:
+        """What changed in each repository since the batch started, and how it was compared."""
         checks = {}
-        for path, (tree, status) in before.items():
-            run_git = self.git_for(path)
-            git_before = None if status is None else settled(status, GIT_STATUS_WAIT_SECONDS)
-            if run_git is None:
-                after = tree_fingerprint(path, exclude=self._exclude(path))
-                checks[path] = files_only(tree, after)
-                continue
-            state = snapshot(path, self._exclude(path), run_git)
-            checks[path] = WorkspaceState(tree, git_before).compare(state)
+        for path, check in before.items():
+            state = check.settle()
+            after = take_after(
+                state, path, self._exclude(path), self.git_for(path), git_missing=NO_GIT_NOTE
+            )
+            checks[path] = state.compare(after)
         return checks
 
     def _exclude(self, workspace: Path) -> Path | None:
         return self.out_dir if self.out_dir.is_relative_to(workspace) else None
 
 
-def files_only(before: str | None, after: str | None) -> WorkspaceComparison:
-    """The comparison of a repository whose `git status` cannot be taken here."""
-    changed = before is not None and after is not None and before != after
-    problem = "files, modes or timestamps under the workspace changed" if changed else ""
-    return WorkspaceComparison(problem, "files_only", FILES_ONLY_NOTE)
+def not_compared_yet() -> WorkspaceComparison:
+    """A task's check while its batch runs (or after it was stopped)."""
+    return WorkspaceComparison("", "none", NOT_COMPARED_YET)
+
+
+def summary_entry(repository: Path, check: WorkspaceComparison) -> dict[str, Any]:
+    """A repository's workspace check as summary.json gives it."""
+    return {
+        "repository": str(repository),
+        "check": check.check,
+        "problem": check.problem,
+        "note": check.note,
+        "changed_paths": list(check.changed),
+        "changed_more": check.changed_more,
+        "check_ms": check.timings_ms,
+    }

@@ -204,6 +204,12 @@ def _print_summary(summary: dict[str, Any]) -> None:
     click.echo(one_line(f"Batch {summary['batch']}: {counts}"))
     for line in status_table(summary.get("tasks") or []):
         click.echo(f"  {line}")
+    for check in summary.get("workspaces") or []:
+        if check.get("problem"):
+            click.echo(one_line(f"  WORKSPACE CHANGED: {check['repository']}: {check['problem']}"))
+        elif check.get("check") != "full":
+            words = f"{check['repository']}: {check.get('note') or 'unknown'}"
+            click.echo(one_line(f"  workspace not fully checked: {words}"))
     if cost := cost_line(summary.get("totals")):
         click.echo(cost)
     if wall := wall_line(summary.get("totals")):

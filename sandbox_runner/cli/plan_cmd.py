@@ -246,6 +246,9 @@ def _summarise(report: Report) -> None:
         click.echo(one_line(f"  agent: {report.agent_override}"))
     if not report.workspace_unchanged:
         click.echo(one_line(f"  WORKSPACE CHANGED: {report.workspace_problem}"))
+    elif report.document.get("workspace_check", "full") != "full":
+        note = report.document.get("workspace_check_note") or "unknown"
+        click.echo(one_line(f"  workspace not fully checked: {note}"))
     if report.recommended is not None and report.recommended.plan_file:
         path = report.json_path.parent / report.recommended.plan_file
         click.echo(one_line(f"Recommended plan: {path}"))

@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
+WORKSPACE_CHECK_PARTS = ("before_files", "before_git_status", "after_files", "after_git_status")
 EXIT_INTERRUPTED = 130
 APPROACH_CHARS = 300
 RISK_CHARS = 240
@@ -62,9 +63,17 @@ class RunRecord:
     workspace_problem: str = ""
     """What changed in the workspace, if anything."""
     workspace_check: str = "full"
-    """What was compared: "full" (files and `git status`), "files_only" or "none"."""
+    """What was compared: "full" (files and `git status`), "files_only",
+    "git_status_only" or "none"."""
     workspace_check_note: str = ""
-    """Why the check was not full ("" when it was)."""
+    """What could not be compared, and why ("" when everything was)."""
+    workspace_changed_paths: list[str] = field(default_factory=list, kw_only=True)
+    """The paths that changed, each with how ("src/a.py (added)"), the first few only."""
+    workspace_changed_more: int = field(default=0, kw_only=True)
+    """How many more paths changed than workspace_changed_paths lists."""
+    workspace_check_ms: dict[str, int | None] = field(default_factory=dict, kw_only=True)
+    """How long each part of the check took (before_files, before_git_status,
+    after_files, after_git_status; None: it did not run)."""
     exit_code: int = field(kw_only=True)
     """What `planrun plan` exits with; required, by keyword."""
     agent_override: str = field(default="", kw_only=True)
@@ -146,6 +155,11 @@ def _document(
         },
         "workspace_check": record.workspace_check,
         "workspace_check_note": record.workspace_check_note,
+        "workspace_changed_paths": list(record.workspace_changed_paths),
+        "workspace_changed_more": record.workspace_changed_more,
+        "workspace_check_ms": {
+            name: record.workspace_check_ms.get(name) for name in WORKSPACE_CHECK_PARTS
+        },
         "synthesis": _synthesis_entry(record.synthesis),
         "recommended": recommended,
         "plans": plans,

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 from sandbox_runner.plans.report_markdown import cost_text, duration, plural
+from sandbox_runner.plans.report_workspace import check_time_words
 from sandbox_runner.safe_text import html_text, markdown_html, one_line
 
 
@@ -178,7 +179,9 @@ def usage_section(report: dict[str, Any]) -> str:
         f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
-    return section("usage", "Tokens, cost and time", table)
+    check = check_time_words(report).replace("`", "")
+    check_line = f"<p>Workspace check: {html_text(check)}</p>" if check else ""
+    return section("usage", "Tokens, cost and time", table + check_line)
 
 
 def _usage_row(name: str, plan: dict[str, Any]) -> str:

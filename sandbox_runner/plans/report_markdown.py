@@ -19,9 +19,10 @@ from sandbox_runner.plans.report_patches import patches_markdown
 from sandbox_runner.plans.report_revisions import PlanRevisions
 from sandbox_runner.plans.report_rounds import revisions_markdown, validation_markdown
 from sandbox_runner.plans.report_schema import REPORT_SCHEMA_DOC
+from sandbox_runner.plans.report_workspace import check_time_words, workspace_words
 from sandbox_runner.safe_text import one_line
 
-__all__ = ["REPORT_SCHEMA_DOC", "render_markdown"]
+__all__ = ["REPORT_SCHEMA_DOC", "render_markdown", "workspace_words"]
 
 REQUIREMENT_LINES = 20
 TABLE_SUMMARY_CHARS = 200
@@ -109,19 +110,6 @@ def plan_counts(plans: list[dict[str, Any]]) -> str:
     first_count, first_what = parts[0].split(" ", 1)
     parts[0] = f"{first_count} of {len(plans)} {noun} {first_what}"
     return ", ".join(parts)
-
-
-def workspace_words(report: dict[str, Any]) -> str:
-    """The workspace check in words; "unchanged" only when everything was compared."""
-    if not report["workspace_unchanged"]:
-        return f"workspace CHANGED: {report['workspace_problem']}"
-    check = report.get("workspace_check", "full")
-    note = report.get("workspace_check_note", "")
-    if check == "full":
-        return "workspace unchanged"
-    if check == "files_only":
-        return f"workspace files unchanged, but not fully checked: {note}"
-    return f"workspace NOT CHECKED: {note}"
 
 
 def _requirements(requirements: str) -> str:
@@ -326,6 +314,7 @@ def _totals(report: dict[str, Any]) -> str:
         f"cache read {tokens['cache_read']:,}) · cost {cost} · "
         f"run time {duration(report['wall_seconds'])}"
         + (f" · {words}" if (words := budget_words(report)) else "")
+        + (f" · workspace check: {check}" if (check := check_time_words(report)) else "")
     )
 
 

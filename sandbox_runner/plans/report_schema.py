@@ -39,11 +39,22 @@ Top level:
 - `budget`: the run's cost caps, `max_cost_usd` (the whole run) and
   `max_cost_usd_per_plan` (each plan, the synthesis included), each `null` when unset, and
   `reached`: whether a plan was stopped by one (see the plans with status `budget`).
-- `workspace_check`: what was compared before and after the run: `full` (the tree
-  fingerprint and `git status`; outside git, the fingerprint is all there is), `files_only`
-  (the fingerprint only: `git status` could not run, or the run was interrupted) or
-  `none` (nothing could be compared).
-- `workspace_check_note`: why the check was not `full`, `""` when it was.
+- `workspace_check`: what was compared before and after the run: `full` (the file tree
+  and `git status`; outside git, the file tree is all there is), `files_only` (the file
+  tree only: `git status` could not run, took too long, or the run was interrupted),
+  `git_status_only` (the walk of the files took too long) or `none` (nothing could be
+  compared).
+- `workspace_check_note`: what could not be compared and why (e.g. "`git status` was not
+  compared: it took over 180 s before the run"), `""` when everything was.
+- `workspace_changed_paths`: when the workspace changed, the first 20 changed paths,
+  each with how it changed, e.g. `src/app.py (modified)`, `.git/index (modified)`,
+  `notes.txt (added)`; the contents of an added or removed directory are not listed
+  apart from it. Empty when nothing changed.
+- `workspace_changed_more`: how many more paths changed than are listed.
+- `workspace_check_ms`: how long each part of the check took, in milliseconds:
+  `before_files` and `after_files` (the walks of the file tree), `before_git_status` and
+  `after_git_status` (`git status` in a sandbox of its own); `null` for a part that did
+  not run. The parts before run beside the plans' first model calls.
 - `synthesis`: the step that merges the valid plans into one recommended plan:
   - `state`: `ran` (see `recommended` for how it ended), `off` (turned off by
     `--no-synthesis` or `synthesis: false`, or `--replay` holds no recorded synthesis) or

@@ -18,7 +18,7 @@ T = TypeVar("T")
 __all__ = ["git_in_sandbox", "in_background", "settled"]
 
 
-def in_background(function: Callable[..., T], *args: Any) -> Future[T]:
+def in_background(function: Callable[..., T], *args: Any, name: str = "git-status") -> Future[T]:
     """Run function in a daemon thread; its Future carries the result or the error."""
     future: Future[T] = Future()
 
@@ -28,7 +28,7 @@ def in_background(function: Callable[..., T], *args: Any) -> Future[T]:
         except BaseException as error:
             future.set_exception(error)
 
-    threading.Thread(target=run, name="git-status", daemon=True).start()
+    threading.Thread(target=run, name=name, daemon=True).start()
     return future
 
 

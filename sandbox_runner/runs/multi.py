@@ -16,20 +16,20 @@ from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.files import replace_file
 from sandbox_runner.plans.report import Report, RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, Synthesis
-from sandbox_runner.runs.git_probe import git_in_sandbox, in_background, settled
+from sandbox_runner.runs.file_tree import FileTree
+from sandbox_runner.runs.git_probe import git_in_sandbox
 from sandbox_runner.runs.perspectives import PerspectiveRunner
 from sandbox_runner.runs.plan_job import (
     PlanJob,
     SandboxFactory,
 )
 from sandbox_runner.runs.run_spec import ModelFactory, PlanRunSpec, Resumption
-from sandbox_runner.runs.workspace import (
+from sandbox_runner.runs.workspace import git_head
+from sandbox_runner.runs.workspace_check import (
+    BeforeCheck,
+    Taken,
     WorkspaceComparison,
-    WorkspaceState,
-    git_head,
-    snapshot,
-    tree_fingerprint,
-    workspace_git_status,
+    take_after,
 )
 from sandbox_runner.tools.mcp_offer import McpTools
 
@@ -44,11 +44,11 @@ __all__ = [
 
 EXIT_OK, EXIT_PLAN_FAILED, EXIT_WORKSPACE_CHANGED = 0, 1, 3  # 2 (usage) is the CLI's
 EXIT_INTERRUPTED = 130
-GIT_STATUS_WAIT_SECONDS = 180.0
 RUN_RECORD, RUN_RECORD_VERSION = "run.json", 1
 INTERRUPTED_TREE_SECONDS = 1.0
-INTERRUPTED_GIT_NOTE = "the run was interrupted before `git status` ran again"
 """After a signal, the tree is compared only if that takes no longer than this."""
+INTERRUPTED_GIT_NOTE = "the run was interrupted before it ran again"
+INTERRUPTED_BEFORE_NOTE = "the run was interrupted before the check's first part finished"
 
 
 @dataclass
@@ -88,22 +88,18 @@ def execute(
         spec, out_dir, model_factory, sandbox_factory, on_event, sandbox_root, resumption,
         mcp=mcp,
     )  # fmt: skip
-    # The fingerprint is taken before anything starts; the first `git status` needs a
-    # container of its own, so it runs beside the subagents' start (they cannot write
-    # the workspace, and any change would show in the fingerprint anyway).
-    fingerprint = tree_fingerprint(spec.workspace, exclude=exclude)
-    record_request(spec, out_dir, fingerprint)
-    git_before = in_background(
-        workspace_git_status,
-        spec.workspace,
-        exclude,
-        git_in_sandbox(sandbox_factory),
-    )
+    # The state before the run is taken in the background while the plans start (their
+    # sandboxes mount the repository read-only, so they cannot change it meanwhile), and
+    # settled before the state after is taken.
+    record_request(spec, out_dir, None)
+    run_git = git_in_sandbox(sandbox_factory)
+    before = BeforeCheck(spec.workspace, exclude, run_git, on_files=_recording_tree(spec, out_dir))
     interrupted = False
     try:
         results = runner.run(jobs)
         synthesis = runner.synthesise(jobs, results)
-        after = snapshot(spec.workspace, exclude, git_in_sandbox(sandbox_factory))
+        settled_before = before.settle()
+        after = take_after(settled_before, spec.workspace, exclude, run_git)
     except (KeyboardInterrupt, SystemExit):
         # Ctrl-C or SIGTERM at any point of the run (the synthesis included): keep what
         # finished, compare the tree only (if that is quick), and still write the report.
@@ -111,17 +107,22 @@ def execute(
         on_stop()
         results = runner.interrupted(jobs, stop_sandboxes)
         synthesis = runner.interrupted_synthesis()
-        tree = tree_fingerprint(
-            spec.workspace, exclude=exclude, time_limit=INTERRUPTED_TREE_SECONDS
+        settled_before = before.settle(
+            files_wait=INTERRUPTED_TREE_SECONDS, git_wait=0, why_late=INTERRUPTED_BEFORE_NOTE
         )
-        after = WorkspaceState(tree, None)
+        after = take_after(
+            settled_before,
+            spec.workspace,
+            exclude,
+            None,
+            git_missing=INTERRUPTED_GIT_NOTE,
+            when="after the run was interrupted",
+            time_limit=INTERRUPTED_TREE_SECONDS,
+        )
     finally:
         if sandbox_root != out_dir / ".sandbox":
             shutil.rmtree(sandbox_root, ignore_errors=True)
-    git_status_before = settled(git_before, timeout=0 if interrupted else GIT_STATUS_WAIT_SECONDS)
-    comparison = WorkspaceState(fingerprint, git_status_before).compare(
-        after, why_not_later=INTERRUPTED_GIT_NOTE if interrupted else ""
-    )
+    comparison = settled_before.compare(after)
     record = _record(
         spec, out_dir, jobs, results, synthesis, comparison, started, interrupted=interrupted
     )
@@ -161,6 +162,9 @@ def _record(
         workspace_problem=comparison.problem,
         workspace_check=comparison.check,
         workspace_check_note=comparison.note,
+        workspace_changed_paths=list(comparison.changed),
+        workspace_changed_more=comparison.changed_more,
+        workspace_check_ms=comparison.timings_ms,
         exit_code=EXIT_INTERRUPTED if interrupted else exit_code(results, comparison.problem),
         agent_override=spec.agent_override,
         synthesis=synthesis,
@@ -176,6 +180,15 @@ def record_request(spec: PlanRunSpec, out_dir: Path, tree: str | None) -> None:
     """run.json: the request and the repository's tree fingerprint as the run started."""
     document = {"planrun_run": RUN_RECORD_VERSION, "request": spec.request, "tree": tree}
     replace_file(out_dir / RUN_RECORD, json.dumps(document, indent=2) + "\n")
+
+
+def _recording_tree(spec: PlanRunSpec, out_dir: Path) -> Callable[[Taken[FileTree]], None]:
+    """Writes the tree's digest into run.json once the walk is done (from its thread)."""
+
+    def record(taken: Taken[FileTree]) -> None:
+        record_request(spec, out_dir, taken.value.digest if taken.value is not None else None)
+
+    return record
 
 
 def exit_code(results: list[PlanResult], workspace_problem: str) -> int:

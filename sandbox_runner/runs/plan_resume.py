@@ -85,7 +85,14 @@ def check_unchanged(spec: PlanRunSpec, directory: Path, tree: str | None) -> Non
         ConfigError: its files changed since the run started.
     """
     exclude = directory if directory.is_relative_to(spec.workspace) else None
-    if tree is None or tree_fingerprint(spec.workspace, exclude=exclude) != tree:
+    if tree is None:
+        # The walk of the files runs beside the plans' first model calls: a run killed
+        # before it finished never recorded them.
+        raise ConfigError(
+            f"run {directory.name} was stopped before its repository's files were recorded, "
+            "so planrun cannot tell whether they changed since: plan again"
+        )
+    if tree_fingerprint(spec.workspace, exclude=exclude) != tree:
         raise ConfigError(
             f"files in {spec.workspace} changed since run {directory.name} started; its "
             "conversations describe a repository that is gone: plan again"

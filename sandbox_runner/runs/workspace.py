@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import stat
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox_runner.runs.file_tree import tree_fingerprint
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath
+
+__all__ = [
+    "GIT_STATUS_COMMAND",
+    "GitStatusRunner",
+    "filter_status",
+    "git_dir",
+    "git_head",
+    "git_metadata_problem",
+    "tree_fingerprint",
+    "workspace_git_status",
+]
 
 HEX_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 SAFE_REF = re.compile(r"refs/[A-Za-z0-9._/-]+")
@@ -110,111 +118,6 @@ def _small_text(workspace: Path, path: Path, limit: int = MAX_REF_BYTES) -> str 
     return data.decode("utf-8", "replace").strip() if data is not None else None
 
 
-def tree_fingerprint(
-    workspace: Path,
-    *,
-    exclude: Path | None = None,
-    max_files: int = 200_000,
-    time_limit: float | None = None,
-) -> str | None:
-    """A hash of every path, type, mode, size, mtime and link target under the workspace.
-
-    Cheap enough to take before and after a run (no file contents are read), and any
-    write, rename, chmod or link through the sandbox changes it. .git is included:
-    a write there is a change too. The walk uses an explicit stack, so a tree of any
-    depth is fine, and a directory it cannot read is part of the hash, not an error.
-    None when it takes longer than time_limit seconds.
-    """
-    hasher = hashlib.sha256()
-    seen = 0
-    excluded = str(exclude) if exclude is not None else None
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-    root = str(workspace)
-    stack = [root]
-    while stack:
-        if deadline is not None and time.monotonic() > deadline:
-            return None
-        directory = stack.pop()
-        try:
-            with os.scandir(directory) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
-        except OSError as error:
-            relative = os.path.relpath(directory, root)
-            hasher.update(os.fsencode(f"{relative}\0unreadable {error.errno}\n"))
-            continue
-        subdirs = []
-        for entry in entries:
-            if entry.path == excluded:
-                continue
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            seen += 1
-            if seen > max_files:
-                hasher.update(b"...truncated")
-                return hasher.hexdigest()
-            link = _link_target(entry.path) if stat.S_ISLNK(info.st_mode) else ""
-            relative = os.path.relpath(entry.path, root)
-            fields = (relative, info.st_mode, info.st_size, info.st_mtime_ns, link)
-            hasher.update(os.fsencode("\0".join(map(str, fields)) + "\n"))
-            if stat.S_ISDIR(info.st_mode):
-                subdirs.append(entry.path)
-        stack.extend(reversed(subdirs))
-    return hasher.hexdigest()
-
-
-def _link_target(path: str) -> str:
-    # /proc's links (planning "/") cannot all be read; such a link is hashed as unreadable.
-    try:
-        return os.readlink(path)
-    except OSError as error:
-        return f"<unreadable: {error.errno}>"
-
-
-@dataclass(frozen=True)
-class WorkspaceComparison:
-    """What a before/after comparison found, and how much of the workspace it covered."""
-
-    problem: str
-    """What changed ("" when nothing that was compared did)."""
-    check: str
-    """"full" (fingerprint and `git status`), "files_only" or "none"."""
-    note: str = ""
-    """Why the check was not full."""
-
-
-@dataclass(frozen=True)
-class WorkspaceState:
-    """A snapshot that proves, compared with a later one, that nothing changed."""
-
-    fingerprint: str | None
-    """The tree fingerprint; None when it could not be taken in time."""
-    git_status: str | None
-    """`git status` output; None when it could not be taken (it is then not compared)."""
-
-    def compare(self, later: WorkspaceState, *, why_not_later: str = "") -> WorkspaceComparison:
-        """What changed between this snapshot and a later one, and what could be compared.
-
-        why_not_later explains a later snapshot that lacks parts (e.g. "the run was
-        interrupted"); by default a missing `git status` is said to have failed.
-        """
-        problems, missing = [], []
-        files = self.fingerprint is not None and later.fingerprint is not None
-        if files and self.fingerprint != later.fingerprint:
-            problems.append("files, modes or timestamps under the workspace changed")
-        if self.git_status is None:
-            missing.append("`git status` could not run before the run")
-        if later.git_status is None:
-            missing.append(why_not_later or "`git status` could not run after the run")
-        elif self.git_status is not None and self.git_status != later.git_status:
-            problems.append("`git status` changed")
-        if not files:
-            missing.insert(0, "the file tree could not be compared in time")
-        check = "full" if not missing else ("files_only" if files else "none")
-        return WorkspaceComparison("; ".join(problems), check, "; ".join(missing))
-
-
 GitStatusRunner = Callable[[str], "str | None"]
 """Runs a git command line in the workspace (inside a sandbox): its output, None on failure."""
 
@@ -224,14 +127,6 @@ GIT_STATUS_COMMAND = (
     "git -c core.fsmonitor=false -c core.untrackedCache=false --no-optional-locks "
     "status --porcelain=v1 -z --untracked-files=all --ignore-submodules=dirty"
 )
-
-
-def snapshot(
-    workspace: Path, exclude: Path | None = None, run_git: GitStatusRunner | None = None
-) -> WorkspaceState:
-    """The workspace's tree fingerprint, and its git status when run_git is given."""
-    fingerprint = tree_fingerprint(workspace, exclude=exclude)
-    return WorkspaceState(fingerprint, workspace_git_status(workspace, exclude, run_git))
 
 
 def workspace_git_status(

@@ -439,6 +439,11 @@ def test_workspace_changed_during_the_run_exits_3(
     report = report_of(result)
     assert report["status"] == "workspace_changed"
     assert not report["workspace_unchanged"]
+    # Named, and told apart from an escape: the sandboxes cannot write there.
+    assert report["workspace_changed_paths"] == ["src/sneaky.py (added)"]
+    assert "changed outside the sandbox" in report["workspace_problem"]
+    timings = report["workspace_check_ms"]
+    assert isinstance(timings["before_files"], int) and isinstance(timings["after_files"], int)
 
 
 def test_make_demo_runs(tmp_path: Path) -> None:
@@ -714,12 +719,15 @@ def test_a_git_status_that_fails_is_reported_not_called_unchanged(
     (repo / ".git" / "HEAD").write_text("not a git repository\n")
     api.script = PerspectiveScript({"plan": writes_plan("plan", VALID_PLAN)})
     out = tmp_path / "out"
-    result = plan("x", "--repo", str(repo), "--out", str(out), "--json")
-    report = report_of(result)
+    result = plan("x", "--repo", str(repo), "--out", str(out))
+    report = json.loads((out / "report.json").read_text())
     assert report["workspace_check"] == "files_only"
-    assert "`git status` could not run" in report["workspace_check_note"]
+    assert report["workspace_check_note"] == (
+        "`git status` was not compared: it could not run before the run (in its sandbox)"
+    )
     header = (out / "report.md").read_text().split("## Requirements")[0]
     assert "workspace unchanged" not in header and "not fully checked" in header
+    assert "workspace not fully checked: `git status` was not compared" in result.output
 
 
 def test_timeout_stops_a_hung_api(api: FakeMessagesAPI, repo: Path, tmp_path: Path) -> None:

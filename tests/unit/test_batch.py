@@ -513,8 +513,11 @@ def test_each_task_report_says_how_its_repository_was_compared(
 ) -> None:
     run_batch(tmp_path, FakeWork())
     report = json.loads((tmp_path / "out/tasks/t1/report.json").read_text())
-    assert report["workspace_check"] == "files_only"  # no git runner: files only
+    assert report["workspace_check"] == "full"  # outside git, the files are all there is
     (sample_repo / ".git").mkdir()
+    run_batch(tmp_path, FakeWork(), redo=["t1", "t2"])
+    report = json.loads((tmp_path / "out/tasks/t1/report.json").read_text())
+    assert report["workspace_check"] == "files_only"  # no git runner: files only
     statuses = iter([" M src/app.py\0", " M src/app.py\0 M src/util.py\0"])
 
     def git_for(workspace: Path) -> GitStatusRunner:
@@ -525,7 +528,8 @@ def test_each_task_report_says_how_its_repository_was_compared(
     assert driver.exit_code == 3  # type: ignore[attr-defined]
     report = json.loads((tmp_path / "out/tasks/t2/report.json").read_text())
     assert report["workspace_check"] == "full"
-    assert report["workspace_problem"] == "`git status` changed"
+    assert report["workspace_problem"].startswith("`git status` changed outside the sandbox")
+    assert report["workspace_changed_paths"] == ["src/util.py (git status M)"]
 
 
 def test_progress_in_a_pipe_is_one_line_per_change_with_the_counts() -> None:

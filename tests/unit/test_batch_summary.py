@@ -115,7 +115,7 @@ def test_a_resumed_batch_checks_the_workspace_of_every_task_again(
     again = FakeWork()
     run_batch(tmp_path, again)
     assert again.runs == {}  # nothing ran, yet the report was checked and rewritten
-    assert json.loads(report.read_text(encoding="utf-8"))["workspace_check"] == "files_only"
+    assert json.loads(report.read_text(encoding="utf-8"))["workspace_check"] == "full"
 
 
 def test_batch_status_shows_the_table_of_tasks(tmp_path: Path, sample_repo: Path) -> None:

@@ -207,6 +207,20 @@ def test_a_run_being_written_is_not_resumed(tmp_path: Path, sample_repo: Path) -
     assert f"another planrun plan (pid {os.getpid()}) is running in {out}" in result.output
 
 
+def test_a_run_killed_before_its_files_were_recorded_says_so(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    """The walk runs beside the first model calls: a kill before it ends leaves no tree."""
+    from sandbox_runner.errors import ConfigError
+    from sandbox_runner.runs.multi import PlanRunSpec
+    from sandbox_runner.runs.plan_resume import check_unchanged
+
+    spec = PlanRunSpec(requirements="r", workspace=sample_repo, perspectives=[None],
+                       model_id="claude-test")  # fmt: skip
+    with pytest.raises(ConfigError, match="stopped before its repository's files were recorded"):
+        check_unchanged(spec, tmp_path / "out", None)
+
+
 @pytest.mark.parametrize("kind", ["directory", "link"])
 def test_a_lock_that_is_not_a_file_is_one_clear_error(tmp_path: Path, kind: str) -> None:
     lock = tmp_path / RUN_LOCK

@@ -571,6 +571,28 @@ def test_a_workspace_check_without_git_status_is_not_called_unchanged(three: Run
     assert "`git status` could not run after the run" in header
 
 
+def test_the_reports_show_the_timings_and_the_paths(three: RunRecord) -> None:
+    three.workspace_unchanged = False
+    three.workspace_problem = "files changed outside the sandbox: a.py (added), +2 more"
+    three.workspace_changed_paths = ["a.py (added)"]
+    three.workspace_changed_more = 2
+    three.workspace_check_ms = {
+        "before_files": 812,
+        "before_git_status": 1530,
+        "after_files": 790,
+        "after_git_status": None,
+    }
+    report = build_report(three)
+    document = json.loads(report.to_json())
+    assert document["workspace_changed_paths"] == ["a.py (added)"]
+    assert document["workspace_changed_more"] == 2
+    assert document["workspace_check_ms"]["after_git_status"] is None
+    words = "files before 812 ms, `git status` before 1.5 s, files after 790 ms"
+    assert f"workspace check: {words}" in report.to_markdown()
+    assert f"Workspace check: {words.replace('`', '')}" in report.to_html()
+    assert "a.py (added), +2 more" in report.to_markdown().split("## Requirements")[0]
+
+
 def test_the_docs_hold_the_schema_doc() -> None:
     schema = (Path(__file__).resolve().parents[2] / "docs" / "report-schema.md").read_text()
     assert REPORT_SCHEMA_DOC in schema

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from sandbox_runner.runs.workspace import (
-    WorkspaceState,
     git_head,
     git_metadata_problem,
     tree_fingerprint,
@@ -89,25 +88,6 @@ def test_fingerprint_survives_links_it_cannot_read(
     monkeypatch.setattr(os, "readlink", refuse)
     fingerprint = tree_fingerprint(tmp_path)
     assert fingerprint is not None and len(fingerprint) == 64
-
-
-def test_a_git_status_that_could_not_run_makes_the_check_files_only() -> None:
-    """A failed `git status` was reported as "unchanged"."""
-    before, after = WorkspaceState("tree", None), WorkspaceState("tree", "?? new.py")
-    comparison = before.compare(after)
-    assert comparison.problem == ""
-    assert comparison.check == "files_only"
-    assert comparison.note == "`git status` could not run before the run"
-
-
-def test_both_snapshots_compared_is_a_full_check() -> None:
-    comparison = WorkspaceState("tree", "").compare(WorkspaceState("tree", ""))
-    assert (comparison.problem, comparison.check, comparison.note) == ("", "full", "")
-
-
-def test_a_fingerprint_that_could_not_be_taken_is_no_check() -> None:
-    comparison = WorkspaceState("tree", "").compare(WorkspaceState(None, None))
-    assert comparison.check == "none" and comparison.problem == ""
 
 
 def _tree(root: Path, files: int, mode: int) -> Path:
