@@ -26,6 +26,9 @@ LSP_MAX_SYMBOLS = 100
 LSP_MAX_REFERENCES = 200
 LSP_SOURCE_PREVIEW_CHARS = 200
 LSP_CANDIDATE_MAX_FILESIZE = "4M"
+# ripgrep is stopped after this many files that mention a name (references: matching
+# lines), so a name found everywhere costs no more than one found a few thousand times.
+LSP_MAX_MENTIONS = 2000
 # Fixed-size argv; file lists longer than this are cut rather than hitting ARG_MAX.
 LSP_MAX_ARGV_BYTES = 1 << 20
 LSP_LANGUAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -195,8 +198,9 @@ def candidate_files(
     extensions: tuple[str, ...],
     limit: tuple[float, float],
     *flags: str,
-) -> list[str]:
-    """Files that mention NAME, sorted: the only ones worth handing to ctags."""
+) -> tuple[list[str], bool]:
+    """Files that mention NAME, sorted: the only ones worth handing to ctags; and whether
+    the search stopped at LSP_MAX_MENTIONS files (more mention it)."""
     argv = lsp_rg_argv(
         server,
         name,
@@ -207,14 +211,17 @@ def candidate_files(
         LSP_CANDIDATE_MAX_FILESIZE,
         *flags,
     )
-    stdout, _ = rg_output(server, argv, limit)
-    return sorted(os.fsdecode(path) for path in stdout.split(b"\0") if path)
+    stdout, capture = rg_output(server, argv, limit, b"\0")
+    files = sorted(os.fsdecode(path) for path in stdout.split(b"\0") if path)
+    return files, capture.stopped
 
 
 def rg_output(
-    server: ToolServer, argv: list[str], limit: tuple[float, float]
+    server: ToolServer, argv: list[str], limit: tuple[float, float], separator: bytes
 ) -> tuple[bytes, BoundedCapture]:
-    result = run_lsp_process(server, argv, limit, "ripgrep (rg)")
+    """rg's output, stopped after LSP_MAX_MENTIONS records ending with SEPARATOR."""
+    stop = (LSP_MAX_MENTIONS, separator)
+    result = run_lsp_process(server, argv, limit, "ripgrep (rg)", stop)
     stdout = result.stdout.data()
     if not stdout and result.returncode not in (0, 1):
         errors = result.stderr.data().decode("utf-8", "replace").strip().splitlines()
@@ -250,7 +257,11 @@ def ctags_symbols(server: ToolServer, paths: list[str], limit: tuple[float, floa
 
 
 def run_lsp_process(
-    server: ToolServer, argv: list[str], limit: tuple[float, float], program: str
+    server: ToolServer,
+    argv: list[str],
+    limit: tuple[float, float],
+    program: str,
+    stop_after: tuple[int, bytes] | None = None,
 ) -> ProcessResult:
     check_deadline(limit[0], "lsp", limit[1])
     try:
@@ -261,9 +272,14 @@ def run_lsp_process(
             limits=(GREP_STDOUT_LIMIT, GREP_STDERR_LIMIT),
             cwd="/",
             git_env=SAFE_GIT_ENV,
+            stop_after=stop_after,
         )
     except FileNotFoundError:
         raise ToolError(f"{program} is not installed in the sandbox") from None
     if result.timed_out:
-        raise ToolError(f"lsp timed out after {limit[1]:g} s", timed_out=True)
+        raise ToolError(
+            f"lsp timed out after {limit[1]:g} s; in a large repository, "
+            "use Grep with path= or glob= to look in one part of it",
+            timed_out=True,
+        )
     return result
