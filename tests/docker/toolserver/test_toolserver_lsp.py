@@ -590,4 +590,7 @@ def test_the_request_timeout_stops_ctags(tmp_path: Path, open_sandbox: OpenSandb
     with open_sandbox(root) as sandbox:
         result = lsp(sandbox, timeout=0.3, operation="document_symbols", file_path="big.py")
     assert not result.ok and result.timed_out
-    assert result.error == "lsp timed out after 0.3 s"
+    assert result.error == (
+        "lsp timed out after 0.3 s; in a large repository, "
+        "use Grep with path= or glob= to look in one part of it"
+    )

@@ -80,7 +80,7 @@ class TreeListing:
                 lines.append(f"{indent}- {name} -> {printable(safe_readlink(entry.path))}")
             else:
                 lines.append(f"{indent}- {name}")
-        return lines, 0
+        return lines, self.unshown
 
     def entries(
         self, path: str, rel_dir: str, lines: list[str], depth: int

@@ -98,7 +98,7 @@ def matching_symbols(
     scanned = files[:LSP_MAX_CANDIDATE_FILES]
     symbols = ctags_symbols(server, scanned, limit)
     found = [symbol for symbol in symbols if wanted in symbol.name.lower()]
-    if len(found) < LSP_MAX_SYMBOLS and len(scanned) < LSP_MAX_CANDIDATE_FILES:
+    if len(found) < LSP_MAX_SYMBOLS and len(scanned) < LSP_MAX_CANDIDATE_FILES and not stopped:
         # Only now pay for the case-insensitive substring search, on files not yet parsed.
         seen = set(files)
         more, stopped = candidate_files(server, name, LSP_SOURCE_EXTENSIONS, limit, "--ignore-case")
@@ -128,7 +128,7 @@ def symbol_notes(found: int, parsed: int, mentioning: Mentions, name: str) -> li
     if found > LSP_MAX_SYMBOLS:
         notes.append(f"[showing {LSP_MAX_SYMBOLS} of {found} symbols; use a more specific name]")
     if mentioning.stopped or mentioning.files > parsed:
-        of = f"at least {mentioning.files}" if mentioning.stopped else f"the {mentioning.files}"
+        of = f"more than {mentioning.files}" if mentioning.stopped else f"the {mentioning.files}"
         notes.append(
             f"[parsed {parsed} of {of} files that mention {name!r}; "
             "results may be incomplete: use Grep to search further]"
