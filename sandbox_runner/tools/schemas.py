@@ -55,10 +55,10 @@ READ = tool(
 GLOB = tool(
     "Glob",
     "Fast file pattern matching that works with any repository size. Supports glob patterns "
-    'like "**/*.js" or "src/**/*.ts". Returns matching file paths, newest first, '
-    f"at most {GLOB_MAX_RESULTS}; "
-    "the .git directory is skipped. Use it to find files by name; use Grep to search their "
-    "contents.",
+    'like "**/*.js" or "src/**/*.ts". Returns matching file paths, newest first; when more '
+    f"than {GLOB_MAX_RESULTS} match, the first {GLOB_MAX_RESULTS} by path, so narrow the "
+    "pattern or path. The .git directory is skipped. Use it to find files by name; use Grep "
+    "to search their contents.",
     {
         "pattern": string("The glob pattern to match files against."),
         "path": string(
