@@ -113,6 +113,8 @@ class TreeListing:
 def ls_skipped(name: str, rel_dir: str, ignore: list[str]) -> bool:
     if name.startswith(".") or name in LS_SKIPPED_NAMES:
         return True
+    if not ignore:
+        return False
     rel = rel_dir + name
     return any(
         fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(rel, pattern)
