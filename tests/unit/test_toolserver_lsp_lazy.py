@@ -116,3 +116,36 @@ def test_when_ctags_parses_fewer_files_than_mention_the_name_the_answer_says_so(
         "results may be incomplete: use Grep to search further]"
     )
     assert [relative(server, files) for files in indexed] == [{"d05/f03.py"}]
+
+
+def test_a_definition_asked_from_a_file_is_looked_for_in_its_directory_first(
+    server: ToolServer, indexed: list[set[str]]
+) -> None:
+    user = Path(server.workspace, "d12", "f05.py")
+    user.write_text("from d12.f04 import value_12_4\n\n\ndef use():\n    return value_12_4()\n")
+    answer = ask(server, operation="definition", file_path="d12/f05.py", line=5, character=12)
+    assert answer.splitlines() == [
+        "1 definition of 'value_12_4':",
+        "d12/f04.py:1: function value_12_4",
+        "    def value_12_4():",
+        "[looked in d12/ only, where 'value_12_4' is defined; "
+        "to search the whole repository, ask with symbol and no file_path]",
+    ]
+    assert [relative(server, files) for files in indexed] == [{"d12/f04.py", "d12/f05.py"}]
+
+
+def test_a_definition_not_in_the_files_directory_is_looked_for_above_it(
+    server: ToolServer, indexed: list[set[str]]
+) -> None:
+    answer = ask(server, operation="definition", file_path="d07/f01.py", line=5, character=12)
+    assert answer.splitlines() == [
+        "1 definition of 'Greeter':",
+        "d05/f03.py:1: class Greeter",
+        "    class Greeter:",
+    ]
+    # The file asked from is parsed once, in the first directory; the wider search adds
+    # only the other files that mention the name.
+    assert [relative(server, files) for files in indexed] == [
+        {"d07/f01.py"},
+        {"d05/f03.py", "d20/f09.py"},
+    ]

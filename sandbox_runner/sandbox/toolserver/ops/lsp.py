@@ -18,6 +18,7 @@ from .lsp_index import (
     Symbol,
     candidate_files,
     ctags_symbols,
+    definition_scopes,
     format_symbol,
     language_of,
     lsp_file,
@@ -138,15 +139,7 @@ def symbol_notes(found: int, parsed: int, mentioning: Mentions, name: str) -> li
 
 def lsp_definition(server: ToolServer, args: JsonDict, limit: tuple[float, float]) -> Outcome:
     name, qualifier, origin = lsp_target(server, args, "definition", limit)
-    extensions = language_of(origin)[1] if origin else LSP_SOURCE_EXTENSIONS
-    mentioning, stopped = candidate_files(server, name, extensions, limit, "--word-regexp")
-    files = list(dict.fromkeys([origin, *mentioning] if origin else mentioning))
-    scanned = files[:LSP_MAX_CANDIDATE_FILES]
-    symbols = [
-        symbol
-        for symbol in ctags_symbols(server, scanned, limit)
-        if symbol.name == name and symbol.in_scope(qualifier)
-    ]
+    symbols, scanned, mentions, scope = find_definitions(server, name, qualifier, origin, limit)
     symbols.sort(
         key=lambda symbol: (
             symbol.path != origin,
@@ -156,7 +149,12 @@ def lsp_definition(server: ToolServer, args: JsonDict, limit: tuple[float, float
         )
     )
     meta: JsonDict = {"symbol": name, "definitions": len(symbols), "files_parsed": len(scanned)}
-    notes = symbol_notes(len(symbols), len(scanned), Mentions(len(files), stopped), name)
+    notes = symbol_notes(len(symbols), len(scanned), mentions, name)
+    if scope != server.workspace:
+        notes.append(
+            f"[looked in {workspace_relative(server, scope)}/ only, where {name!r} is defined; "
+            "to search the whole repository, ask with symbol and no file_path]"
+        )
     if not symbols:
         message = (
             f"No definition found for {name!r} in {plural(len(scanned), 'file')} of the "
@@ -173,6 +171,42 @@ def lsp_definition(server: ToolServer, args: JsonDict, limit: tuple[float, float
             lines.append(f"    {preview}")
     text, truncated = cap_output("\n".join(lines + notes))
     return Outcome(text, truncated=truncated or bool(notes), meta=meta)
+
+
+def find_definitions(
+    server: ToolServer, name: str, qualifier: str, origin: str | None, limit: tuple[float, float]
+) -> tuple[list[Symbol], list[str], Mentions, str]:
+    """Definitions of NAME, looked for in the directory of the file asked from, then in each
+    one above it, stopping at the first where one is (not only an import or a prototype):
+    a question about one file reads the part of the repository it is in, and ctags parses
+    only files that mention NAME. Also returns the files parsed, the mentions, and the
+    directory searched last."""
+    extensions = language_of(origin)[1] if origin else LSP_SOURCE_EXTENSIONS
+    parsed: dict[str, list[Symbol]] = {}
+    symbols: list[Symbol] = []
+    scanned: list[str] = []
+    mentions = Mentions(0, False)
+    scope = server.workspace
+    for scope in definition_scopes(server, origin):
+        found, stopped = candidate_files(
+            server, name, extensions, limit, "--word-regexp", root=scope
+        )
+        files = list(dict.fromkeys([origin, *found] if origin else found))
+        scanned = files[:LSP_MAX_CANDIDATE_FILES]
+        fresh = [path for path in scanned if path not in parsed]
+        parsed.update((path, []) for path in fresh)
+        for symbol in ctags_symbols(server, fresh, limit):
+            parsed.setdefault(symbol.path, []).append(symbol)
+        symbols = [
+            symbol
+            for path in scanned
+            for symbol in parsed.get(path, [])
+            if symbol.name == name and symbol.in_scope(qualifier)
+        ]
+        mentions = Mentions(len(files), stopped)
+        if any(not (s.imported or s.kind in DECLARATION_KINDS) for s in symbols):
+            break
+    return symbols, scanned, mentions, scope
 
 
 def lsp_references(server: ToolServer, args: JsonDict, limit: tuple[float, float]) -> Outcome:

@@ -183,13 +183,14 @@ def source_lines(
 
 
 def lsp_rg_argv(
-    server: ToolServer, name: str, extensions: tuple[str, ...], *flags: str
+    server: ToolServer, name: str, extensions: tuple[str, ...], *flags: str, root: str = ""
 ) -> list[str]:
-    """A fixed-string ripgrep search for NAME, limited to files with the given extensions."""
+    """A fixed-string ripgrep search for NAME under ROOT (the workspace when empty), limited
+    to files with the given extensions."""
     argv = ["rg", "--no-config", "--color", "never", "--hidden", "--fixed-strings", *flags]
     if extensions:
         argv += ["--type-add", f"lsp:*.{{{','.join(extensions)}}}", "--type", "lsp"]
-    return [*argv, "--glob", "!.git", "-e", name, "--", server.workspace]
+    return [*argv, "--glob", "!.git", "-e", name, "--", root or server.workspace]
 
 
 def candidate_files(
@@ -198,6 +199,7 @@ def candidate_files(
     extensions: tuple[str, ...],
     limit: tuple[float, float],
     *flags: str,
+    root: str = "",
 ) -> tuple[list[str], bool]:
     """Files that mention NAME, sorted: the only ones worth handing to ctags; and whether
     the search stopped at LSP_MAX_MENTIONS files (more mention it)."""
@@ -210,10 +212,24 @@ def candidate_files(
         "--max-filesize",
         LSP_CANDIDATE_MAX_FILESIZE,
         *flags,
+        root=root,
     )
     stdout, capture = rg_output(server, argv, limit, b"\0")
     files = sorted(os.fsdecode(path) for path in stdout.split(b"\0") if path)
     return files, capture.stopped
+
+
+def definition_scopes(server: ToolServer, origin: str | None) -> list[str]:
+    """Where a definition is looked for, nearest first: the directory of the file asked
+    from, then each one above it up to the workspace (only the workspace without one)."""
+    if origin is None or not is_within(origin, server.workspace):
+        return [server.workspace]
+    scopes = []
+    directory = os.path.dirname(origin)
+    while directory != server.workspace and is_within(directory, server.workspace):
+        scopes.append(directory)
+        directory = os.path.dirname(directory)
+    return [*scopes, server.workspace]
 
 
 def rg_output(
