@@ -128,8 +128,7 @@ def test_a_definition_asked_from_a_file_is_looked_for_in_its_directory_first(
         "1 definition of 'value_12_4':",
         "d12/f04.py:1: function value_12_4",
         "    def value_12_4():",
-        "[looked in d12/ only, where 'value_12_4' is defined; "
-        "to search the whole repository, ask with symbol and no file_path]",
+        "[looked in d12/ only; to search the whole repository, ask with symbol and no file_path]",
     ]
     assert [relative(server, files) for files in indexed] == [{"d12/f04.py", "d12/f05.py"}]
 

@@ -79,10 +79,11 @@ def lsp_workspace_symbols(
         return closeness, symbol.path, symbol.line
 
     symbols.sort(key=rank)
-    if not symbols:
-        return Outcome(f"No symbols matching {query!r} found in the workspace", meta={"symbols": 0})
-    lines = [format_symbol(server, symbol) for symbol in symbols[:LSP_MAX_SYMBOLS]]
     notes = symbol_notes(len(symbols), parsed, mentioning, name)
+    if not symbols:
+        message = f"No symbols matching {query!r} found in the workspace"
+        return Outcome("\n".join([message, *notes]), truncated=bool(notes), meta={"symbols": 0})
+    lines = [format_symbol(server, symbol) for symbol in symbols[:LSP_MAX_SYMBOLS]]
     text, truncated = cap_output("\n".join(lines + notes))
     meta: JsonDict = {"symbols": len(symbols), "files_parsed": parsed}
     return Outcome(text, truncated=truncated or bool(notes), meta=meta)
@@ -152,8 +153,8 @@ def lsp_definition(server: ToolServer, args: JsonDict, limit: tuple[float, float
     notes = symbol_notes(len(symbols), len(scanned), mentions, name)
     if scope != server.workspace:
         notes.append(
-            f"[looked in {workspace_relative(server, scope)}/ only, where {name!r} is defined; "
-            "to search the whole repository, ask with symbol and no file_path]"
+            f"[looked in {workspace_relative(server, scope)}/ only; to search the whole "
+            "repository, ask with symbol and no file_path]"
         )
     if not symbols:
         message = (
