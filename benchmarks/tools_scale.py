@@ -33,7 +33,8 @@ LS_TARGET_S = 0.5
 GREP_WALK_RATIO = 1.5
 """A search that must read the whole tree, against ripgrep alone on the host."""
 LSP_WALK_RATIO = 2.0
-"""LSP's first definition query: one ripgrep walk, then ctags on the files it found."""
+"""LSP's definition of a symbol alone: one ripgrep walk, then ctags on the files it found
+(asked from a file, it reads that file's directory first: held to FIRST_PAGE_TARGET_S)."""
 
 REQUEST_TIMEOUT_S = 300.0
 FigureT = TypeVar("FigureT")
@@ -60,8 +61,11 @@ def tool_figures(repositories: Mapping[int, Path], Figure: Callable[..., FigureT
 
 
 def figures_of(repository: Path, size: int, Figure: Callable[..., FigureT]) -> list[FigureT]:
+    # The host's walk before and after the sandbox's, so that neither pays a colder cache.
+    before = host_rg_seconds(repository, rare_pattern(size))
     timings = {timing.name: timing for timing in measure_tools(repository, size)}
-    walk = host_rg_seconds(repository, rare_pattern(size))
+    after = host_rg_seconds(repository, rare_pattern(size))
+    walk = None if before is None or after is None else min(before, after)
     figures = []
     for name, target in (
         ("Glob **/* (first page)", FIRST_PAGE_TARGET_S),
@@ -69,13 +73,14 @@ def figures_of(repository: Path, size: int, Figure: Callable[..., FigureT]) -> l
         ("Grep, a string in every file", COMMON_GREP_TARGET_S),
         ("LS of the root", LS_TARGET_S),
         ("LS of a leaf directory", LS_TARGET_S),
+        ("LSP definition asked from a file, first query", FIRST_PAGE_TARGET_S),
     ):
         timing = timings[name]
         row = (f"{name}, {size:,} files", shown(timing), "-", timing.seconds / target)
         figures.append(Figure(*row, f"<= {target:g} s", timing.ok and timing.seconds <= target))
     for name, ratio_target in (
         ("Grep, a string in one file", GREP_WALK_RATIO),
-        ("LSP definition, first query", LSP_WALK_RATIO),
+        ("LSP definition of a symbol alone (whole repository)", LSP_WALK_RATIO),
     ):
         timing = timings[name]
         if walk is None:
@@ -115,8 +120,10 @@ def measure_tools(repository: Path, size: int) -> list[ToolTiming]:
         ("Grep, a string in every file", "grep", {"pattern": "return"}),
         ("LS of the root", "ls", {}),
         ("LS of a leaf directory", "ls", {"path": os.path.dirname(target)}),
-        ("LSP definition, first query", "lsp",
+        ("LSP definition asked from a file, first query", "lsp",
          {"operation": "definition", "file_path": target, "line": 4, "character": 5}),
+        ("LSP definition of a symbol alone (whole repository)", "lsp",
+         {"operation": "definition", "symbol": f"value_{index}"}),
     ]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="planrun-bench-tools-") as plan_dir:
         server = ServerProcess(repository, Path(plan_dir), image=image)
