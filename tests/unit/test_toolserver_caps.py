@@ -242,3 +242,15 @@ def test_grep_within_the_cap_is_complete(
     outcome = run(server, grep.op_grep, {"pattern": "def", "output_mode": "count"})
     assert outcome.output.splitlines()[-1] == "Found 4 matching lines in 4 files"
     assert not outcome.truncated and outcome.meta == {"rg_exit": 0, "stopped": False}
+
+
+@pytest.mark.usefixtures("ripgrep")
+def test_a_grep_that_times_out_says_how_to_narrow_it(server: ToolServer) -> None:
+    make_tree(Path(server.workspace), 2, 2)
+    # No time at all: ripgrep cannot have finished when its wait begins.
+    with pytest.raises(ToolError) as error:
+        run(server, grep.op_grep, {"pattern": "def"}, timeout=0)
+    assert error.value.timed_out
+    assert error.value.message == (
+        "grep timed out after 0 s; narrow with path=, glob=, type= or a more specific pattern"
+    )
