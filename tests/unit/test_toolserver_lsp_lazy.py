@@ -148,3 +148,18 @@ def test_a_definition_not_in_the_files_directory_is_looked_for_above_it(
         {"d07/f01.py"},
         {"d05/f03.py", "d20/f09.py"},
     ]
+
+
+def test_a_directory_linked_out_of_the_workspace_is_not_searched(
+    server: ToolServer, indexed: list[set[str]], tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "asked.py").write_text("def ask():\n    return Greeter()\n")
+    (outside / "secret.py").write_text("class Greeter:\n    secret = 1\n")
+    Path(server.workspace, "linked").symlink_to(outside)
+    answer = ask(server, operation="definition", file_path="linked/asked.py", line=2, character=12)
+    assert answer.splitlines()[:2] == ["1 definition of 'Greeter':", "d05/f03.py:1: class Greeter"]
+    parsed = set().union(*indexed)
+    assert f"{outside}/secret.py" not in parsed
+    assert relative(server, parsed) == {"linked/asked.py", *GREETER_FILES}

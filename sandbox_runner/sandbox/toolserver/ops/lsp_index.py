@@ -224,10 +224,13 @@ def definition_scopes(server: ToolServer, origin: str | None) -> list[str]:
     from, then each one above it up to the workspace (only the workspace without one)."""
     if origin is None or not is_within(origin, server.workspace):
         return [server.workspace]
+    workspace = os.path.realpath(server.workspace)
     scopes = []
     directory = os.path.dirname(origin)
     while directory != server.workspace and is_within(directory, server.workspace):
-        scopes.append(directory)
+        # ripgrep follows a symlink given as its root: never one that leaves the workspace.
+        if is_within(os.path.realpath(directory), workspace):
+            scopes.append(directory)
         directory = os.path.dirname(directory)
     return [*scopes, server.workspace]
 
