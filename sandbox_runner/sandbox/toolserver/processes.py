@@ -35,9 +35,9 @@ UNTRUSTED_ROOTS = ("/workspace", "/plan", "/ro", "/tmp")
 IMAGE_ENV_DROPPED = ("GIT_", "PLANRUN_", "BASH_ENV=", "ENV=", "LD_PRELOAD=", "LD_AUDIT=")
 
 
+# Keep this many records ending with this separator; a byte more ends the command (a
+# search with more matches than can be shown).
 RecordStop = tuple[int, bytes, "Callable[[], None]"]
-"""Stop reading after this many records ending with this separator, and end the command
-with the callable once a byte more arrives (a search with more matches than can be shown)."""
 
 
 class BoundedCapture:
@@ -53,8 +53,7 @@ class BoundedCapture:
         self.dropped_lines = 0
         self._stop = stop
         self._records = 0
-        self.stopped = False
-        """Whether reading stopped at the stop's record count (and the command was ended)."""
+        self.stopped = False  # at the stop's record count, and the command ended
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
 
@@ -374,9 +373,12 @@ def run_process(
         server.register(proc, token)
     try:
         assert proc.stdout is not None and proc.stderr is not None
-        stop: RecordStop | None = None
-        if stop_after is not None:
-            stop = (*stop_after, lambda: kill_command(proc, token))
+
+        def end_command() -> None:
+            if proc.returncode is None:  # once reaped, its pid may be another's by now
+                kill_command(proc, token)
+
+        stop = None if stop_after is None else (*stop_after, end_command)
         stdout = BoundedCapture(proc.stdout, limits[0], stop)
         stderr = BoundedCapture(proc.stderr, limits[1])
         timed_out = False
