@@ -135,7 +135,7 @@ def test_ls_of_a_directory_past_the_cap_keeps_only_what_it_shows(
     lines = outcome.output.splitlines()
     assert lines[1:-1] == [f"  - n{number:02d}" for number in range(10)]
     assert lines[-1] == (
-        "[listing cut at 10 entries; at least 50 more; "
+        "[listing cut at 10 entries; 50 more; "
         "pass a deeper path, or use Glob or Grep to find files]"
     )
     assert outcome.truncated and outcome.meta == {"more": 50}
@@ -153,9 +153,30 @@ def test_ls_counts_what_is_left_in_every_open_directory(
         "    - f01.py",
         "    - f02.py",
         # Two files of d00 and two directories of the root; d01's and d02's are unread.
-        "[listing cut at 4 entries; at least 4 more; "
+        "[listing cut at 4 entries; 4 more, and what the directories not opened hold; "
         "pass a deeper path, or use Glob or Grep to find files]",
     ]
+
+
+def test_ls_says_it_is_cut_when_the_last_directory_shown_could_not_be_opened(
+    server: ToolServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(server.workspace)
+    for name in ("a", "b", "c"):
+        (root / name).write_text("")
+    (root / "z").mkdir()
+    (root / "z" / "inside.txt").write_text("")
+    monkeypatch.setattr(ls, "LS_MAX_ENTRIES", 4)
+    outcome = run(server, ls.op_ls, {})
+    assert outcome.output.splitlines()[1:] == [
+        "  - a",
+        "  - b",
+        "  - c",
+        "  - z/",
+        "[listing cut at 4 entries; what the directories not opened hold; "
+        "pass a deeper path, or use Glob or Grep to find files]",
+    ]
+    assert outcome.truncated
 
 
 def test_ls_within_the_cap_is_complete(server: ToolServer) -> None:

@@ -34,12 +34,21 @@ def op_ls(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     listing = TreeListing(patterns, (deadline, timeout))
     lines, more = listing.lines(root)
     header = f"- {printable(root.rstrip('/'))}/"
-    if more:
+    cut = bool(more or listing.unopened)
+    if cut:
         lines.append(
-            f"[listing cut at {LS_MAX_ENTRIES} entries; at least {more} more; "
+            f"[listing cut at {LS_MAX_ENTRIES} entries; {left_out(more, listing.unopened)}; "
             "pass a deeper path, or use Glob or Grep to find files]"
         )
-    return Outcome("\n".join([header, *lines]), truncated=bool(more), meta={"more": more})
+    return Outcome("\n".join([header, *lines]), truncated=cut, meta={"more": more})
+
+
+def left_out(more: int, unopened: bool) -> str:
+    """What a cut listing left out: entries counted, and directories it did not read."""
+    if not unopened:
+        return f"{more} more"
+    inside = "what the directories not opened hold"
+    return f"{more} more, and {inside}" if more else inside
 
 
 class TreeListing:
@@ -53,6 +62,8 @@ class TreeListing:
         self.limit = limit
         self.unshown = 0
         """Entries read but left out: past the cap in a directory already listed."""
+        self.unopened = False
+        """Whether a directory left unread holds entries (so `unshown` is a lower bound)."""
         self.seen = 0
 
     def lines(self, root: str) -> tuple[list[str], int]:
@@ -66,8 +77,9 @@ class TreeListing:
                 stack.pop()
                 continue
             if len(lines) >= LS_MAX_ENTRIES:
-                left = sum(len(entries) for entries, _, _ in stack)
-                return lines[:LS_MAX_ENTRIES], left + self.unshown
+                left = [entry for entries, _, _ in stack for entry in entries]
+                self.unopened |= any(entry.is_dir(follow_symlinks=False) for entry in left)
+                return lines[:LS_MAX_ENTRIES], len(left) + self.unshown
             entry = entries.pop()
             check_deadline(self.limit[0], "ls", self.limit[1])
             indent = "  " * depth
@@ -92,6 +104,9 @@ class TreeListing:
             with os.scandir(path) as scan:
                 self.seen = 0
                 visible = self.visible(scan, rel_dir)
+                if not room:  # nothing more can be shown: only whether there was more
+                    self.unopened |= next(visible, None) is not None
+                    return []
                 kept = heapq.nsmallest(room, visible, key=lambda entry: entry.name)
                 self.unshown += self.seen - len(kept)
         except OSError as exc:
