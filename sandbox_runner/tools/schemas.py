@@ -30,6 +30,8 @@ GLOB_MAX_RESULTS = 100
 """Paths Glob returns at most."""
 LS_MAX_ENTRIES = 1000
 """Entries after which an LS listing stops."""
+GREP_MAX_LINES = 5000
+"""Lines (files, listing files) after which a Grep search is stopped."""
 GREP_OUTPUT_MODES = ("content", "files_with_matches", "count")
 LSP_OPERATIONS = ("document_symbols", "workspace_symbols", "definition", "references")
 
@@ -55,10 +57,10 @@ READ = tool(
 GLOB = tool(
     "Glob",
     "Fast file pattern matching that works with any repository size. Supports glob patterns "
-    'like "**/*.js" or "src/**/*.ts". Returns matching file paths, newest first, '
-    f"at most {GLOB_MAX_RESULTS}; "
-    "the .git directory is skipped. Use it to find files by name; use Grep to search their "
-    "contents.",
+    'like "**/*.js" or "src/**/*.ts". Returns matching file paths, newest first; when more '
+    f"than {GLOB_MAX_RESULTS} match, the first {GLOB_MAX_RESULTS} by path, so narrow the "
+    "pattern or path. The .git directory is skipped. Use it to find files by name; use Grep "
+    "to search their contents.",
     {
         "pattern": string("The glob pattern to match files against."),
         "path": string(
@@ -76,7 +78,9 @@ GREP = tool(
     '(e.g. "py", "js"). output_mode "files_with_matches" (the default) lists matching '
     'files, "content" shows matching lines, "count" shows match counts. Literal braces '
     'need escaping ("interface\\{\\}"); patterns match within single lines unless '
-    "multiline is true. Always use Grep for searching rather than grep or rg in Bash.",
+    f"multiline is true. A search that matches more than {GREP_MAX_LINES:,} lines (or files) "
+    "stops there and says so: narrow it with path, glob or type. Always use Grep for "
+    "searching rather than grep or rg in Bash.",
     {
         "pattern": string("The regular expression to search for in file contents."),
         "path": string(f"File or directory to search in, {_PATH_NOTE}. Defaults to the root."),
@@ -177,8 +181,9 @@ LSP = tool(
     "Code intelligence from a language server. document_symbols lists the symbols defined "
     "in file_path; workspace_symbols finds symbols named like symbol across the repository; "
     "definition and references take a position (file_path, line and character, 1-based as "
-    "shown by Read) and find where the symbol there is defined or used. Prefer it over Grep "
-    "for navigating code when it answers.",
+    "shown by Read) and find where the symbol there is defined or used. A definition asked "
+    "from a file is looked for near that file first; pass symbol without file_path to search "
+    "the whole repository. Prefer it over Grep for navigating code when it answers.",
     {
         "operation": {
             "type": "string",

@@ -8,7 +8,7 @@ import pytest
 from sandbox_runner.limits import MAX_TOOL_TIMEOUT_SECONDS, TOOL_TIMEOUT_SECONDS, Limits
 from sandbox_runner.sandbox.client import MAX_TEXT_CHARS
 from sandbox_runner.sandbox.toolserver import protocol, server
-from sandbox_runner.sandbox.toolserver.ops import bash, glob, ls, read
+from sandbox_runner.sandbox.toolserver.ops import bash, glob, grep, ls, read
 from sandbox_runner.tools import schemas
 from sandbox_runner.tools.output import MAX_RESULT_CHARS
 
@@ -24,6 +24,7 @@ from sandbox_runner.tools.output import MAX_RESULT_CHARS
         (read.READ_MAX_LINE_CHARS, schemas.READ_MAX_LINE_CHARS),
         (glob.GLOB_MAX_RESULTS, schemas.GLOB_MAX_RESULTS),
         (ls.LS_MAX_ENTRIES, schemas.LS_MAX_ENTRIES),
+        (grep.GREP_MAX_LINES, schemas.GREP_MAX_LINES),
         (bash.BASH_STREAM_LIMIT, MAX_RESULT_CHARS),
     ],
     ids=[
@@ -35,6 +36,7 @@ from sandbox_runner.tools.output import MAX_RESULT_CHARS
         "READ_MAX_LINE_CHARS",
         "GLOB_MAX_RESULTS",
         "LS_MAX_ENTRIES",
+        "GREP_MAX_LINES",
         "BASH_STREAM_LIMIT",
     ],
 )

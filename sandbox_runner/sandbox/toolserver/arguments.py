@@ -108,13 +108,15 @@ def describe_os_error(exc: OSError, path: str) -> str:
     return f"{prefix}: {shown}" if shown else prefix
 
 
-def cap_output(text: str, *, extra_bytes: int = 0) -> tuple[str, bool]:
-    """Cut TEXT at a line boundary within MAX_OUTPUT_BYTES and say how much was left out."""
+def cap_output(
+    text: str, *, extra_bytes: int = 0, limit: int = MAX_OUTPUT_BYTES
+) -> tuple[str, bool]:
+    """Cut TEXT at a line boundary within LIMIT bytes and say how much was left out."""
     more = extra_bytes
     data = text.encode("utf-8", "replace")
-    if len(data) > MAX_OUTPUT_BYTES:
-        cut = data.rfind(b"\n", 0, MAX_OUTPUT_BYTES)
-        cut = cut if cut > 0 else MAX_OUTPUT_BYTES
+    if len(data) > limit:
+        cut = data.rfind(b"\n", 0, limit)
+        cut = cut if cut > 0 else limit
         more += len(data) - cut
         text = data[:cut].decode("utf-8", "ignore")
     if not more:

@@ -13,6 +13,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
     from typing import IO
 
     from .server import ToolServer
@@ -34,10 +35,15 @@ UNTRUSTED_ROOTS = ("/workspace", "/plan", "/ro", "/tmp")
 IMAGE_ENV_DROPPED = ("GIT_", "PLANRUN_", "BASH_ENV=", "ENV=", "LD_PRELOAD=", "LD_AUDIT=")
 
 
+# Keep this many records ending with this separator; a byte more ends the command (a
+# search with more matches than can be shown).
+RecordStop = tuple[int, bytes, "Callable[[], None]"]
+
+
 class BoundedCapture:
     """Drain one pipe in a thread, keeping the first LIMIT bytes and counting the rest."""
 
-    def __init__(self, pipe: IO[bytes], limit: int) -> None:
+    def __init__(self, pipe: IO[bytes], limit: int, stop: RecordStop | None = None) -> None:
         self._pipe = pipe
         self._limit = limit
         self._chunks: list[bytes] = []
@@ -45,6 +51,9 @@ class BoundedCapture:
         self.kept = 0
         self.dropped = 0
         self.dropped_lines = 0
+        self._stop = stop
+        self._records = 0
+        self.stopped = False  # at the stop's record count, and the command ended
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
 
@@ -57,6 +66,8 @@ class BoundedCapture:
                 return
             if not chunk:
                 return
+            if self._stop is not None:
+                chunk = self._count_records(chunk, self._stop)
             with self._lock:
                 room = max(0, self._limit - self.kept)
                 if room:
@@ -65,6 +76,28 @@ class BoundedCapture:
                 rest = chunk[room:]
                 self.dropped += len(rest)
                 self.dropped_lines += rest.count(b"\n")
+            if self.stopped:
+                return
+
+    def _count_records(self, chunk: bytes, stop: RecordStop) -> bytes:
+        """CHUNK up to the stop's last wanted record; a byte past it ends the command."""
+        count, separator, end_command = stop
+        if self._records >= count:
+            self.stopped = True
+            end_command()
+            return b""
+        found = chunk.count(separator)
+        if self._records + found < count:
+            self._records += found
+            return chunk
+        cut = -1
+        for _ in range(count - self._records):
+            cut = chunk.index(separator, cut + 1)
+        self._records = count
+        if cut + 1 < len(chunk):
+            self.stopped = True
+            end_command()
+        return chunk[: cut + 1]
 
     def finish(self, timeout: float) -> None:
         """Wait for EOF; a pipe still held open by an escaped process is left to its thread."""
@@ -316,10 +349,13 @@ def run_process(
     cwd: str,
     token: str | None = None,
     git_env: dict[str, str],
+    stop_after: tuple[int, bytes] | None = None,
 ) -> ProcessResult:
     """Run ARGV in its own session with bounded capture; kill everything it left behind.
 
     GIT_ENV holds the git variables (git_guard's SAFE_GIT_ENV, or its GitGuard's).
+    STOP_AFTER (a count and a separator) ends the command as soon as its output holds
+    more records than that; the result's stdout then says it `stopped`.
     """
     server.warmed_up.wait()  # no command may start before the server is undumpable
     import subprocess  # deferred: see ToolServer.warm_up
@@ -337,7 +373,13 @@ def run_process(
         server.register(proc, token)
     try:
         assert proc.stdout is not None and proc.stderr is not None
-        stdout = BoundedCapture(proc.stdout, limits[0])
+
+        def end_command() -> None:
+            if proc.returncode is None:  # once reaped, its pid may be another's by now
+                kill_command(proc, token)
+
+        stop = None if stop_after is None else (*stop_after, end_command)
+        stdout = BoundedCapture(proc.stdout, limits[0], stop)
         stderr = BoundedCapture(proc.stderr, limits[1])
         timed_out = False
         try:

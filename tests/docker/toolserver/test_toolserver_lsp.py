@@ -354,6 +354,7 @@ def test_definition_from_a_python_call_site_finds_the_class_in_another_file(
         "1 definition of 'Greeter':",
         "pkg/models.py:4: class Greeter",
         "    class Greeter:",
+        looked_in("pkg"),
     ]
 
 
@@ -362,6 +363,7 @@ def test_definition_of_a_python_method(sandbox: DockerSandbox) -> None:
     assert lines[1:] == [
         "pkg/models.py:10: member greet (class Greeter)",
         "    def greet(self, loud: bool = False) -> str:",
+        looked_in("pkg"),
     ]
 
 
@@ -373,6 +375,7 @@ def test_definition_prefers_the_same_file(sandbox: DockerSandbox) -> None:
         "    def helper() -> int:",
         "pkg/models.py:15: function helper",
         "    def helper() -> int:",
+        looked_in("pkg"),
     ]
     from_models = answer(
         sandbox, operation="definition", file_path="pkg/models.py", symbol="helper"
@@ -385,6 +388,7 @@ def test_definition_in_go_rust_and_c(sandbox: DockerSandbox) -> None:
     assert go[1:] == [
         "go/shapes.go:7: func Area (struct shapes.Square)",
         "    func (s Square) Area() float64 {",
+        looked_in("go"),
     ]
     rust = answer(
         sandbox, operation="definition", file_path="rust/counter.rs", line=17, character=33
@@ -392,6 +396,7 @@ def test_definition_in_go_rust_and_c(sandbox: DockerSandbox) -> None:
     assert rust[1:] == [
         "rust/counter.rs:6: method new (implementation Counter)",
         "    pub fn new() -> Self {",
+        looked_in("rust"),
     ]
     c = answer(sandbox, operation="definition", file_path="c/point.c", line=8, character=12)
     assert c == [
@@ -400,6 +405,32 @@ def test_definition_in_go_rust_and_c(sandbox: DockerSandbox) -> None:
         "    int add_points(struct point a, struct point b) {",
         "c/point.h:9: prototype add_points",
         "    int add_points(struct point a, struct point b);",
+        looked_in("c"),
+    ]
+
+
+def looked_in(directory: str) -> str:
+    """The note of a definition found in the directory of the file asked from."""
+    whole = "to search the whole repository, ask with symbol and no file_path"
+    return f"[looked in {directory}/ only; {whole}]"
+
+
+def test_a_definition_elsewhere_is_found_by_widening_the_search(
+    tmp_path: Path, open_sandbox: OpenSandbox
+) -> None:
+    root = tmp_path / "ws"
+    (root / "lib" / "geometry").mkdir(parents=True)
+    (root / "app").mkdir()
+    (root / "lib" / "geometry" / "square.py").write_text("class Square:\n    pass\n")
+    (root / "app" / "main.py").write_text("from lib.geometry.square import Square\n\nSquare()\n")
+    with open_sandbox(root) as sandbox:
+        lines = answer(
+            sandbox, operation="definition", file_path="app/main.py", line=3, character=1
+        )
+    assert lines == [
+        "1 definition of 'Square':",
+        "lib/geometry/square.py:1: class Square",
+        "    class Square:",
     ]
 
 
@@ -590,4 +621,7 @@ def test_the_request_timeout_stops_ctags(tmp_path: Path, open_sandbox: OpenSandb
     with open_sandbox(root) as sandbox:
         result = lsp(sandbox, timeout=0.3, operation="document_symbols", file_path="big.py")
     assert not result.ok and result.timed_out
-    assert result.error == "lsp timed out after 0.3 s"
+    assert result.error == (
+        "lsp timed out after 0.3 s; in a large repository, "
+        "use Grep with path= or glob= to look in one part of it"
+    )

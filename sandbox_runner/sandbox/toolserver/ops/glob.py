@@ -1,19 +1,20 @@
-"""glob: files matching a pattern, newest first, walked under a deadline."""
+"""glob: files matching a pattern, newest first; past the cap, the first ones by path."""
 
 from __future__ import annotations
 
-import heapq
 import os
 import re
 import time
 
-from ..arguments import check_deadline, opt_str_arg, printable, str_arg
+from ..arguments import opt_str_arg, printable, str_arg
 from ..protocol import JsonDict, Outcome, ToolError
 from .glob_pattern import GlobMatcher
 
 # mypy treats any name TYPE_CHECKING as true; a plain constant spares importing typing.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ..server import ToolServer
 
 
@@ -52,42 +53,72 @@ def op_glob(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     except re.error as exc:
         raise ToolError(f"Invalid glob pattern {printable(pattern)!r}: {exc}") from None
     max_depth = None if "**" in rest else rest.count("/") + 1
-    deadline = time.monotonic() + timeout
-    newest, total = walk_glob(base, matcher, max_depth, (deadline, timeout))
-    lines = [printable(path) for _, path in newest]
-    if not lines:
+    walk = GlobWalk(matcher, max_depth, time.monotonic() + timeout)
+    walk.run(base)
+    if not walk.found:
+        if walk.timed_out:
+            raise ToolError(
+                f"glob timed out after {timeout:g} s before a match; "
+                "narrow it with path= or a more specific pattern",
+                timed_out=True,
+            )
         return Outcome("No files found", meta={"matches": 0})
-    truncated = total > len(lines)
-    if truncated:
+    complete = not (walk.more or walk.timed_out)
+    paths = newest_first(walk.found) if complete else walk.found
+    lines = [printable(path) for path in paths]
+    if walk.more:
         lines.append(
-            f"[showing {len(lines)} of {total} matches, newest first; "
-            "use a more specific pattern or path]"
+            f"[showing the first {len(paths)} matches by path; there are more: "
+            "narrow with path= or a more specific pattern]"
         )
-    return Outcome("\n".join(lines), truncated=truncated, meta={"matches": total})
+    elif walk.timed_out:
+        lines.append(
+            f"[glob timed out after {timeout:g} s: the {len(paths)} matches found so far, "
+            "by path; narrow with path= or a more specific pattern]"
+        )
+    meta: JsonDict = {"matches": len(paths), "complete": complete}
+    return Outcome("\n".join(lines), truncated=not complete, meta=meta)
 
 
-def walk_glob(
-    base: str, matcher: GlobMatcher, max_depth: int | None, limit: tuple[float, float]
-) -> tuple[list[tuple[int, str]], int]:
-    """Walk BASE (any depth, never through a link); keep the newest matches, count all.
+def newest_first(paths: list[str]) -> list[str]:
+    """PATHS by modification time, newest first, then by path (a link's own time)."""
 
-    The deadline is checked for every entry, so a slow pattern ends with the request.
-    """
-    newest: list[tuple[int, str]] = []
-    total = 0
-    stack = [("", base)]
-    while stack:
-        rel_dir, directory = stack.pop()
-        check_deadline(limit[0], "glob", limit[1])
-        depth = rel_dir.count("/") + 1 if rel_dir else 0
-        descend = max_depth is None or depth + 1 < max_depth
+    def key(path: str) -> tuple[int, str]:
         try:
-            with os.scandir(directory) as scan:
-                entries = list(scan)
+            return -os.lstat(path).st_mtime_ns, path
         except OSError:
-            continue
-        for entry in entries:
-            check_deadline(limit[0], "glob", limit[1])
+            return 0, path
+
+    return sorted(paths, key=key)
+
+
+class GlobWalk:
+    """A depth-first walk in path order that stops at the first GLOB_MAX_RESULTS + 1
+    matches, so its cost follows the matches shown, not the size of the tree.
+
+    Names are sorted in each directory, so a capped page is the same on every run.
+    """
+
+    def __init__(self, matcher: GlobMatcher, max_depth: int | None, deadline: float) -> None:
+        self.matcher = matcher
+        self.max_depth = max_depth
+        self.deadline = deadline
+        self.found: list[str] = []
+        self.more = False
+        """Whether more matches exist than were kept (the walk stopped at the cap)."""
+        self.timed_out = False
+
+    def run(self, base: str) -> None:
+        stack: list[tuple[str, Iterator[os.DirEntry[str]]]] = [("", sorted_entries(base))]
+        while stack:
+            rel_dir, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
+            if time.monotonic() > self.deadline:
+                self.timed_out = True
+                return
             relative = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             # A link to a directory is neither listed nor followed (as os.walk does); a
             # link loop or a dangling link is listed like a file.
@@ -95,21 +126,26 @@ def walk_glob(
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
-            is_link = entry.is_symlink()
             if is_dir:
-                if descend and not is_link and entry.name != ".git":
-                    stack.append((relative, entry.path))
+                depth = len(stack)
+                descend = self.max_depth is None or depth < self.max_depth
+                if descend and not entry.is_symlink() and entry.name != ".git":
+                    stack.append((relative, sorted_entries(entry.path)))
                 continue
-            if not matcher.matches(relative):
+            if not self.matcher.matches(relative):
                 continue
-            try:
-                mtime = entry.stat(follow_symlinks=False).st_mtime_ns
-            except OSError:
-                mtime = 0
-            total += 1
-            if len(newest) < GLOB_MAX_RESULTS:
-                heapq.heappush(newest, (mtime, entry.path))
-            else:
-                heapq.heappushpop(newest, (mtime, entry.path))
-    newest.sort(key=lambda item: (-item[0], item[1]))
-    return newest, total
+            if len(self.found) == GLOB_MAX_RESULTS:
+                self.more = True
+                return
+            self.found.append(entry.path)
+
+
+def sorted_entries(directory: str) -> Iterator[os.DirEntry[str]]:
+    """A directory's entries by name; an unreadable directory has none."""
+    try:
+        with os.scandir(directory) as scan:
+            entries = list(scan)
+    except OSError:
+        return iter(())
+    entries.sort(key=lambda entry: entry.name)
+    return iter(entries)

@@ -17,7 +17,7 @@ from ..arguments import (
 )
 from ..git_guard import SAFE_GIT_ENV
 from ..processes import BoundedCapture, run_process
-from ..protocol import JsonDict, Outcome, ToolError
+from ..protocol import MAX_OUTPUT_BYTES, JsonDict, Outcome, ToolError
 
 # mypy treats any name TYPE_CHECKING as true; a plain constant spares importing typing.
 TYPE_CHECKING = False
@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 # What is kept of ripgrep's output (lsp's searches too) before it is shaped.
 GREP_STDOUT_LIMIT = 16 * 1024 * 1024
 GREP_STDERR_LIMIT = 64 * 1024
+# Lines (files, in files_with_matches mode) after which ripgrep is stopped: more than an
+# answer can show (MAX_OUTPUT_BYTES), so a pattern matching everywhere costs no more.
+GREP_MAX_LINES = 5000
+GREP_NARROW = "narrow with path=, glob=, type= or a more specific pattern"
 GREP_MODES = ("files_with_matches", "content", "count")
 CONTEXT_FLAGS = (("-C", "--context"), ("-A", "--after-context"), ("-B", "--before-context"))
 
@@ -84,15 +88,17 @@ def op_grep(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
             limits=(GREP_STDOUT_LIMIT, GREP_STDERR_LIMIT),
             cwd="/",
             git_env=SAFE_GIT_ENV,
+            stop_after=(GREP_MAX_LINES, b"\n"),
         )
     except FileNotFoundError:
         raise ToolError("ripgrep (rg) is not installed in the sandbox") from None
     if result.timed_out:
-        raise ToolError(f"grep timed out after {timeout:g} s", timed_out=True)
+        raise ToolError(f"grep timed out after {timeout:g} s; {GREP_NARROW}", timed_out=True)
     stdout = result.stdout.data()
     errors = result.stderr.data().decode("utf-8", "replace").strip().splitlines()
-    code = result.returncode
-    meta: JsonDict = {"rg_exit": code}
+    # Stopped at GREP_MAX_LINES, rg was killed: it had found matches.
+    code = 0 if result.stdout.stopped else result.returncode
+    meta: JsonDict = {"rg_exit": code, "stopped": result.stdout.stopped}
     if not stdout:
         if code == 1 or (code == 0 and not errors):
             return Outcome("No matches found", exit_code=code, meta=meta)
@@ -107,11 +113,13 @@ def format_grep(
     mode: str, stdout: bytes, capture: BoundedCapture, head_limit: int
 ) -> tuple[str, bool]:
     """Shape rg's output per mode, apply head_limit and the overall output cap."""
+    stopped = capture.stopped
+    at_least = "at least " if stopped else ""
     if mode == "files_with_matches":
         paths = sorted_by_mtime([os.fsdecode(line) for line in stdout.splitlines()])
         total = len(paths) + capture.dropped_lines
         lines = [printable(path) for path in paths]
-        header = f"Found {plural(total, 'file')}"
+        header = f"Found {at_least}{plural(total, 'file')}"
         unit = "files"
     else:
         lines = stdout.decode("utf-8", "replace").splitlines()
@@ -122,19 +130,23 @@ def format_grep(
             lines.sort()
             counts = [int(line.rpartition(":")[2] or 0) for line in lines if line[-1:].isdigit()]
             header = (
-                f"Found {plural(sum(counts), 'matching line')} in {plural(len(counts), 'file')}"
+                f"Found {at_least}{plural(sum(counts), 'matching line')} in "
+                f"{at_least}{plural(len(counts), 'file')}"
             )
     cut = bool(head_limit) and total > head_limit
     if cut:
         lines = lines[:head_limit]
-        lines.append(f"[showing first {head_limit} of {total} {unit} (head_limit)]")
+        lines.append(f"[showing first {head_limit} of {at_least}{total} {unit} (head_limit)]")
     elif capture.dropped:
         lines.append(f"[rg output exceeded {GREP_STDOUT_LIMIT} bytes; {capture.dropped} dropped]")
-    body = "\n".join([header, *lines] if mode == "files_with_matches" else lines)
-    if mode == "count":
-        body += f"\n\n{header}"
-    text, capped = cap_output(body)
-    return text, cut or capped or bool(capture.dropped)
+    if mode == "files_with_matches":
+        lines.insert(0, header)
+    if stopped:
+        # First, where a cut of the output cannot hide it.
+        lines.insert(0, f"[the search stopped after {total} {unit}; more match: {GREP_NARROW}]")
+    footer = f"\n\n{header}" if mode == "count" else ""
+    text, capped = cap_output("\n".join(lines), limit=MAX_OUTPUT_BYTES - len(footer) - 64)
+    return text + footer, cut or capped or stopped or bool(capture.dropped)
 
 
 def sorted_by_mtime(paths: list[str]) -> list[str]:

@@ -18,6 +18,7 @@ from .lsp_index import (
     Symbol,
     candidate_files,
     ctags_symbols,
+    definition_scopes,
     format_symbol,
     language_of,
     lsp_file,
@@ -78,10 +79,11 @@ def lsp_workspace_symbols(
         return closeness, symbol.path, symbol.line
 
     symbols.sort(key=rank)
-    if not symbols:
-        return Outcome(f"No symbols matching {query!r} found in the workspace", meta={"symbols": 0})
-    lines = [format_symbol(server, symbol) for symbol in symbols[:LSP_MAX_SYMBOLS]]
     notes = symbol_notes(len(symbols), parsed, mentioning, name)
+    if not symbols:
+        message = f"No symbols matching {query!r} found in the workspace"
+        return Outcome("\n".join([message, *notes]), truncated=bool(notes), meta={"symbols": 0})
+    lines = [format_symbol(server, symbol) for symbol in symbols[:LSP_MAX_SYMBOLS]]
     text, truncated = cap_output("\n".join(lines + notes))
     meta: JsonDict = {"symbols": len(symbols), "files_parsed": parsed}
     return Outcome(text, truncated=truncated or bool(notes), meta=meta)
@@ -89,19 +91,19 @@ def lsp_workspace_symbols(
 
 def matching_symbols(
     server: ToolServer, name: str, qualifier: str, limit: tuple[float, float]
-) -> tuple[list[Symbol], int, int]:
+) -> tuple[list[Symbol], int, Mentions]:
     """Definitions whose name contains NAME in any case; also how many files were parsed and
     how many mention NAME. Files with NAME as a whole word come first, as ctags is the slow
     part and parses at most LSP_MAX_CANDIDATE_FILES."""
     wanted = name.lower()
-    files = candidate_files(server, name, LSP_SOURCE_EXTENSIONS, limit, "--word-regexp")
+    files, stopped = candidate_files(server, name, LSP_SOURCE_EXTENSIONS, limit, "--word-regexp")
     scanned = files[:LSP_MAX_CANDIDATE_FILES]
     symbols = ctags_symbols(server, scanned, limit)
     found = [symbol for symbol in symbols if wanted in symbol.name.lower()]
-    if len(found) < LSP_MAX_SYMBOLS and len(scanned) < LSP_MAX_CANDIDATE_FILES:
+    if len(found) < LSP_MAX_SYMBOLS and len(scanned) < LSP_MAX_CANDIDATE_FILES and not stopped:
         # Only now pay for the case-insensitive substring search, on files not yet parsed.
         seen = set(files)
-        more = candidate_files(server, name, LSP_SOURCE_EXTENSIONS, limit, "--ignore-case")
+        more, stopped = candidate_files(server, name, LSP_SOURCE_EXTENSIONS, limit, "--ignore-case")
         files += [path for path in more if path not in seen]
         extra = files[len(scanned) : LSP_MAX_CANDIDATE_FILES]
         symbols += ctags_symbols(server, extra, limit)
@@ -109,16 +111,28 @@ def matching_symbols(
     matching = [
         symbol for symbol in symbols if wanted in symbol.name.lower() and symbol.in_scope(qualifier)
     ]
-    return matching, len(scanned), len(files)
+    return matching, len(scanned), Mentions(len(files), stopped)
 
 
-def symbol_notes(found: int, parsed: int, mentioning: int, name: str) -> list[str]:
+class Mentions:
+    """How many files mention a name, and whether the search stopped there (more do)."""
+
+    __slots__ = ("files", "stopped")
+
+    def __init__(self, files: int, stopped: bool) -> None:
+        self.files = files
+        self.stopped = stopped
+
+
+def symbol_notes(found: int, parsed: int, mentioning: Mentions, name: str) -> list[str]:
+    """Why an answer may be partial: symbols left out, or files ctags did not parse."""
     notes = []
     if found > LSP_MAX_SYMBOLS:
         notes.append(f"[showing {LSP_MAX_SYMBOLS} of {found} symbols; use a more specific name]")
-    if mentioning > parsed:
+    if mentioning.stopped or mentioning.files > parsed:
+        of = f"more than {mentioning.files}" if mentioning.stopped else f"the {mentioning.files}"
         notes.append(
-            f"[parsed {parsed} of the {mentioning} files that mention {name!r}; "
+            f"[parsed {parsed} of {of} files that mention {name!r}; "
             "results may be incomplete: use Grep to search further]"
         )
     return notes
@@ -126,15 +140,7 @@ def symbol_notes(found: int, parsed: int, mentioning: int, name: str) -> list[st
 
 def lsp_definition(server: ToolServer, args: JsonDict, limit: tuple[float, float]) -> Outcome:
     name, qualifier, origin = lsp_target(server, args, "definition", limit)
-    extensions = language_of(origin)[1] if origin else LSP_SOURCE_EXTENSIONS
-    mentioning = candidate_files(server, name, extensions, limit, "--word-regexp")
-    files = list(dict.fromkeys([origin, *mentioning] if origin else mentioning))
-    scanned = files[:LSP_MAX_CANDIDATE_FILES]
-    symbols = [
-        symbol
-        for symbol in ctags_symbols(server, scanned, limit)
-        if symbol.name == name and symbol.in_scope(qualifier)
-    ]
+    symbols, scanned, mentions, scope = find_definitions(server, name, qualifier, origin, limit)
     symbols.sort(
         key=lambda symbol: (
             symbol.path != origin,
@@ -144,12 +150,18 @@ def lsp_definition(server: ToolServer, args: JsonDict, limit: tuple[float, float
         )
     )
     meta: JsonDict = {"symbol": name, "definitions": len(symbols), "files_parsed": len(scanned)}
+    notes = symbol_notes(len(symbols), len(scanned), mentions, name)
+    if scope != server.workspace:
+        notes.append(
+            f"[looked in {workspace_relative(server, scope)}/ only; to search the whole "
+            "repository, ask with symbol and no file_path]"
+        )
     if not symbols:
         message = (
             f"No definition found for {name!r} in {plural(len(scanned), 'file')} of the "
             "workspace (it may come from a library, or be a local variable or attribute)"
         )
-        return Outcome(message, meta=meta)
+        return Outcome("\n".join([message, *notes]), truncated=bool(notes), meta=meta)
     shown = symbols[:LSP_MAX_SYMBOLS]
     previews = source_previews(shown, limit)
     lines = [f"{plural(len(symbols), 'definition')} of {printable(name)!r}:"]
@@ -158,9 +170,44 @@ def lsp_definition(server: ToolServer, args: JsonDict, limit: tuple[float, float
         preview = previews.get((symbol.path, symbol.line))
         if preview:
             lines.append(f"    {preview}")
-    notes = symbol_notes(len(symbols), len(scanned), len(files), name)
     text, truncated = cap_output("\n".join(lines + notes))
     return Outcome(text, truncated=truncated or bool(notes), meta=meta)
+
+
+def find_definitions(
+    server: ToolServer, name: str, qualifier: str, origin: str | None, limit: tuple[float, float]
+) -> tuple[list[Symbol], list[str], Mentions, str]:
+    """Definitions of NAME, looked for in the directory of the file asked from, then in each
+    one above it, stopping at the first where one is (not only an import or a prototype):
+    a question about one file reads the part of the repository it is in, and ctags parses
+    only files that mention NAME. Also returns the files parsed, the mentions, and the
+    directory searched last."""
+    extensions = language_of(origin)[1] if origin else LSP_SOURCE_EXTENSIONS
+    parsed: dict[str, list[Symbol]] = {}
+    symbols: list[Symbol] = []
+    scanned: list[str] = []
+    mentions = Mentions(0, False)
+    scope = server.workspace
+    for scope in definition_scopes(server, origin):
+        found, stopped = candidate_files(
+            server, name, extensions, limit, "--word-regexp", root=scope
+        )
+        files = list(dict.fromkeys([origin, *found] if origin else found))
+        scanned = files[:LSP_MAX_CANDIDATE_FILES]
+        fresh = [path for path in scanned if path not in parsed]
+        parsed.update((path, []) for path in fresh)
+        for symbol in ctags_symbols(server, fresh, limit):
+            parsed.setdefault(symbol.path, []).append(symbol)
+        symbols = [
+            symbol
+            for path in scanned
+            for symbol in parsed.get(path, [])
+            if symbol.name == name and symbol.in_scope(qualifier)
+        ]
+        mentions = Mentions(len(files), stopped)
+        if any(not (s.imported or s.kind in DECLARATION_KINDS) for s in symbols):
+            break
+    return symbols, scanned, mentions, scope
 
 
 def lsp_references(server: ToolServer, args: JsonDict, limit: tuple[float, float]) -> Outcome:
@@ -169,9 +216,10 @@ def lsp_references(server: ToolServer, args: JsonDict, limit: tuple[float, float
     flags = ("--word-regexp", "--line-number", "--with-filename", "--no-heading", "--null")
     columns = ("--max-columns", "500", "--max-columns-preview")
     argv = lsp_rg_argv(server, name, extensions, *flags, *columns)
-    stdout, capture = rg_output(server, argv, limit)
+    stdout, capture = rg_output(server, argv, limit, b"\n")
     matches = parse_matches(stdout)
     total = len(matches) + capture.dropped_lines
+    at_least = "at least " if capture.stopped else ""
     where = f" ({language} files)" if language else ""
     meta: JsonDict = {"symbol": name, "references": total}
     if not total:
@@ -184,14 +232,18 @@ def lsp_references(server: ToolServer, args: JsonDict, limit: tuple[float, float
         if symbol.name == name
     }
     file_count = len({path for path, _, _ in matches})
-    lines = [f"{plural(total, 'reference')} to {name!r} in {plural(file_count, 'file')}{where}:"]
+    lines = [
+        f"{at_least}{plural(total, 'reference')} to {name!r} in "
+        f"{at_least}{plural(file_count, 'file')}{where}:"
+    ]
     for path, number, text in shown:
         mark = " (definition)" if (path, number) in definitions else ""
         location = f"{workspace_relative(server, path)}:{number}"
         lines.append(f"{location}: {printable(text.strip())}{mark}")
     if total > len(shown):
+        which = "" if capture.stopped else "the first "
         lines.append(
-            f"[showing the first {len(shown)} of {total} references, by path; "
+            f"[showing {which}{len(shown)} of {at_least}{total} references, by path; "
             "use Grep with a path or glob to see the rest]"
         )
     text, truncated = cap_output("\n".join(lines))

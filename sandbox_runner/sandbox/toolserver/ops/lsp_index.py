@@ -26,6 +26,9 @@ LSP_MAX_SYMBOLS = 100
 LSP_MAX_REFERENCES = 200
 LSP_SOURCE_PREVIEW_CHARS = 200
 LSP_CANDIDATE_MAX_FILESIZE = "4M"
+# ripgrep is stopped after this many files that mention a name (references: matching
+# lines), so a name found everywhere costs no more than one found a few thousand times.
+LSP_MAX_MENTIONS = 2000
 # Fixed-size argv; file lists longer than this are cut rather than hitting ARG_MAX.
 LSP_MAX_ARGV_BYTES = 1 << 20
 LSP_LANGUAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -180,13 +183,14 @@ def source_lines(
 
 
 def lsp_rg_argv(
-    server: ToolServer, name: str, extensions: tuple[str, ...], *flags: str
+    server: ToolServer, name: str, extensions: tuple[str, ...], *flags: str, root: str = ""
 ) -> list[str]:
-    """A fixed-string ripgrep search for NAME, limited to files with the given extensions."""
+    """A fixed-string ripgrep search for NAME under ROOT (the workspace when empty), limited
+    to files with the given extensions."""
     argv = ["rg", "--no-config", "--color", "never", "--hidden", "--fixed-strings", *flags]
     if extensions:
         argv += ["--type-add", f"lsp:*.{{{','.join(extensions)}}}", "--type", "lsp"]
-    return [*argv, "--glob", "!.git", "-e", name, "--", server.workspace]
+    return [*argv, "--glob", "!.git", "-e", name, "--", root or server.workspace]
 
 
 def candidate_files(
@@ -195,8 +199,10 @@ def candidate_files(
     extensions: tuple[str, ...],
     limit: tuple[float, float],
     *flags: str,
-) -> list[str]:
-    """Files that mention NAME, sorted: the only ones worth handing to ctags."""
+    root: str = "",
+) -> tuple[list[str], bool]:
+    """Files that mention NAME, sorted: the only ones worth handing to ctags; and whether
+    the search stopped at LSP_MAX_MENTIONS files (more mention it)."""
     argv = lsp_rg_argv(
         server,
         name,
@@ -206,15 +212,35 @@ def candidate_files(
         "--max-filesize",
         LSP_CANDIDATE_MAX_FILESIZE,
         *flags,
+        root=root,
     )
-    stdout, _ = rg_output(server, argv, limit)
-    return sorted(os.fsdecode(path) for path in stdout.split(b"\0") if path)
+    stdout, capture = rg_output(server, argv, limit, b"\0")
+    files = sorted(os.fsdecode(path) for path in stdout.split(b"\0") if path)
+    return files, capture.stopped
+
+
+def definition_scopes(server: ToolServer, origin: str | None) -> list[str]:
+    """Where a definition is looked for, nearest first: the directory of the file asked
+    from, then each one above it up to the workspace (only the workspace without one)."""
+    if origin is None or not is_within(origin, server.workspace):
+        return [server.workspace]
+    workspace = os.path.realpath(server.workspace)
+    scopes = []
+    directory = os.path.dirname(origin)
+    while directory != server.workspace and is_within(directory, server.workspace):
+        # ripgrep follows a symlink given as its root: never one that leaves the workspace.
+        if is_within(os.path.realpath(directory), workspace):
+            scopes.append(directory)
+        directory = os.path.dirname(directory)
+    return [*scopes, server.workspace]
 
 
 def rg_output(
-    server: ToolServer, argv: list[str], limit: tuple[float, float]
+    server: ToolServer, argv: list[str], limit: tuple[float, float], separator: bytes
 ) -> tuple[bytes, BoundedCapture]:
-    result = run_lsp_process(server, argv, limit, "ripgrep (rg)")
+    """rg's output, stopped after LSP_MAX_MENTIONS records ending with SEPARATOR."""
+    stop = (LSP_MAX_MENTIONS, separator)
+    result = run_lsp_process(server, argv, limit, "ripgrep (rg)", stop)
     stdout = result.stdout.data()
     if not stdout and result.returncode not in (0, 1):
         errors = result.stderr.data().decode("utf-8", "replace").strip().splitlines()
@@ -250,7 +276,11 @@ def ctags_symbols(server: ToolServer, paths: list[str], limit: tuple[float, floa
 
 
 def run_lsp_process(
-    server: ToolServer, argv: list[str], limit: tuple[float, float], program: str
+    server: ToolServer,
+    argv: list[str],
+    limit: tuple[float, float],
+    program: str,
+    stop_after: tuple[int, bytes] | None = None,
 ) -> ProcessResult:
     check_deadline(limit[0], "lsp", limit[1])
     try:
@@ -261,9 +291,14 @@ def run_lsp_process(
             limits=(GREP_STDOUT_LIMIT, GREP_STDERR_LIMIT),
             cwd="/",
             git_env=SAFE_GIT_ENV,
+            stop_after=stop_after,
         )
     except FileNotFoundError:
         raise ToolError(f"{program} is not installed in the sandbox") from None
     if result.timed_out:
-        raise ToolError(f"lsp timed out after {limit[1]:g} s", timed_out=True)
+        raise ToolError(
+            f"lsp timed out after {limit[1]:g} s; in a large repository, "
+            "use Grep with path= or glob= to look in one part of it",
+            timed_out=True,
+        )
     return result
