@@ -11,7 +11,13 @@ from sandbox_runner import __version__
 from sandbox_runner.paths import PLAN_MOUNT, WORKSPACE_MOUNT
 from sandbox_runner.sandbox.host_paths import sandbox_user
 from sandbox_runner.sandbox.seccomp import seccomp_profile
-from sandbox_runner.sandbox.spec import RESOLV_CONF_MOUNT, TOOLSERVER_MOUNT, Profile, SandboxSpec
+from sandbox_runner.sandbox.spec import (
+    GIT_SEED_MOUNT,
+    RESOLV_CONF_MOUNT,
+    TOOLSERVER_MOUNT,
+    Profile,
+    SandboxSpec,
+)
 
 TOOLSERVER_SOURCE = Path(__file__).with_name("toolserver")
 # Mounted over Docker's copy of the host's resolver configuration: nothing to resolve with.
@@ -49,6 +55,8 @@ def toolserver_command(spec: SandboxSpec) -> list[str]:
         command += ["--writable", WORKSPACE_MOUNT]
     if spec.scratch:
         command += ["--scratch-layer"]
+    if spec.git_seed is not None:
+        command += ["--git-seed", GIT_SEED_MOUNT]
     return command
 
 
@@ -98,6 +106,8 @@ def container_options(
             for mount in mounts
         ]
     mounts.append(_bind(TOOLSERVER_SOURCE, TOOLSERVER_MOUNT, read_only=True))
+    if spec.git_seed is not None:
+        mounts.append(_bind(spec.git_seed, GIT_SEED_MOUNT, read_only=True))
     if not spec.network:
         mounts.append(_bind(EMPTY_RESOLV_CONF, RESOLV_CONF_MOUNT, read_only=True))
     # A work session builds and runs tests, which may execute what they put in /tmp.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from sandbox_runner import Sandbox
 from sandbox_runner.config import LoadedSettings
 from sandbox_runner.errors import ConfigError
+from sandbox_runner.sandbox.guard_seed import GuardSeed
 from sandbox_runner.sandbox.image_choice import ImageChoice, sandbox_image
 from sandbox_runner.sandbox.mcp_container import McpContainer, McpContainerSpec
 from sandbox_runner.sandbox.spec import SandboxSpec
@@ -63,6 +64,9 @@ class DockerSandboxes:
         """Whether plan sandboxes have a scratch layer (plan_commands: scratch)."""
         self._lock = threading.Lock()
         self._docker: tuple[DockerProvider, str, str] | None = None
+        self.git_seed = GuardSeed(workspace)
+        """The git guard's first look, made once for the plan and probe sandboxes (begun
+        by check: a run's or a batch's; a session's sandboxes walk for themselves)."""
 
     def check(self) -> str:
         """Connect to Docker and find the image (deriving it from the user's the first
@@ -74,13 +78,17 @@ class DockerSandboxes:
             ImageError: the derived image could not be built.
             ConfigError: a scratch run this engine or repository path cannot have.
         """
-        return self._connected()[1]
+        image = self._connected()[1]
+        if not self.scratch:  # a scratch layer shows other stamps: a seed would not match
+            self.git_seed.start()
+        return image
 
     def probe(self, *, session: str) -> Sandbox:
         """A throwaway sandbox without a plan directory (`git status` before and after)."""
         provider, image, python = self._connected()
         spec = SandboxSpec.probe(self.workspace, image, self.extra_dirs, self.limits,
-                                 session=session, python=python)  # fmt: skip
+                                 session=session, python=python,
+                                 git_seed=self.git_seed.path())  # fmt: skip
         return provider.create(spec)
 
     def plan(self, plan_dir: Path, *, session: str, agent: str) -> Sandbox:
@@ -89,6 +97,7 @@ class DockerSandboxes:
         spec = SandboxSpec.plan(
             self.workspace, plan_dir, image, self.extra_dirs, self.limits,
             session=session, agent=agent, python=python, scratch=self.scratch,
+            git_seed=self.git_seed.path(),
         )  # fmt: skip
         return provider.create(spec)
 

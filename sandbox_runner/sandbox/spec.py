@@ -16,6 +16,8 @@ from sandbox_runner.sandbox.host_paths import resolve_workspace as resolve_works
 
 # The tool server is a package directory, started as one: `python3 -I -S TOOLSERVER_MOUNT`.
 TOOLSERVER_MOUNT = "/opt/planrun/toolserver"
+# The host's walk of the workspace for the git guard (sandbox/guard_seed.py), read-only.
+GIT_SEED_MOUNT = "/opt/planrun/git-seed.json"
 RESOLV_CONF_MOUNT = "/etc/resolv.conf"
 DEFAULT_PYTHON = "python3"
 
@@ -46,7 +48,9 @@ class Mount:
 
 
 # Places in the container the sandbox itself uses: a mount may not land on them.
-RESERVED_TARGETS = frozenset({PLAN_MOUNT, "/tmp", TOOLSERVER_MOUNT, RESOLV_CONF_MOUNT})
+RESERVED_TARGETS = frozenset(
+    {PLAN_MOUNT, "/tmp", TOOLSERVER_MOUNT, RESOLV_CONF_MOUNT, GIT_SEED_MOUNT}
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,9 @@ class SandboxSpec:
     """A scratch run (plan sandboxes only): /workspace is the repository under a
     copy-on-write layer that commands may write, capped by the kernel and thrown away
     with the sandbox (sandbox/scratch.py); the repository itself is never written."""
+    git_seed: Path | None = None
+    """The host's walk of the workspace (sandbox/guard_seed.py), mounted read-only: the
+    git guard checks it instead of walking everything itself."""
 
     def __post_init__(self) -> None:
         targets = [mount.target for mount in self.mounts]
@@ -115,6 +122,7 @@ class SandboxSpec:
         agent: str = "sandbox",
         python: str = DEFAULT_PYTHON,
         scratch: bool = False,
+        git_seed: Path | None = None,
     ) -> SandboxSpec:
         """A Plan subagent's sandbox: reads everything, writes only /plan (copied to
         plan_dir on the host); with scratch, commands also write a throw-away layer over
@@ -122,7 +130,7 @@ class SandboxSpec:
         mounts = _mounts(workspace, extra_dirs, writable_workspace=False)
         return cls(
             mounts, image, Profile.PLAN, plan_dir, limits or Limits(),
-            session=session, agent=agent, python=python, scratch=scratch,
+            session=session, agent=agent, python=python, scratch=scratch, git_seed=git_seed,
         )  # fmt: skip
 
     @classmethod
@@ -167,12 +175,13 @@ class SandboxSpec:
         session: str = "adhoc",
         agent: str = "git-status",
         python: str = DEFAULT_PYTHON,
+        git_seed: Path | None = None,
     ) -> SandboxSpec:
         """A probe sandbox (the git-status checks): reads only, nothing reaches the host."""
         mounts = _mounts(workspace, extra_dirs, writable_workspace=False)
         return cls(
             mounts, image, Profile.PROBE, None, limits or Limits(),
-            session=session, agent=agent, python=python,
+            session=session, agent=agent, python=python, git_seed=git_seed,
         )  # fmt: skip
 
     @property

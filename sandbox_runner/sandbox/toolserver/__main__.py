@@ -1,8 +1,8 @@
 """Start the tool server: parse the command line, become the container's init, serve.
 
 Run as a directory: ``python3 -I -S /opt/planrun/toolserver --workspace /workspace
---plan-dir /plan [--writable DIR]... [--extra-dir DIR]...`` (``python3 -I -m`` would not
-find a package mounted outside ``sys.path``).
+--plan-dir /plan [--writable DIR]... [--extra-dir DIR]... [--git-seed FILE]``
+(``python3 -I -m`` would not find a package mounted outside ``sys.path``).
 """
 
 from __future__ import annotations
@@ -49,6 +49,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--scratch-layer", action="store_true", help="the workspace is a throw-away layer"
     )
+    parser.add_argument(
+        "--git-seed", help="the host's walk of the workspace, for the git guard to check"
+    )
     return parser.parse_args(argv)
 
 
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         options.writable,
     )
     server.scratch_layer = options.scratch_layer
+    server.git.seed = options.git_seed
     if os.getpid() == 1:
         # As the container's init: no signal handlers, so that no process inside can stop
         # the server (the kernel drops signals to PID 1 that it does not handle), and

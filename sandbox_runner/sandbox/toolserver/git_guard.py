@@ -9,6 +9,7 @@ import time
 
 from .git_look import GitLook
 from .git_scan import GitRefusal
+from .git_seed import SeedError, load_seed
 
 # mypy treats any name TYPE_CHECKING as true; a plain constant spares importing typing.
 TYPE_CHECKING = False
@@ -84,8 +85,12 @@ class GitGuard:
     could write at any moment, a command looks at the tree itself first.
     """
 
-    def __init__(self, roots: list[str]) -> None:
+    def __init__(self, roots: list[str], seed: str | None = None) -> None:
         self.roots = roots
+        self.seed = seed
+        """A seed file (git_seed) the first look starts from, checking it, if any."""
+        self.first_look: tuple[float, int] | None = None
+        """The first look's seconds, and how many directories it took from the seed."""
         self._lock = threading.Lock()  # the look and the environment
         self._writers_lock = threading.Lock()
         self._writers = 0
@@ -174,8 +179,10 @@ class GitGuard:
         self._looked = wanted
         started = time.monotonic()
         try:
+            seeded = 0
             if self._look is None:
                 self._look = GitLook(self.roots)
+                seeded = self._load_seed(self._look)
             if self._look.tree_tier():
                 self._env = None
         except (OSError, ValueError, RecursionError) as error:
@@ -184,9 +191,20 @@ class GitGuard:
             return
         self._inline = len(self._look.tree.directories) <= GIT_TREE_INLINE_DIRECTORIES
         took = time.monotonic() - started
+        self.first_look = self.first_look or (took, seeded)
         self._idle = (
             None if self._inline else max(GIT_TREE_IDLE_SECONDS, took / GIT_TREE_IDLE_SHARE)
         )
+
+    def _load_seed(self, look: GitLook) -> int:
+        """Start LOOK from the seed, once; a seed that cannot be read is dropped."""
+        seed, self.seed = self.seed, None
+        if seed is None:
+            return 0
+        try:
+            return load_seed(look.tree, seed)
+        except (SeedError, OSError):
+            return 0
 
     def _combine(self) -> dict[str, str]:
         if self._look is None:

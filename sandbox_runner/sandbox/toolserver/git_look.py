@@ -59,11 +59,15 @@ class GitLook:
         self.gitmodules: dict[str, GitModules] = {}
         self.stamps: dict[str, Stamp | None] = {}
         """What the last combine looked at: the files that path settings name."""
+        self.synced = False
+        """Whether the repositories and `.gitmodules` follow the tree: not before the
+        first look, even when a seed (git_seed) left the tree nothing to change."""
 
     def tree_tier(self) -> bool:
         """Look at the trees again; whether what git may read changed."""
         moved = False
-        if self.tree.refresh():
+        if self.tree.refresh() or not self.synced:
+            self.synced = True
             moved = True
             dot_gits = dict.fromkeys(self.tree.dot_gits())
             for gone in self.repositories.keys() - dot_gits.keys():

@@ -19,6 +19,10 @@ def op_ping(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     meta: JsonDict = {"workspace": server.workspace, "plan_dir": server.plan_dir}
     if server.warmed_up.is_set():
         meta["dumpable"] = server.dumpable
+    first_look = server.git.first_look
+    if first_look is not None:  # how long the git guard's first look took, and its seed
+        meta["git_first_look_ms"] = round(first_look[0] * 1000, 1)
+        meta["git_seeded_directories"] = first_look[1]
     return Outcome("pong", meta=meta)
 
 
