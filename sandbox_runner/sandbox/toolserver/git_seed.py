@@ -15,6 +15,7 @@ sandbox sees it, so a directory on another device (a mount over part of it) is l
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 
@@ -76,6 +77,19 @@ def load_seed(tree: WorkspaceTree, path: str) -> int:
         raise SeedError(f"cannot read the seed: {error}") from None
     if len(data) > SEED_MAX_BYTES:
         raise SeedError("the seed is too large")
+    # Tens of thousands of lists and records, all kept: the collector's passes over them
+    # would add half the load's time, and they hold no cycle.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return take_seed(tree, data)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def take_seed(tree: WorkspaceTree, data: bytes) -> int:
+    """load_seed's work on the seed's bytes."""
     try:
         seed = json.loads(data)
     except (ValueError, RecursionError) as error:
