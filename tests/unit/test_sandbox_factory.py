@@ -4,6 +4,7 @@ Docker asked nothing before the first one (a fake Docker client at the outermost
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,23 @@ def test_only_the_work_sandbox_gets_the_network_the_user_granted(
     assert spec_of(work.make()).network
     assert not spec_of(session.plan(tmp_path / "staging")).network
     assert not spec_of(session.read_only()).network
+
+
+def test_a_run_s_sandboxes_share_one_walk_of_the_workspace(
+    workspace: Path, planrun_home: Path, tmp_path: Path
+) -> None:
+    (workspace / "src" / "pkg").mkdir(parents=True)
+    time.sleep(0.15)  # a directory changed within GIT_RACY_NS is left out of the seed
+    services = Services(docker=lambda: FakeDocker("my/sandbox:1", DERIVED))
+    loaded = load_settings(workspace)
+    run = services.sandbox_factory(workspace, loaded)("run-1")
+    seeds = {spec_of(run(plan_dir)).git_seed for plan_dir in (None, tmp_path / "a", tmp_path / "b")}
+    assert len(seeds) == 1
+    seed = seeds.pop()
+    assert seed is not None and seed.parent == planrun_home / "cache" / "git-seed"
+    assert b'"src/pkg"' in seed.read_bytes()
+    # A session's sandboxes, never checked as a run's are, walk for themselves.
+    session = DockerSessionSandboxes(
+        services.sandboxes(workspace, loaded), "s-1", tmp_path / "t", disk_cap_mb=1024
+    )
+    assert spec_of(session.plan(tmp_path / "staging")).git_seed is None
