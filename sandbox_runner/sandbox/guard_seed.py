@@ -24,6 +24,10 @@ from sandbox_runner.sandbox.toolserver.git_tree import WorkspaceTree
 
 log = logging.getLogger(__name__)
 
+SEED_WAIT_SECONDS = 120.0
+"""How long a sandbox waits for the host's walk (a million files take seconds); past it,
+the sandbox walks for itself."""
+
 
 class HostTree(WorkspaceTree):
     """The workspace's tree as the guard walks it, without the worktrees elsewhere that
@@ -80,13 +84,12 @@ class GuardSeed:
             self._thread.start()
 
     def path(self) -> Path | None:
-        """The seed file, waiting for the walk under way; None if none was started or it
-        failed (the sandbox then walks the workspace itself)."""
+        """The seed file, waiting for the walk under way; None if none was started, it
+        failed or it takes too long (the sandbox then walks the workspace itself)."""
         with self._lock:
             started = self._thread is not None
-        if not started:
+        if not started or not self._done.wait(SEED_WAIT_SECONDS):
             return None
-        self._done.wait()
         return self._path
 
     def _make(self) -> None:

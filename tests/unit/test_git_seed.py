@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from sandbox_runner.sandbox import guard_seed
 from sandbox_runner.sandbox.guard_seed import GuardSeed, write_seed
 from sandbox_runner.sandbox.toolserver.git_guard import GitGuard
 from sandbox_runner.sandbox.toolserver.git_seed import SeedError, load_seed
@@ -215,3 +217,20 @@ def test_the_seed_is_made_once_in_the_background(workspace: Path, tmp_path: Path
     assert made.stat().st_mode & 0o777 == 0o644
     assert seed.path() == made
     assert [path.name for path in (tmp_path / "seeds").iterdir()] == [made.name]
+
+
+def test_a_walk_that_takes_too_long_leaves_the_sandbox_walking_itself(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+
+    def stuck(workspace: Path, directory: Path) -> Path | None:
+        release.wait(10)
+        return None
+
+    monkeypatch.setattr(guard_seed, "write_seed", stuck)
+    monkeypatch.setattr(guard_seed, "SEED_WAIT_SECONDS", 0.05)
+    seed = GuardSeed(workspace, tmp_path / "seeds")
+    seed.start()
+    assert seed.path() is None
+    release.set()
