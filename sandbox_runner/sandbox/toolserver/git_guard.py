@@ -36,6 +36,12 @@ GIT_SAFE_CONFIG = (
     # `git log --help` would run the repository's man.<viewer>.cmd or browser.<name>.cmd.
     ("help.format", "info"),
     ("core.pager", "cat"),
+    # A command has no terminal to edit in: `git commit --amend`, `git tag -a` and
+    # `git rebase -i` take the text as it is (GIT_EDITOR, the command's own, still wins).
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
+    # ssh signing runs it for a key before any signing program.
+    ("gpg.ssh.defaultKeyCommand", "false"),
     # Looking into a submodule's files means a git process there, under that repository's
     # config: by default, git compares submodules by their commit only. Options and
     # submodule.<name>.ignore can still ask for more, so the scan (git_scan) covers every nested
@@ -213,6 +219,15 @@ def refused_env(reason: str) -> dict[str, str]:
 
 
 DRIVER_SECTIONS = frozenset({b"filter", b"diff", b"merge"})
+# Other sections whose <name>.<setting> names a program (difftool and mergetool, web and
+# man viewers, trailer commands), and what takes its place.
+PROGRAM_SECTIONS = {
+    b"difftool": (("cmd", "false"), ("path", "false")),
+    b"mergetool": (("cmd", "false"), ("path", "false")),
+    b"browser": (("cmd", "false"), ("path", "false")),
+    b"man": (("cmd", "false"), ("path", "false")),
+    b"trailer": (("command", "false"), ("cmd", "false")),
+}
 
 
 def driver_overrides(
@@ -224,6 +239,19 @@ def driver_overrides(
     for section, name, key in variables:
         if (section, name, key) == (b"diff", None, b"external"):
             entries["diff.external"] = GIT_PLAIN_DIFF
+        if section == b"alias":
+            # An alias runs a shell (`!`) or a git command that runs a tool: an empty one
+            # stops git with "empty alias". Git finds one by its whole name, any case.
+            alias = key if name is None else name + b"." + key
+            if usable_name(alias):
+                entries[f"alias.{os.fsdecode(alias)}"] = ""
+            continue
+        if section in PROGRAM_SECTIONS and usable_name(name):
+            prefix = f"{section.decode()}.{os.fsdecode(name or b'')}."
+            entries.update(
+                (prefix + setting, value) for setting, value in PROGRAM_SECTIONS[section]
+            )
+            continue
         if section not in DRIVER_SECTIONS or not usable_name(name):
             continue
         prefix = f"{section.decode()}.{os.fsdecode(name or b'')}."
