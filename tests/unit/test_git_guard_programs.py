@@ -14,7 +14,7 @@ import pytest
 
 from sandbox_runner.sandbox.toolserver.git_guard import GitGuard
 from sandbox_runner.sandbox.toolserver.processes import command_env
-from tests.unit.test_git_guard import host_git
+from tests.unit.test_git_guard import guarded, host_git, plant
 
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
 IDENTITY |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
@@ -87,3 +87,15 @@ def test_no_program_the_config_names_runs(tmp_path: Path, case: str) -> None:
         timeout=60,
     )
     assert not marker.exists(), f"{case}: the repository's program ran"
+
+
+def test_a_repository_in_an_extra_directory_is_guarded(tmp_path: Path) -> None:
+    """Extra directories (read-only mounts beside the workspace) are places git runs too."""
+    workspace, markers = tmp_path / "ws", tmp_path / "markers"
+    workspace.mkdir()
+    markers.mkdir()
+    extra = tmp_path / "extra"
+    plant(extra / "lib", markers)
+    guard = GitGuard([str(workspace), str(extra)])
+    assert guarded(guard, extra / "lib", "status").returncode == 0
+    assert list(markers.iterdir()) == []

@@ -52,9 +52,10 @@ class Link:
 
 
 class WorkspaceTree:
-    """The trees git may run in: the workspace (the first root), and worktrees elsewhere
-    that a link in it leads to. Walked without following links, with os.scandir's entry
-    types only: a stat per directory, none per file."""
+    """The trees git may run in: the roots (the workspace and the extra directories, where a
+    command can `cd` as well), and worktrees elsewhere that a link in them leads to.
+    Walked without following links, with os.scandir's entry types only: a stat per
+    directory, none per file."""
 
     def __init__(self, roots: list[str]) -> None:
         self.roots = roots
@@ -73,7 +74,7 @@ class WorkspaceTree:
         changed = False
         seen: set[str] = set()
         seen_links: set[str] = set()
-        tops, self.tops = [self.roots[0]], []
+        tops, self.tops = list(reversed(self.roots)), []
         while tops:
             top = tops.pop()
             if top in self.tops:
@@ -184,7 +185,7 @@ class WorkspaceTree:
         if kind is not None:
             record.refusal = f"{printable(path)}, which git could open, is a {kind}"
         real = os.path.realpath(path)
-        if not stat.S_ISDIR(info.st_mode) or is_within(real, self.roots[0]):
+        if not stat.S_ISDIR(info.st_mode) or any(is_within(real, root) for root in self.roots):
             return True, None  # the walk reads that directory where it is
         if os.path.lexists(os.path.join(real, ".git")):
             try:
