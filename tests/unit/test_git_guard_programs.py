@@ -99,3 +99,23 @@ def test_a_repository_in_an_extra_directory_is_guarded(tmp_path: Path) -> None:
     guard = GitGuard([str(workspace), str(extra)])
     assert guarded(guard, extra / "lib", "status").returncode == 0
     assert list(markers.iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["--git-dir", "GIT_DIR"])
+def test_a_git_directory_under_another_name_is_guarded(tmp_path: Path, how: str) -> None:
+    """A work session's command may name any directory as the git directory (the Bash
+    policy refuses that in plan mode): one not called `.git` is checked as well."""
+    workspace, markers = tmp_path / "ws", tmp_path / "markers"
+    markers.mkdir()
+    plant(workspace / "src", markers)
+    (workspace / "src" / ".git").rename(workspace / "store")
+    guard = GitGuard([str(workspace)])
+    env = {**command_env("test", guard.env()), "GIT_CONFIG_NOSYSTEM": "1"}
+    if how == "GIT_DIR":
+        env |= {"GIT_DIR": str(workspace / "store"), "GIT_WORK_TREE": str(workspace / "src")}
+        args = ["git", "status"]
+    else:
+        args = ["git", "--git-dir=../store", "--work-tree=.", "status"]
+    done = subprocess.run(args, cwd=workspace / "src", env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert list(markers.iterdir()) == []

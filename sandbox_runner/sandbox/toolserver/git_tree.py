@@ -25,7 +25,16 @@ from .git_scan import (
 class Directory:
     """One directory of a tree walked, as it was when last listed."""
 
-    __slots__ = ("dot_git", "entries", "gitmodules", "links", "refusal", "stamp", "subdirectories")
+    __slots__ = (
+        "dot_git",
+        "entries",
+        "git_dir",
+        "gitmodules",
+        "links",
+        "refusal",
+        "stamp",
+        "subdirectories",
+    )
 
     def __init__(self, stamp: Stamp) -> None:
         self.stamp = stamp
@@ -35,6 +44,9 @@ class Directory:
         self.subdirectories: list[str] = []
         self.links: list[str] = []
         self.dot_git: str | None = None
+        self.git_dir: str | None = None
+        """Itself, when it holds what makes a git directory (HEAD, and refs or commondir):
+        `--git-dir` or GIT_DIR can name it, whatever its name."""
         self.gitmodules: str | None = None
         self.refusal: str | None = None
 
@@ -136,8 +148,13 @@ class WorkspaceTree:
         if self.entries > GIT_SCAN_MAX_ENTRIES:
             self.overflowed = True
             return record
+        head = refs = False
         for entry in entries:  # regular files, the most, are passed after one check
             name = entry.name
+            if name == "HEAD":
+                head = True
+            elif name in ("refs", "commondir"):
+                refs = True
             if name == ".git":
                 record.dot_git = entry.path
             elif entry.is_file(follow_symlinks=False):
@@ -149,6 +166,7 @@ class WorkspaceTree:
                 record.links.append(entry.path)
             elif name in GIT_WORKTREE_FILES:
                 record.refusal = record.refusal or self.special_file(entry)
+        record.git_dir = directory if head and refs else None
         return record
 
     def special_file(self, entry: os.DirEntry[str]) -> str | None:
@@ -205,8 +223,10 @@ class WorkspaceTree:
         return next((reason for reason in reasons if reason is not None), None)
 
     def dot_gits(self) -> list[str]:
-        """Every `.git` entry in the trees."""
-        return [record.dot_git for record in self.directories.values() if record.dot_git]
+        """Every `.git` entry in the trees, and every directory that git could take for a
+        git directory under another name."""
+        found = [record.dot_git for record in self.directories.values() if record.dot_git]
+        return found + [record.git_dir for record in self.directories.values() if record.git_dir]
 
     def gitmodules(self) -> list[str]:
         """Every `.gitmodules` file in the trees."""
