@@ -119,3 +119,29 @@ def test_a_git_directory_under_another_name_is_guarded(tmp_path: Path, how: str)
     done = subprocess.run(args, cwd=workspace / "src", env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert list(markers.iterdir()) == []
+
+
+def test_no_submodule_update_command_runs(tmp_path: Path) -> None:
+    """`submodule.<name>.update = !command` in the config: `git submodule update` runs it
+    in a submodule whose commit differs from the recorded one."""
+    source, workspace, marker = tmp_path / "source", tmp_path / "ws", tmp_path / "marker"
+    for directory in (source, workspace):
+        directory.mkdir()
+        host_git(directory, "init", "-q")
+    for content in ("1\n", "2\n"):
+        (source / "a").write_text(content)
+        host_git(source, "add", ".")
+        host_git(source, "commit", "-qm", content)
+    host_git(workspace, "-c", "protocol.file.allow=always", "submodule", "add", str(source), "sub")
+    host_git(workspace, "commit", "-qm", "sub")
+    host_git(workspace / "sub", "checkout", "-q", "HEAD~1")
+    with (workspace / ".git" / "config").open("a") as file:
+        file.write(f'[submodule "sub"]\n\tupdate = "!touch {marker}"\n')
+    guard = GitGuard([str(workspace)])
+    env = {**command_env("test", guard.env()), "GIT_CONFIG_NOSYSTEM": "1"}
+    done = subprocess.run(
+        ["git", "submodule", "update"], cwd=workspace, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    assert (workspace / "sub" / "a").read_text() == "2\n"  # checked out instead
