@@ -414,38 +414,3 @@ def test_a_repository_a_command_plants_is_guarded_in_the_next_command(
         assert [path.name for path in markers.iterdir()] == ["planted"]
     finally:
         assert server.close() == 0
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the guard walks the workspace and extra directories only: a repository that "
-    "one command lays out in the writable /tmp (HOME) runs its drivers in the next",
-)
-def test_a_repository_a_command_lays_out_in_tmp_is_guarded(
-    start_server: Callable[..., ServerProcess],
-    workspace: Path,
-    plan_dir: Path,
-    tmp_path: Path,
-    markers: Path,
-) -> None:
-    """Any sandbox's commands can write /tmp: one copies a hostile repository there (a
-    fixture unpacked for a test, say), the next runs git in it."""
-    git(workspace, "init", "-q")
-    prepared = tmp_path / "prepared"
-    prepared.mkdir()
-    git(prepared, "init", "-q")
-    (prepared / ".gitattributes").write_text("*.txt filter=planted\n")
-    (prepared / "a.txt").write_text("one\n")
-    git(prepared, "add", ".")
-    git(prepared, "commit", "-qm", "one")
-    program = marking(markers, "planted")
-    with (prepared / ".git" / "config").open("a") as config:
-        config.write(f'[filter "planted"]\n\tclean = {program}\n\tprocess = {program}\n')
-    server = start_server(workspace, plan_dir, visible=[tmp_path], writable=[markers])
-    try:
-        copied = bash(server, f"cp -a {prepared} /tmp/x && touch -d 2001-01-01 /tmp/x/a.txt")
-        assert copied[0] == 0, copied
-        bash(server, "cd /tmp/x && git status")
-        assert list(markers.iterdir()) == []
-    finally:
-        assert server.close() == 0
