@@ -20,11 +20,6 @@ def markers(tmp_path: Path) -> Path:
     return directory
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the guard walks the workspace and extra directories only: a repository that "
-    "one command lays out in the writable /tmp (HOME) runs its drivers in the next",
-)
 def test_a_repository_a_command_lays_out_in_tmp_is_guarded(
     start_server: Callable[..., ServerProcess],
     workspace: Path,
