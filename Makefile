@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install engine image browser test test-unit test-docker test-live bench lint demo clean
+.PHONY: all install engine image browser host-tools test test-unit test-docker test-live bench lint demo clean
 
 all: test
 
@@ -28,10 +28,14 @@ image: engine
 browser: install
 	$(BIN)/python -m tests.support.browser
 
-test: image browser
+## ripgrep and universal-ctags on the host, for the tool server's in-process tests (root on Debian: apt-get).
+host-tools: install
+	$(BIN)/python -m tests.support.host_tools
+
+test: image browser host-tools
 	$(BIN)/python -m pytest
 
-test-unit: install
+test-unit: host-tools
 	$(BIN)/python -m pytest -m "not docker and not e2e"
 
 test-docker: image browser

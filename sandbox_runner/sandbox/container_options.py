@@ -41,9 +41,10 @@ def labels(spec: SandboxSpec) -> dict[str, str]:
     }
 
 
-def toolserver_command(spec: SandboxSpec) -> list[str]:
+def toolserver_command(spec: SandboxSpec, guarded: tuple[str, ...] = ("/tmp",)) -> list[str]:
     """The container's main process: the tool server, under the image's python3 (or
-    planrun's runtime, in an image derived from the user's)."""
+    planrun's runtime, in an image derived from the user's). GUARDED are the writable
+    tmpfs mounts besides /plan, which the git guard walks too."""
     command = [spec.python, "-I", "-S", TOOLSERVER_MOUNT, "--workspace", WORKSPACE_MOUNT]
     command += ["--plan-dir", PLAN_MOUNT]
     megabytes, entries = plan_capacity(spec)
@@ -57,6 +58,8 @@ def toolserver_command(spec: SandboxSpec) -> list[str]:
         command += ["--scratch-layer"]
     if spec.git_seed is not None:
         command += ["--git-seed", GIT_SEED_MOUNT]
+    for place in guarded:
+        command += ["--guard-dir", place]
     return command
 
 
@@ -123,7 +126,7 @@ def container_options(
             tmpfs[volume] = f"rw,noexec,nosuid,nodev,size={limits.tmp_mb}m,mode=1777"
     return {
         "image": spec.image,
-        "command": toolserver_command(spec),
+        "command": toolserver_command(spec, tuple(name for name in tmpfs if name != PLAN_MOUNT)),
         "user": f"{uid}:{gid}",
         "working_dir": WORKSPACE_MOUNT,
         "environment": {},

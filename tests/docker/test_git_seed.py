@@ -67,7 +67,7 @@ def test_a_tampered_seed_is_harmless(
         seed.write_text("[1, 2")
     else:
         data["directories"] = [
-            [relative, [*numbers[:4], 1], entries, [], [], False, False]
+            [relative, [*numbers[:4], 1], entries, [], [], False, False, False]
             for relative, numbers, entries, *_ in data["directories"]
         ]
         seed.write_text(json.dumps(data))

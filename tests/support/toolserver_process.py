@@ -68,6 +68,7 @@ class ServerProcess:
             argv += _mount(directory, read_only=False)
         argv += [image, "python3", "-I", "-S", TOOLSERVER_MOUNT]
         argv += ["--workspace", str(workspace), "--plan-dir", str(plan_dir)]
+        argv += ["--guard-dir", "/tmp"]  # as container_options gives it
         argv += ["--max-plan-bytes", str(plan_kib * 1024), "--max-plan-entries", str(plan_entries)]
         argv += extra
         self.proc = subprocess.Popen(

@@ -18,8 +18,9 @@ import pytest
 from sandbox_runner.sandbox import guard_seed
 from sandbox_runner.sandbox.guard_seed import GuardSeed, write_seed
 from sandbox_runner.sandbox.toolserver.git_guard import GitGuard
+from sandbox_runner.sandbox.toolserver.git_scan import Stamp
 from sandbox_runner.sandbox.toolserver.git_seed import SeedError, load_seed
-from sandbox_runner.sandbox.toolserver.git_tree import WorkspaceTree
+from sandbox_runner.sandbox.toolserver.git_tree import Directory, WorkspaceTree
 from tests.unit.test_git_guard import arm, guarded, host_git, plant
 
 # A directory changed within GIT_RACY_NS of a look is never taken as it was: the tests
@@ -127,7 +128,7 @@ def test_a_seed_forged_to_show_no_repository_hides_none(
     if forgery == "stamps":
         for relative, numbers, entries, *_ in rows(seed):
             assert isinstance(numbers, list)
-            forged.append([relative, [*numbers[:4], 1], entries, [], [], False, False])
+            forged.append([relative, [*numbers[:4], 1], entries, [], [], False, False, False])
     rewrite(seed, forged)
     guard = GitGuard([str(workspace)], str(seed))
     assert guarded(guard, workspace / "pkg" / "mod7" / "sub", "status").returncode == 0
@@ -138,15 +139,17 @@ def test_a_seed_forged_to_show_no_repository_hides_none(
 @pytest.mark.parametrize(
     "row",
     [
-        ["../outside", [1, 2, 3, 4, 5], 0, [], [], False, False],
-        ["pkg", [1, 2, 3, 4, 5], 0, ["/etc"], [], False, False],
-        ["pkg", [1, 2, 3, 4, 5], 0, [".."], [], False, False],
-        ["pkg", [1, 2, 3, 4, 5], 0, ["a\0b"], [], False, False],
-        ["pkg", [1, 2, 3, 4, -5], 0, [], [], False, False],
-        ["pkg", [1, 2, 3, 4, True], 0, [], [], False, False],
-        ["pkg", [1, 2, 3, 4, 5], 0, [], None, False, False],
-        ["pkg", [1, 2, 3, 4], 0, [], [], False, False],
-        ["pkg", [1, 2, 3, 4, 5], 0, [], [], 1, False],
+        ["../outside", [1, 2, 3, 4, 5], 0, [], [], False, False, False],
+        ["pkg", [1, 2, 3, 4, 5], 0, ["/etc"], [], False, False, False],
+        ["pkg", [1, 2, 3, 4, 5], 0, [".."], [], False, False, False],
+        ["pkg", [1, 2, 3, 4, 5], 0, ["a\0b"], [], False, False, False],
+        ["pkg", [1, 2, 3, 4, -5], 0, [], [], False, False, False],
+        ["pkg", [1, 2, 3, 4, True], 0, [], [], False, False, False],
+        ["pkg", [1, 2, 3, 4, 5], 0, [], None, False, False, False],
+        ["pkg", [1, 2, 3, 4], 0, [], [], False, False, False],
+        ["pkg", [1, 2, 3, 4, 5], 0, [], [], 1, False, False],
+        ["pkg", [1, 2, 3, 4, 5], 0, [], [], False, False, None],
+        ["pkg", [1, 2, 3, 4, 5], 0, [], [], False, False],
     ],
 )
 def test_a_malformed_row_drops_the_whole_seed(
@@ -194,16 +197,39 @@ def test_a_fresh_seed_leaves_nothing_to_list_even_names_not_utf8(
 ) -> None:
     odd = os.fsdecode(b"caf\xe9")
     (workspace / odd).mkdir()
+    host_git(workspace, "init", "-q", "--bare", "store.git")  # a git directory by another name
+    (workspace / ".gitmodules").write_text("")
+    (workspace / "pkg" / "link").symlink_to("mod1")
     seed = seed_of(workspace, tmp_path)
     tree = WorkspaceTree([str(workspace)])
     assert load_seed(tree, str(seed)) == len(rows(seed))
     assert os.path.join(str(workspace), odd) in tree.directories
-    assert tree.refresh() is False  # every stamp matched: no directory was listed
+    listed: list[str] = []
+    look = tree.look
+
+    def counted(directory: str, stamp: Stamp, depth: int) -> Directory:
+        listed.append(directory)
+        return look(directory, stamp, depth)
+
+    tree.look = counted  # type: ignore[method-assign]
+    tree.refresh()
+    assert listed == []  # every stamp matched: no directory was listed again
+    records = tree.directories.values()
+    assert all(any(getattr(record, name) for record in records) for name in NAMED_FIELDS)
     walked = WorkspaceTree([str(workspace)])
     walked.refresh()
     assert walked.entries == tree.entries
-    assert {path: record.subdirectories for path, record in walked.directories.items()} == {
-        path: record.subdirectories for path, record in tree.directories.items()
+    assert fields(walked) == fields(tree)
+
+
+NAMED_FIELDS = ("dot_git", "git_dir", "gitmodules", "links", "subdirectories")
+
+
+def fields(tree: WorkspaceTree) -> dict[str, dict[str, object]]:
+    """Every field of every directory record (a field the seed forgot would differ)."""
+    return {
+        path: {name: getattr(record, name) for name in Directory.__slots__}
+        for path, record in tree.directories.items()
     }
 
 

@@ -359,3 +359,14 @@ def test_a_git_seed_is_mounted_read_only_and_named_to_the_tool_server(
             "planrun-sandbox:test",
             Profile.PROBE,
         )
+
+
+def test_the_git_guard_walks_every_writable_tmpfs_besides_the_workspace(tmp_path: Path) -> None:
+    """A command can lay a repository out in /tmp or an image's VOLUME (a tmpfs here), and
+    the next command can run git in it: the tool server's guard walks them (and /plan)."""
+    spec = make_spec(tmp_path)
+    options = container_options(spec, user=(1000, 1000), image_volumes=("/var/cache",))
+    command = options["command"]
+    guarded = [command[n + 1] for n, word in enumerate(command) if word == "--guard-dir"]
+    assert sorted(guarded) == ["/tmp", "/var/cache"]
+    assert set(guarded) | {"/plan"} == set(options["tmpfs"])

@@ -44,6 +44,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--plan-dir", default="/plan", help="writable, and copied out by the host")
     parser.add_argument("--writable", action="append", default=[], help="another writable root")
     parser.add_argument("--extra-dir", action="append", default=[], help="a read-only directory")
+    parser.add_argument(
+        "--guard-dir",
+        action="append",
+        default=[],
+        help="a writable place commands may lay out a repository in (/tmp): the git guard walks it",
+    )
     parser.add_argument("--max-plan-bytes", type=int, default=DEFAULT_MAX_PLAN_BYTES)
     parser.add_argument("--max-plan-entries", type=int, default=DEFAULT_MAX_PLAN_ENTRIES)
     parser.add_argument(
@@ -64,6 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         options.extra_dir,
         (options.max_plan_bytes, options.max_plan_entries),
         options.writable,
+        guard_dirs=options.guard_dir,
     )
     server.scratch_layer = options.scratch_layer
     server.git.seed = options.git_seed

@@ -37,6 +37,12 @@ GIT_SAFE_CONFIG = (
     # `git log --help` would run the repository's man.<viewer>.cmd or browser.<name>.cmd.
     ("help.format", "info"),
     ("core.pager", "cat"),
+    # A command has no terminal to edit in: `git commit --amend`, `git tag -a` and
+    # `git rebase -i` take the text as it is (GIT_EDITOR, the command's own, still wins).
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
+    # ssh signing runs it for a key before any signing program.
+    ("gpg.ssh.defaultKeyCommand", "false"),
     # Looking into a submodule's files means a git process there, under that repository's
     # config: by default, git compares submodules by their commit only. Options and
     # submodule.<name>.ignore can still ask for more, so the scan (git_scan) covers every nested
@@ -231,6 +237,15 @@ def refused_env(reason: str) -> dict[str, str]:
 
 
 DRIVER_SECTIONS = frozenset({b"filter", b"diff", b"merge"})
+# Other sections whose <name>.<setting> names a program (difftool and mergetool, web and
+# man viewers, trailer commands), and what takes its place.
+PROGRAM_SECTIONS = {
+    b"difftool": (("cmd", "false"), ("path", "false")),
+    b"mergetool": (("cmd", "false"), ("path", "false")),
+    b"browser": (("cmd", "false"), ("path", "false")),
+    b"man": (("cmd", "false"), ("path", "false")),
+    b"trailer": (("command", "false"), ("cmd", "false")),
+}
 
 
 def driver_overrides(
@@ -242,17 +257,18 @@ def driver_overrides(
     for section, name, key in variables:
         if (section, name, key) == (b"diff", None, b"external"):
             entries["diff.external"] = GIT_PLAIN_DIFF
-        if section not in DRIVER_SECTIONS or not usable_name(name):
-            continue
-        prefix = f"{section.decode()}.{os.fsdecode(name or b'')}."
-        if section == b"filter":
-            entries.update((prefix + setting, value) for setting, value in GIT_FILTER_OFF)
-        elif section == b"merge":
-            entries[prefix + "driver"] = "true"
-        elif key == b"textconv":
-            entries.update({prefix + "textconv": "cat", prefix + "cachetextconv": "false"})
-        elif key == b"command":
-            entries[prefix + "command"] = GIT_PLAIN_DIFF
+        if section in DRIVER_SECTIONS and usable_name(name):
+            prefix = f"{section.decode()}.{os.fsdecode(name or b'')}."
+            if section == b"filter":
+                entries.update((prefix + setting, value) for setting, value in GIT_FILTER_OFF)
+            elif section == b"merge":
+                entries[prefix + "driver"] = "true"
+            elif key == b"textconv":
+                entries.update({prefix + "textconv": "cat", prefix + "cachetextconv": "false"})
+            elif key == b"command":
+                entries[prefix + "command"] = GIT_PLAIN_DIFF
+        else:
+            entries.update(tool_overrides(section, name, key))
         if len(entries) > GIT_MAX_OVERRIDES:
             raise GitRefusal(f"it defines over {GIT_MAX_OVERRIDES // 4} drivers")
     for name in submodules:
@@ -263,6 +279,22 @@ def driver_overrides(
         # Past that, the environment would leave too little room for commands' arguments.
         raise GitRefusal("it names too many drivers and submodules to switch off")
     return list(entries.items())
+
+
+def tool_overrides(section: bytes, name: bytes | None, key: bytes) -> list[tuple[str, str]]:
+    """Entries that switch off a program that one variable names outside the drivers."""
+    if section == b"alias":
+        # An alias runs a shell (`!`) or a git command that runs a tool: an empty one stops
+        # git with "empty alias". Git finds one by its whole name, in any case.
+        alias = key if name is None else name + b"." + key
+        return [(f"alias.{os.fsdecode(alias)}", "")] if usable_name(alias) else []
+    if not usable_name(name):
+        return []
+    prefix = f"{section.decode()}.{os.fsdecode(name or b'')}."
+    if (section, key) == (b"submodule", b"update"):
+        # `!command` runs at `git submodule update`; the other modes are git's own.
+        return [(prefix + "update", "checkout")]
+    return [(prefix + setting, value) for setting, value in PROGRAM_SECTIONS.get(section, ())]
 
 
 def usable_name(name: bytes | None) -> bool:

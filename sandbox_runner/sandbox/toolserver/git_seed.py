@@ -28,7 +28,9 @@ SEED_VERSION = 1
 SEED_MAX_BYTES = 256 * 1024 * 1024
 
 # One directory: [relative path, [ino, mode, size, mtime_ns, ctime_ns], entries,
-# subdirectory names, link names, whether it holds `.git`, whether it holds `.gitmodules`].
+# subdirectory names, link names, whether it holds `.git`, whether it holds `.gitmodules`,
+# whether it is a git directory itself (whatever its name)]. Every field of git_tree's
+# Directory but the refusal: a directory refused is left out, and listed in the sandbox.
 Row = list[object]
 
 
@@ -56,6 +58,7 @@ def dump_seed(tree: WorkspaceTree) -> bytes:
                 [os.path.basename(link) for link in record.links],
                 record.dot_git is not None,
                 record.gitmodules is not None,
+                record.git_dir is not None,
             ]
         )
     seed = {"format": SEED_FORMAT, "version": SEED_VERSION, "directories": rows}
@@ -118,14 +121,14 @@ def take_seed(tree: WorkspaceTree, data: bytes) -> int:
 def seeded_directory(row: object, root: str, device: int) -> tuple[str, Directory]:
     """One row of a seed as the directory record that the guard's own look would make.
     (Checked with built-ins over whole lists: a million-file tree has 50,000 rows.)"""
-    if type(row) is not list or len(row) != 7:
+    if type(row) is not list or len(row) != 8:
         raise SeedError("a seed row is not a directory")
-    relative, numbers, entries, subdirectories, links, dot_git, gitmodules = row
+    relative, numbers, entries, subdirectories, links, dot_git, gitmodules, git_dir = row
     if type(relative) is not str or type(numbers) is not list or len(numbers) != 5:
         raise SeedError("a seed row has no path or stamp")
     if set(map(type, numbers)) != {int} or type(entries) is not int or min(*numbers, entries) < 0:
         raise SeedError("a seed row has a stamp that is no stamp")
-    if type(dot_git) is not bool or type(gitmodules) is not bool:
+    if {type(dot_git), type(gitmodules), type(git_dir)} != {bool}:
         raise SeedError("a seed row has no git entries")
     if relative:
         require_names(relative.split("/"))
@@ -139,6 +142,7 @@ def seeded_directory(row: object, root: str, device: int) -> tuple[str, Director
     record.links = [prefix + name for name in require_names(links)]
     record.dot_git = prefix + ".git" if dot_git else None
     record.gitmodules = prefix + ".gitmodules" if gitmodules else None
+    record.git_dir = directory if git_dir else None
     return directory, record
 
 

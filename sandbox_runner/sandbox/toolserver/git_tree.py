@@ -25,7 +25,16 @@ from .git_scan import (
 class Directory:
     """One directory of a tree walked, as it was when last listed."""
 
-    __slots__ = ("dot_git", "entries", "gitmodules", "links", "refusal", "stamp", "subdirectories")
+    __slots__ = (
+        "dot_git",
+        "entries",
+        "git_dir",
+        "gitmodules",
+        "links",
+        "refusal",
+        "stamp",
+        "subdirectories",
+    )
 
     def __init__(self, stamp: Stamp) -> None:
         self.stamp = stamp
@@ -35,6 +44,9 @@ class Directory:
         self.subdirectories: list[str] = []
         self.links: list[str] = []
         self.dot_git: str | None = None
+        self.git_dir: str | None = None
+        """Itself, when it holds what makes a git directory (HEAD, and refs or commondir):
+        `--git-dir` or GIT_DIR can name it, whatever its name."""
         self.gitmodules: str | None = None
         self.refusal: str | None = None
 
@@ -52,9 +64,10 @@ class Link:
 
 
 class WorkspaceTree:
-    """The trees git may run in: the workspace (the first root), and worktrees elsewhere
-    that a link in it leads to. Walked without following links, with os.scandir's entry
-    types only: a stat per directory, none per file."""
+    """The trees git may run in: the roots (the workspace and the extra directories, where a
+    command can `cd` as well), and worktrees elsewhere that a link in them leads to.
+    Walked without following links, with os.scandir's entry types only: a stat per
+    directory, none per file."""
 
     def __init__(self, roots: list[str]) -> None:
         self.roots = roots
@@ -73,7 +86,7 @@ class WorkspaceTree:
         changed = False
         seen: set[str] = set()
         seen_links: set[str] = set()
-        tops, self.tops = [self.roots[0]], []
+        tops, self.tops = list(reversed(self.roots)), []
         while tops:
             top = tops.pop()
             if top in self.tops:
@@ -135,8 +148,13 @@ class WorkspaceTree:
         if self.entries > GIT_SCAN_MAX_ENTRIES:
             self.overflowed = True
             return record
+        head = refs = False
         for entry in entries:  # regular files, the most, are passed after one check
             name = entry.name
+            if name == "HEAD":
+                head = True
+            elif name in ("refs", "commondir"):
+                refs = True
             if name == ".git":
                 record.dot_git = entry.path
             elif entry.is_file(follow_symlinks=False):
@@ -148,6 +166,7 @@ class WorkspaceTree:
                 record.links.append(entry.path)
             elif name in GIT_WORKTREE_FILES:
                 record.refusal = record.refusal or self.special_file(entry)
+        record.git_dir = directory if head and refs else None
         return record
 
     def special_file(self, entry: os.DirEntry[str]) -> str | None:
@@ -184,7 +203,7 @@ class WorkspaceTree:
         if kind is not None:
             record.refusal = f"{printable(path)}, which git could open, is a {kind}"
         real = os.path.realpath(path)
-        if not stat.S_ISDIR(info.st_mode) or is_within(real, self.roots[0]):
+        if not stat.S_ISDIR(info.st_mode) or any(is_within(real, root) for root in self.roots):
             return True, None  # the walk reads that directory where it is
         if os.path.lexists(os.path.join(real, ".git")):
             try:
@@ -204,8 +223,10 @@ class WorkspaceTree:
         return next((reason for reason in reasons if reason is not None), None)
 
     def dot_gits(self) -> list[str]:
-        """Every `.git` entry in the trees."""
-        return [record.dot_git for record in self.directories.values() if record.dot_git]
+        """Every `.git` entry in the trees, and every directory that git could take for a
+        git directory under another name."""
+        found = [record.dot_git for record in self.directories.values() if record.dot_git]
+        return found + [record.git_dir for record in self.directories.values() if record.git_dir]
 
     def gitmodules(self) -> list[str]:
         """Every `.gitmodules` file in the trees."""

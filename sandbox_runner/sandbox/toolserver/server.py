@@ -51,6 +51,8 @@ class ToolServer:
         extra_dirs: list[str],
         plan_limits: tuple[int, int],
         writable: list[str] | None = None,
+        *,
+        guard_dirs: list[str] | None = None,
     ) -> None:
         self.workspace = os.path.normpath(os.path.abspath(workspace))
         self.plan_dir = os.path.normpath(os.path.abspath(plan_dir))
@@ -68,7 +70,12 @@ class ToolServer:
         # Held from a child's creation until it is registered, so that reap_orphans never
         # collects the exit status of a command that subprocess is about to wait for.
         self.spawn_lock = threading.Lock()
-        self.git = GitGuard([self.workspace, *self.extra_dirs])
+        # Git may run in any directory a command can reach: the read-only mounts, and every
+        # writable place a command can lay a repository out in (its drivers would run in
+        # the next command), each walked by the guard.
+        places = [*self.extra_dirs, self.plan_dir, *self.writable, *(guard_dirs or [])]
+        normal = [os.path.normpath(os.path.abspath(path)) for path in places]
+        self.git = GitGuard(list(dict.fromkeys([self.workspace, *normal])))
         self.warmed_up = threading.Event()
         self.scratch_layer = False
         """Whether the workspace is a scratch run's size-capped copy-on-write layer."""
