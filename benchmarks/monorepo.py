@@ -111,7 +111,9 @@ def _git(repository: Path) -> Callable[..., None]:
     env = {**os.environ, **GIT_ENV}
 
     def run(*arguments: str) -> None:
-        subprocess.run(["git", *arguments], cwd=repository, env=env, check=True)
+        # No automatic gc: a detached repack would go on changing .git after the marker.
+        command = ["git", "-c", "gc.auto=0", *arguments]
+        subprocess.run(command, cwd=repository, env=env, check=True)
 
     return run
 
