@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.monorepo_run import SESSION, ModelClock, check_git_worked, host_look
+from benchmarks.monorepo_run import (
+    SESSION,
+    ModelClock,
+    check_git_worked,
+    host_look,
+    sandbox_factory,
+)
 
 TASKS = 16
 PARALLEL = 8
@@ -47,15 +53,8 @@ def run_batch(repository: Path, scratch: Path, client: Any, image: str) -> Batch
     from sandbox_runner.batch.tasks_file import load_batch_file
     from sandbox_runner.runs.executor import ThreadExecutor
     from sandbox_runner.runs.git_probe import git_in_sandbox
-    from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-    from sandbox_runner.sandbox.spec import SandboxSpec
 
-    def sandboxes(plan_dir: Path | None) -> DockerSandbox:
-        if plan_dir is None:
-            return DockerSandbox(SandboxSpec.probe(repository, image, session=SESSION), client)
-        spec = SandboxSpec.plan(repository, plan_dir, image, session=SESSION, agent=plan_dir.name)
-        return DockerSandbox(spec, client)
-
+    sandboxes = sandbox_factory(repository, client, image, SESSION)
     scratch.mkdir(parents=True)
     out = scratch / "batch-out"
     out.mkdir()

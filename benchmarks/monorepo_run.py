@@ -19,6 +19,7 @@ from typing import Any
 
 from benchmarks.monorepo import file_path
 from sandbox_runner import Model
+from sandbox_runner.runs.plan_job import SandboxFactory
 from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse
 
 SESSION = "bench-monorepo"
@@ -168,22 +169,29 @@ class RunSample:
         return self.wall - self.model
 
 
-def plan_run(
-    repository: Path, out_dir: Path, client: Any, image: str, baseline: float
-) -> RunSample:
-    """One plan run of one perspective on REPOSITORY, whose host look took BASELINE."""
-    from sandbox_runner.runs.multi import PlanRunSpec, execute
+def sandbox_factory(repository: Path, client: Any, image: str, session: str) -> SandboxFactory:
+    """Sandboxes on REPOSITORY as a run makes them: a plan's, or (no plan directory) the
+    throwaway one of `git status` before and after."""
     from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
     from sandbox_runner.sandbox.spec import SandboxSpec
 
     def sandboxes(plan_dir: Path | None) -> DockerSandbox:
         if plan_dir is None:
-            spec = SandboxSpec.probe(repository, image, session=SESSION)
+            spec = SandboxSpec.probe(repository, image, session=session)
         else:
             spec = SandboxSpec.plan(
-                repository, plan_dir, image, session=SESSION, agent=plan_dir.name
+                repository, plan_dir, image, session=session, agent=plan_dir.name
             )
         return DockerSandbox(spec, client)
+
+    return sandboxes
+
+
+def plan_run(
+    repository: Path, out_dir: Path, client: Any, image: str, baseline: float
+) -> RunSample:
+    """One plan run of one perspective on REPOSITORY, whose host look took BASELINE."""
+    from sandbox_runner.runs.multi import PlanRunSpec, execute
 
     spec = PlanRunSpec(
         requirements="Add a flag",
@@ -195,6 +203,7 @@ def plan_run(
     clock = ModelClock()
     out_dir.mkdir(parents=True)
     started, start = time.time(), time.perf_counter()
+    sandboxes = sandbox_factory(repository, client, image, SESSION)
     outcome = execute(spec, out_dir, model_factory=clock, sandbox_factory=sandboxes)
     wall, finished = time.perf_counter() - start, time.time()
     if outcome.record.exit_code != 0:
