@@ -206,14 +206,18 @@ def plan_run(
     sandboxes = sandbox_factory(repository, client, image, SESSION)
     outcome = execute(spec, out_dir, model_factory=clock, sandbox_factory=sandboxes)
     wall, finished = time.perf_counter() - start, time.time()
-    if outcome.record.exit_code != 0:
-        reasons = [result.reason for result in outcome.record.results]
-        problem = outcome.record.workspace_problem
-        raise RuntimeError(
-            f"the plan run failed (exit {outcome.record.exit_code}): {reasons} {problem}"
-        )
     transcript = out_dir / "p0.transcript.jsonl"
-    check_git_worked(transcript)
+    problems = []
+    if outcome.record.exit_code != 0:
+        reasons = [result.reason for result in outcome.record.results if result.reason]
+        problems.append(f"exit {outcome.record.exit_code}: {outcome.record.workspace_problem}")
+        problems += reasons
+    try:
+        check_git_worked(transcript)
+    except (RuntimeError, OSError) as failure:
+        problems.append(str(failure))
+    if problems:
+        raise RuntimeError(f"the plan run failed: {'; '.join(problems)}")
     return RunSample(wall, clock.seconds, baseline, steps(transcript, started, finished))
 
 
