@@ -38,7 +38,9 @@ class BatchSample:
 
 
 def _batch_file(scratch: Path, repository: Path) -> Path:
-    lines = [f"defaults: {{repo: {repository}, perspectives: [p0]}}", "tasks:"]
+    # Plan jobs only, as batch.py counts them: no task's synthesis.
+    defaults = f"{{repo: {repository}, perspectives: [p0], overrides: {{synthesis: false}}}}"
+    lines = [f"defaults: {defaults}", "tasks:"]
     lines += [f"  - {{id: t{n}, requirements: Plan task {n}}}" for n in range(TASKS)]
     path = scratch / "batch.yaml"
     path.write_text("\n".join(lines) + "\n")

@@ -10,8 +10,9 @@ runs these figures alone; `--quick` (as `make bench-quick`) takes the 1,000-file
 The repositories are made once under build/monorepos (minutes for a million files), or
 used as they are from the directory PLANRUN_BENCH_MONOREPOS names.
 
-The figures of the git guard, the workspace check and the tools at these sizes come from
-modules of their own, run here when present (see OPTIONAL_FIGURES).
+The git guard's figures (benchmarks/guard.py) are taken on the largest repository; those
+of the workspace check and the tools at these sizes come from modules of their own, run
+here when present (see OPTIONAL_FIGURES).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ QUICK_SIZES = (1_000,)
 TARGET_LOOKS = 2.0
 """A run's overhead may grow with its tree by at most this many host looks at the tree."""
 OPTIONAL_FIGURES = (
-    ("benchmarks.guard_scale", "guard_figures"),
     ("benchmarks.workspace_check", "workspace_check_figures"),
     ("benchmarks.tools_scale", "tool_figures"),
 )
@@ -115,6 +115,21 @@ def describe(samples: list[RunSample]) -> str:
     return f"walls {walls} s; model at most {model * 1e3:.0f} ms; median run, s: {steps}"
 
 
+def git_guard_figures(repositories: dict[int, Path], Figure: Any) -> list[Any]:
+    """The sandbox's git guard on the largest repository: what it adds before each git
+    command against the command, and its looks at the tree against `git status`."""
+    from benchmarks.guard import GIT_GUARD_TARGET, guard_figures
+
+    size = max(repositories)
+    figures = []
+    for figure in guard_figures(repositories[size]):
+        per_command = figure.name.startswith("git guard before")
+        target = f"<= {GIT_GUARD_TARGET:.0%} of the command" if per_command else "<= git status"
+        name = f"{figure.name}, {size:,} files"
+        figures.append(Figure(name, figure.ours, figure.baseline, figure.ratio, target, figure.met))
+    return figures
+
+
 def optional_figures(repositories: dict[int, Path], Figure: Any) -> list[Any]:
     """The other monorepo figures, from the modules OPTIONAL_FIGURES names, when present."""
     figures = []
@@ -160,6 +175,11 @@ def monorepo_figures(
         return figures
     figures += run_figures(repositories, scratch, client, image, Figure)
     figures += batch_figures(repositories, scratch, client, image, Figure)
+    try:
+        figures += git_guard_figures(repositories, Figure)
+    except Exception as error:
+        failure = f"failed: {type(error).__name__}: {error}"
+        figures.append(Figure("git guard", failure, "-", None, "-", False))
     return figures + optional_figures(repositories, Figure)
 
 

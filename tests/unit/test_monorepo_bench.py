@@ -15,7 +15,7 @@ import pytest
 
 from benchmarks import monorepo_bench
 from benchmarks.monorepo import ROOT_VARIABLE, ensure_repository, file_path, is_complete
-from benchmarks.monorepo_bench import monorepos, optional_figures, run_figures
+from benchmarks.monorepo_bench import git_guard_figures, monorepos, optional_figures, run_figures
 from benchmarks.monorepo_run import RunSample, check_git_worked, host_look, plan_text, steps
 from benchmarks.run import Figure
 from sandbox_runner.plans.sections import DEFAULT_SECTIONS
@@ -131,20 +131,27 @@ def test_the_other_helpers_figures_are_run_when_their_modules_are_there(
     repositories = {SIZE: Path("repo")}
     missing = optional_figures(repositories, Figure)
     assert [figure.ours for figure in missing] == [
-        "not measured: benchmarks.guard_scale missing",
         "not measured: benchmarks.workspace_check missing",
         "not measured: benchmarks.tools_scale missing",
     ]
     assert {figure.met for figure in missing} == {None}
-    guard = types.ModuleType("benchmarks.guard_scale")
+    tools = types.ModuleType("benchmarks.tools_scale")
     seen: list[object] = []
 
-    def guard_figures(given: dict[int, Path], figure: Any) -> list[Any]:
+    def tool_figures(given: dict[int, Path], figure: Any) -> list[Any]:
         seen.append(given)
-        return [figure("git guard", "1 ms", "git 10 ms", 0.1, "<= 10%", True)]
+        return [figure("Glob", "1 s", "find 1 s", 1.0, "<= 1.2x", True)]
 
-    guard.guard_figures = guard_figures  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "benchmarks.guard_scale", guard)
+    tools.tool_figures = tool_figures  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "benchmarks.tools_scale", tools)
     figures = optional_figures(repositories, Figure)
-    assert figures[0].name == "git guard" and seen == [repositories]
-    assert len(figures) == 3
+    assert [figure.name for figure in figures] == ["benchmarks.workspace_check", "Glob"]
+    assert seen == [repositories]
+
+
+def test_the_git_guard_is_measured_on_the_largest_repository(repository: Path) -> None:
+    figures = git_guard_figures({2: Path("elsewhere"), SIZE: repository}, Figure)
+    assert figures[0].name == f"git guard, first look, {SIZE:,} files"
+    before = [figure for figure in figures if figure.name.startswith("git guard before")]
+    assert [figure.target for figure in before] == ["<= 10% of the command"] * 4
+    assert all(figure.ratio is not None and figure.ratio > 0 for figure in figures)
