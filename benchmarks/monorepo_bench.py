@@ -10,9 +10,8 @@ runs these figures alone; `--quick` (as `make bench-quick`) takes the 1,000-file
 The repositories are made once under build/monorepos (minutes for a million files), or
 used as they are from the directory PLANRUN_BENCH_MONOREPOS names.
 
-The git guard's figures (benchmarks/guard.py) are taken on the largest repository; those
-of the workspace check and the tools at these sizes come from modules of their own, run
-here when present (see OPTIONAL_FIGURES).
+The figures of the git guard (benchmarks/guard.py), the workspace check and the tools are
+taken on the largest repository by modules of their own (see LARGEST_TREE_FIGURES).
 """
 
 from __future__ import annotations
@@ -34,12 +33,13 @@ SIZES = (1_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000,)
 TARGET_LOOKS = 2.0
 """A run's overhead may grow with its tree by at most this many host looks at the tree."""
-OPTIONAL_FIGURES = (
+LARGEST_TREE_FIGURES = (
     ("benchmarks.workspace_check", "workspace_check_figures"),
     ("benchmarks.tools_scale", "tool_figures"),
 )
-"""(module, function): each function is called as function(repositories, Figure), where
-repositories maps a file count to its generated repository, and returns its figures."""
+"""(module, function): each function is called as function(repository) on the largest
+repository, and returns figures with the fields of benchmarks/run.py's Figure (name, ours,
+baseline, ratio, target, met); a module not there yet is reported as not measured."""
 
 
 def say(line: str) -> None:
@@ -131,9 +131,10 @@ def git_guard_figures(repositories: dict[int, Path], Figure: Any) -> list[Any]:
 
 
 def optional_figures(repositories: dict[int, Path], Figure: Any) -> list[Any]:
-    """The other monorepo figures, from the modules OPTIONAL_FIGURES names, when present."""
+    """The figures of the modules LARGEST_TREE_FIGURES names, those that are there."""
+    size = max(repositories)
     figures = []
-    for module_name, function_name in OPTIONAL_FIGURES:
+    for module_name, function_name in LARGEST_TREE_FIGURES:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
@@ -147,10 +148,15 @@ def optional_figures(repositories: dict[int, Path], Figure: Any) -> list[Any]:
             figures.append(not_measured(Figure, module_name, missing))
             continue
         try:
-            figures += function(repositories, Figure)
+            measured = function(repositories[size])
         except Exception as error:
             failure = f"failed: {type(error).__name__}: {error}"
             figures.append(Figure(f"{module_name}.{function_name}", failure, "-", None, "-", False))
+            continue
+        figures += [
+            Figure(f"{f.name}, {size:,} files", f.ours, f.baseline, f.ratio, f.target, f.met)
+            for f in measured
+        ]
     return figures
 
 

@@ -125,28 +125,26 @@ def test_a_larger_tree_may_cost_two_host_looks_more_than_the_smallest(
     assert larger.met is met
 
 
-def test_the_other_helpers_figures_are_run_when_their_modules_are_there(
+def test_the_other_figures_are_taken_on_the_largest_tree_when_their_modules_are_there(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    repositories = {SIZE: Path("repo")}
-    missing = optional_figures(repositories, Figure)
-    assert [figure.ours for figure in missing] == [
-        "not measured: benchmarks.workspace_check missing",
-        "not measured: benchmarks.tools_scale missing",
+    monkeypatch.delitem(sys.modules, "benchmarks.tools_scale", raising=False)
+    workspace = types.ModuleType("benchmarks.workspace_check")
+    seen: list[Path] = []
+
+    def workspace_check_figures(repository: Path) -> list[Any]:
+        seen.append(repository)
+        return [Figure("workspace check, walk", "1 s", "find 1 s", 1.0, "<= 5x find", True)]
+
+    workspace.workspace_check_figures = workspace_check_figures  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "benchmarks.workspace_check", workspace)
+    figures = optional_figures({SIZE: Path("small"), 1_000_000: Path("large")}, Figure)
+    assert seen == [Path("large")]
+    assert [(figure.name, figure.met) for figure in figures] == [
+        ("workspace check, walk, 1,000,000 files", True),
+        ("benchmarks.tools_scale", None),
     ]
-    assert {figure.met for figure in missing} == {None}
-    tools = types.ModuleType("benchmarks.tools_scale")
-    seen: list[object] = []
-
-    def tool_figures(given: dict[int, Path], figure: Any) -> list[Any]:
-        seen.append(given)
-        return [figure("Glob", "1 s", "find 1 s", 1.0, "<= 1.2x", True)]
-
-    tools.tool_figures = tool_figures  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "benchmarks.tools_scale", tools)
-    figures = optional_figures(repositories, Figure)
-    assert [figure.name for figure in figures] == ["benchmarks.workspace_check", "Glob"]
-    assert seen == [repositories]
+    assert figures[1].ours == "not measured: benchmarks.tools_scale missing"
 
 
 def test_the_git_guard_is_measured_on_the_largest_repository(repository: Path) -> None:
