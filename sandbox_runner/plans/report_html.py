@@ -96,7 +96,7 @@ def render_html(
 
 
 def _headline(report: dict[str, Any]) -> str:
-    tone, words = STATUS_BADGES.get(report["status"], ("bad", report["status"]))
+    tone, badge = STATUS_BADGES.get(report["status"], ("bad", report["status"]))
     head = (
         f" at <code>{html_text(report['git_head'][:12])}</code>"
         if report["git_head"]
@@ -138,7 +138,7 @@ def _headline(report: dict[str, Any]) -> str:
     return (
         f'<section class="headline {tone}" id="top">\n'
         f"<h1>Plan report: {html_text(one_line(report['run']))} "
-        f'<span class="badge {tone}">{html_text(words)}</span></h1>\n'
+        f'<span class="badge {tone}">{html_text(badge)}</span></h1>\n'
         f'<div class="facts">{"".join(f"<div><b>{k}:</b> {v}</div>" for k, v in facts)}</div>\n'
         f'<div class="chips">{"".join(chips)}</div>\n<nav class="toc">{nav}</nav>\n</section>'
     )
