@@ -36,3 +36,14 @@ def batch_command(
     if only is not None:
         words += ["--only", only]
     return shlex.join(words)
+
+
+def export_hint(summary: Mapping[str, Any]) -> str | None:
+    """`Next: planrun plans export DIR/tasks/ID --for claude ...` for the first task of a
+    batch summary with a valid recommended plan; None when no task has one."""
+    for row in summary.get("tasks") or []:
+        if row.get("recommended") and not row.get("recommended_note"):
+            task = Path(summary["out_dir"]) / Path(row["recommended"]).parent
+            words = shlex.join(["planrun", "plans", "export", str(task), "--for", "claude"])
+            return f"Next: `{words}` hands its recommended plan to a coding agent"
+    return None

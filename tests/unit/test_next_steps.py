@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from sandbox_runner.cli.next_steps import batch_command, cost_line
+from sandbox_runner.cli.next_steps import batch_command, cost_line, export_hint
 
 
 def test_a_reports_totals_read_as_dollars_and_tokens() -> None:
@@ -34,3 +34,20 @@ def test_the_batch_command_can_be_pasted_whatever_the_paths_hold(tmp_path: Path)
     assert batch_command(file, out) == shlex.join(
         ["planrun", "batch", str(file), "--out", str(out)]
     )
+
+
+def test_a_finished_batch_names_the_export_of_its_first_task_with_a_valid_recommended_plan(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "q1; rm -rf ~"
+    rows = [
+        {"task": "none", "recommended": None, "recommended_note": "fewer than two valid plans"},
+        {"task": "bad", "recommended": "tasks/bad/recommended.md", "recommended_note": "invalid"},
+        {"task": "due-dates", "recommended": "tasks/due-dates/recommended.md"},
+    ]
+    hint = export_hint({"out_dir": str(out), "tasks": rows})
+    assert hint is not None and hint.startswith("Next: `")
+    command = hint.split("`")[1]
+    task = str(out / "tasks" / "due-dates")
+    assert shlex.split(command) == ["planrun", "plans", "export", task, "--for", "claude"]
+    assert export_hint({"out_dir": str(out), "tasks": rows[:2]}) is None
