@@ -28,6 +28,7 @@ from sandbox_runner.cli.options import (
 )
 from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
+from sandbox_runner.plans.history import batches_dir
 from sandbox_runner.safe_text import one_line
 
 
@@ -151,7 +152,7 @@ def batch_run(
         click.echo(one_line(hint))
     elif not outcome.interrupted and _failed(summary):
         click.echo(one_line(f"Next: `{again} --retry-failed` runs the failed jobs again"))
-    elif not outcome.interrupted and (handoff := export_hint(summary)):
+    elif not outcome.interrupted and (handoff := export_hint(summary, batches_dir())):
         click.echo(one_line(handoff))
     ctx.exit(outcome.exit_code)
 

@@ -38,12 +38,16 @@ def batch_command(
     return shlex.join(words)
 
 
-def export_hint(summary: Mapping[str, Any]) -> str | None:
-    """`Next: planrun plans export DIR/tasks/ID --for claude ...` for the first task of a
-    batch summary with a valid recommended plan; None when no task has one."""
+def export_hint(summary: Mapping[str, Any], batches: Path) -> str | None:
+    """`Next: planrun plans export NAME --for claude ...` for the first task of a batch
+    summary with a valid recommended plan, NAME `batch:<batch>/<task>` when the batch is
+    in BATCHES (where `planrun plans` finds it), else the task's path; None when no task
+    has one."""
+    out = Path(summary["out_dir"])
     for row in summary.get("tasks") or []:
         if row.get("recommended") and not row.get("recommended_note"):
-            task = Path(summary["out_dir"]) / Path(row["recommended"]).parent
-            words = shlex.join(["planrun", "plans", "export", str(task), "--for", "claude"])
+            task = Path(row["recommended"]).parent
+            name = f"batch:{out.name}/{task.name}" if out.parent == batches else str(out / task)
+            words = shlex.join(["planrun", "plans", "export", name, "--for", "claude"])
             return f"Next: `{words}` hands its recommended plan to a coding agent"
     return None

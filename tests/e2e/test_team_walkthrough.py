@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "teams.md"
 TASKS = ("due-dates", "rate-limit")
 """The page's first two tasks, each planned from its two default perspectives."""
-BATCH = "planrun batch backlog.yaml --out batches/q1 --max-cost-usd 25"
+BATCH = "planrun batch backlog.yaml --out ~/.planrun/batches/q1 --max-cost-usd 25"
 DRAFT = VALID_PLAN.split("## Risks")[0]
 """A first draft without its last sections: invalid, so validation sends it feedback."""
 GIT_ENV = {
@@ -89,8 +89,15 @@ class Team:
     repo: Path
     env: dict[str, str]
 
+    @property
+    def batch(self) -> Path:
+        """The page's batch directory, `~/.planrun/batches/q1`."""
+        return Path(self.env["HOME"]) / ".planrun" / "batches" / "q1"
+
     def run(self, words: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        """WORDS (`planrun ...` or another program) in the repository."""
+        """WORDS (`planrun ...` or another program) in the repository, a leading `~/` of
+        a word expanded as a shell does."""
+        words = [self.env["HOME"] + word[1:] if word.startswith("~/") else word for word in words]
         program = [sys.executable, "-m", "sandbox_runner"] if words[0] == "planrun" else []
         done = subprocess.run(
             [*program, *(words[1:] if program else words)],
@@ -101,8 +108,8 @@ class Team:
 
 
 def make_team(root: Path, api: FakeMessagesAPI) -> Team:
-    """The page's step 1 in a small git repository: its backlog cut to two tasks, the issue
-    its first task reads, and `batches/` in .gitignore as step 2 says."""
+    """The page's step 1 in a small git repository: its backlog cut to two tasks, and the
+    issue its first task reads. Its user's home is ROOT/home (no PLANRUN_HOME)."""
     repo = make_sample_repo(root / "repo")
     backlog = yaml.safe_load(re.findall(r"```yaml\n(.*?)```", PAGE.read_text(), re.DOTALL)[0])
     backlog["tasks"] = [task for task in backlog["tasks"] if task["id"] in TASKS]
@@ -112,17 +119,15 @@ def make_team(root: Path, api: FakeMessagesAPI) -> Team:
     issue = repo / backlog["tasks"][0]["requirements_file"]
     issue.parent.mkdir(parents=True)
     issue.write_text("Let each to-do item have a due date.\n")
-    assert "echo batches/ >> .gitignore" in page_commands()
-    (repo / ".gitignore").write_text("batches/\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "start")
-    env = {
-        **os.environ,
+    env = {key: value for key, value in os.environ.items() if key != "PLANRUN_HOME"}
+    env |= {
+        "HOME": str(root / "home"),
         "PYTHONPATH": str(ROOT),
         "ANTHROPIC_BASE_URL": api.base_url,
         "ANTHROPIC_API_KEY": "test-key",
-        "PLANRUN_HOME": str(root / "planrun-home"),
         "CLAUDE_CONFIG_DIR": str(root / "claude-home"),
         **GIT_ENV,
     }
@@ -141,7 +146,7 @@ class Planned:
 
     @property
     def out(self) -> Path:
-        return self.team.repo / "batches" / "q1"
+        return self.team.batch
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +157,7 @@ def planned(
         team = make_team(tmp_path_factory.mktemp("team"), api)
         dry_run = team.run(command(f"{BATCH} --dry-run"))
         asked = len(api.message_requests)
-        assert not (team.repo / "batches").exists()
+        assert not team.batch.exists()
         batch = team.run(command(BATCH))
         leftovers = docker_client.containers.list(
             all=True, filters={"label": "io.planrun.session=batch-q1"}
@@ -182,15 +187,20 @@ def test_the_batch_writes_one_recommended_plan_per_task_and_names_the_next_step(
     for task in TASKS:
         plan = (planned.out / "tasks" / task / "recommended.md").read_text()
         assert plan.startswith("---\nid: ") and "# Add a --verbose flag (recommended)" in plan
-    # The last line hands the first task's plan on, as step 4 does (the path in full).
-    export = f"planrun plans export {planned.out / 'tasks' / 'due-dates'} --for claude"
+    # The last line hands the first task's plan on, as step 4 does.
+    export = "planrun plans export batch:q1/due-dates --for claude"
     assert lines[-1] == f"Next: `{export}` hands its recommended plan to a coding agent"
-    # The batch directory lives in the repository, ignored, and changed nothing else.
-    assert git(planned.team.repo, "status", "--porcelain") == ""
+    assert git(planned.team.repo, "status", "--porcelain") == ""  # the repository is as it was
+    # `planrun plans list` lists each task by the name the page's step 4 uses.
+    listed = planned.team.run(["planrun", "plans", "list"])
+    for task in TASKS:
+        assert f"batch:q1/{task}" in listed.stdout, listed.stdout
+    shown = planned.team.run(["planrun", "plans", "show", "batch:q1/due-dates"])
+    assert shown.returncode == 0 and "Add a --verbose flag (recommended)" in shown.stdout
 
 
 def test_batch_status_shows_one_row_per_task_with_its_recommended_plan(planned: Planned) -> None:
-    status = planned.team.run(command("planrun batch status batches/q1"))
+    status = planned.team.run(command("planrun batch status ~/.planrun/batches/q1"))
     assert status.returncode == 0, status.stderr
     assert status.stdout.startswith("Batch q1: finished; complete 6\n")
     header = next(line for line in status.stdout.splitlines() if "Recommended plan" in line)
@@ -228,7 +238,7 @@ def test_each_report_compares_the_perspectives_and_shows_the_validation_rounds(
 
 def test_a_plan_exported_for_claude_is_a_kickoff_file_and_a_command(planned: Planned) -> None:
     task = planned.out / "tasks" / "due-dates"
-    done = planned.team.run(command("planrun plans export batches/q1/tasks/due-dates --for claude"))
+    done = planned.team.run(command("planrun plans export batch:q1/due-dates --for claude"))
     assert done.returncode == 0, done.stderr
     kickoff = task / "exports" / "recommended.claude.md"
     first, said, run = done.stdout.splitlines()
@@ -245,7 +255,7 @@ def test_a_change_is_held_to_the_plan_merged_on_main(planned: Planned) -> None:
     repo, team = planned.team.repo, planned.team
     # Approve: copy the recommended plan into the repository and merge it.
     (repo / "plans").mkdir()
-    cp = "cp batches/q1/tasks/due-dates/recommended.md plans/due-dates.md"
+    cp = "cp ~/.planrun/batches/q1/tasks/due-dates/recommended.md plans/due-dates.md"
     assert f"(`{cp}`, then a pull request)" in PAGE.read_text().replace("\n", " ")
     team.run(shlex.split(cp))
     git(repo, "add", "plans")
@@ -280,17 +290,17 @@ def test_a_budget_smaller_than_one_turn_stops_the_batch_and_a_larger_one_complet
         tiny = [*command(BATCH)[:-1], f"{ONE_TURN_USD / 2:.6f}"]
         stopped = team.run(tiny)
         assert stopped.returncode == 1, stopped.stdout + stopped.stderr
-        summary = json.loads((team.repo / "batches/q1/summary.json").read_text())
+        summary = json.loads((team.batch / "summary.json").read_text())
         assert {job["status"] for job in summary["jobs"]} == {"budget"}
         for row in summary["tasks"]:
             assert row["recommended"] is None and row["valid"] == 0
         hint = stopped.stdout.splitlines()[-1]
-        assert hint.startswith("Next: `planrun batch backlog.yaml --out ")
+        assert hint.startswith(f"Next: `planrun batch backlog.yaml --out {team.batch} ")
         assert hint.endswith(" --max-cost-usd USD` with a higher budget runs the jobs it stopped")
         # The same command with a larger budget goes on where it stopped.
         done = team.run(command(BATCH))
         assert done.returncode == 0, done.stdout + done.stderr
-        summary = json.loads((team.repo / "batches/q1/summary.json").read_text())
+        summary = json.loads((team.batch / "summary.json").read_text())
         assert summary["counts"] == {"complete": 6}
         for task in TASKS:
-            assert (team.repo / "batches/q1/tasks" / task / "recommended.md").is_file()
+            assert (team.batch / "tasks" / task / "recommended.md").is_file()

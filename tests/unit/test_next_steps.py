@@ -45,9 +45,11 @@ def test_a_finished_batch_names_the_export_of_its_first_task_with_a_valid_recomm
         {"task": "bad", "recommended": "tasks/bad/recommended.md", "recommended_note": "invalid"},
         {"task": "due-dates", "recommended": "tasks/due-dates/recommended.md"},
     ]
-    hint = export_hint({"out_dir": str(out), "tasks": rows})
+    hint = export_hint({"out_dir": str(out), "tasks": rows}, tmp_path / "batches")
     assert hint is not None and hint.startswith("Next: `")
-    command = hint.split("`")[1]
     task = str(out / "tasks" / "due-dates")
-    assert shlex.split(command) == ["planrun", "plans", "export", task, "--for", "claude"]
-    assert export_hint({"out_dir": str(out), "tasks": rows[:2]}) is None
+    assert shlex.split(hint.split("`")[1]) == ["planrun", "plans", "export", task, "--for", "claude"]
+    # A batch where `planrun plans` finds it is named as `planrun plans` names it.
+    hint = export_hint({"out_dir": str(out), "tasks": rows}, tmp_path) or ""
+    assert shlex.split(hint.split("`")[1])[3] == "batch:q1; rm -rf ~/due-dates"
+    assert export_hint({"out_dir": str(out), "tasks": rows[:2]}, tmp_path) is None
