@@ -47,8 +47,8 @@ def test_a_finished_batch_names_the_export_of_its_first_task_with_a_valid_recomm
     ]
     hint = export_hint({"out_dir": str(out), "tasks": rows}, tmp_path / "batches")
     assert hint is not None and hint.startswith("Next: `")
-    task = str(out / "tasks" / "due-dates")
-    assert shlex.split(hint.split("`")[1]) == ["planrun", "plans", "export", task, "--for", "claude"]
+    words = ["planrun", "plans", "export", str(out / "tasks" / "due-dates"), "--for", "claude"]
+    assert shlex.split(hint.split("`")[1]) == words
     # A batch where `planrun plans` finds it is named as `planrun plans` names it.
     hint = export_hint({"out_dir": str(out), "tasks": rows}, tmp_path) or ""
     assert shlex.split(hint.split("`")[1])[3] == "batch:q1; rm -rf ~/due-dates"
