@@ -67,8 +67,9 @@ def render_html(
         The page. Everything from a model, a repository or the user is escaped; the plans'
         Markdown is rendered by safe_text.markdown_html.
     """
+    kept = revisions_section(report, revisions or {})
     sections = [
-        _headline(report),
+        _headline(report, revisions=bool(kept)),
         _requirements(report["requirements"]),
         _recommended(report.get("recommended"), bodies, report["plans"]),
         comparison_section(report, bodies),
@@ -80,7 +81,7 @@ def render_html(
         commands_section(report),
         patches_html(report),
         usage_section(report),
-        revisions_section(report, revisions or {}),
+        kept,
     ]
     title = html_text(f"Plan report: {one_line(report['run'])}")
     links = '<a href="report.md">report.md</a> · <a href="report.json">report.json</a>'
@@ -95,7 +96,9 @@ def render_html(
     )
 
 
-def _headline(report: dict[str, Any]) -> str:
+def _headline(report: dict[str, Any], *, revisions: bool) -> str:
+    """The run's status, its facts, a chip per plan and a table of contents (Revisions in
+    it when the page has that section)."""
     tone, badge = STATUS_BADGES.get(report["status"], ("bad", report["status"]))
     head = (
         f" at <code>{html_text(report['git_head'][:12])}</code>"
@@ -133,7 +136,9 @@ def _headline(report: dict[str, Any]) -> str:
     toc += [("compare", "Section by section"), ("plans", "Plans")]
     toc += [("critical-files", "Critical files"), ("validation", "Validation")]
     toc += [("disagreements", "Disagreements"), ("failures", "Failures")]
-    toc += [("usage", "Tokens, cost and time")]
+    toc += [("usage", "Tokens, cost and time")] + (
+        [("revisions", "Revisions")] if revisions else []
+    )
     nav = " ".join(f'<a href="#{anchor}">{text}</a>' for anchor, text in toc)
     return (
         f'<section class="headline {tone}" id="top">\n'
