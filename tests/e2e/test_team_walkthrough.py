@@ -139,13 +139,13 @@ class Planned:
     """The page's step 2, run once: its dry run, then its batch."""
 
     team: Team
-    api: FakeMessagesAPI
     dry_run: subprocess.CompletedProcess[str]
     dry_run_requests: int
     batch: subprocess.CompletedProcess[str]
 
     @property
     def out(self) -> Path:
+        """The batch directory."""
         return self.team.batch
 
 
@@ -163,7 +163,7 @@ def planned(
             all=True, filters={"label": "io.planrun.session=batch-q1"}
         )
         assert leftovers == []
-        yield Planned(team, api, dry_run, asked, batch)
+        yield Planned(team, dry_run, asked, batch)
 
 
 def test_the_dry_run_lists_every_job_with_an_estimate_and_pays_nothing(planned: Planned) -> None:
