@@ -56,11 +56,11 @@ demo: image
 
 ## Every figure, monorepos of up to a million files included: the first run makes them under
 ## build/monorepos (minutes), later runs reuse them; PLANRUN_BENCH_MONOREPOS names another place.
-bench: image
+bench: image host-tools
 	$(BIN)/python benchmarks/run.py
 
 ## The same figures, the monorepos of 100,000 and 1,000,000 files left out.
-bench-quick: image
+bench-quick: image host-tools
 	$(BIN)/python benchmarks/run.py --quick
 
 lint: install

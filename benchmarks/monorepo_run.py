@@ -13,7 +13,7 @@ import json
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,10 @@ from sandbox_runner.types import ModelCall, ModelRequest, ModelResponse
 SESSION = "bench-monorepo"
 GIT_COMMANDS = ("git log -5", "git status")
 GIT_DISABLED = "git is disabled"
+
+
+GREP_PATTERN = r"def value_42\b"
+"""The scripted model's Grep: one file matches, so ripgrep reads every file of the tree."""
 
 
 def repeats(size: int) -> int:
@@ -92,7 +96,7 @@ def scripted_plan(label: str) -> Model:
     return ScriptedModel(
         [
             reply(use("Glob", {"pattern": "**/*.py"})),
-            reply(use("Grep", {"pattern": r"def value_42\b"})),
+            reply(use("Grep", {"pattern": GREP_PATTERN})),
             *(reply(use("Bash", {"command": command})) for command in GIT_COMMANDS),
             reply(use("Read", {"file_path": f"/workspace/{file_path(0)}"})),
             reply(use("Write", {"file_path": f"/plan/{label}.md", "content": plan_text()})),
@@ -138,6 +142,17 @@ def host_look(repository: Path) -> float:
     return time.perf_counter() - start
 
 
+def host_tools(repository: Path) -> float:
+    """The host's time for the scripted model's own tool work: `rg -l` of its Grep pattern
+    and `git status` (ripgrep is the Grep tool's engine in the sandbox too)."""
+    start = time.perf_counter()
+    grep = ["rg", "-l", "--no-config", "--hidden", "-e", GREP_PATTERN, "."]
+    subprocess.run(grep, cwd=repository, stdout=subprocess.DEVNULL, check=False)
+    git = ["git", "--no-optional-locks", "status", "--porcelain"]
+    subprocess.run(git, cwd=repository, capture_output=True, check=True)
+    return time.perf_counter() - start
+
+
 def steps(transcript: Path, started: float, finished: float) -> tuple[tuple[str, float], ...]:
     """Where a run's time went, from its transcript's clock: before the agent's first entry
     (the tree's fingerprint, the first `git status`, setting up), each tool call (from the
@@ -163,10 +178,20 @@ class RunSample:
     model: float
     baseline: float
     steps: tuple[tuple[str, float], ...] = ()
+    host_tools: float = 0.0
+    """What the model's own asks (its Grep of the whole tree and its `git status`) cost
+    when the host runs the same commands: work any tool would do, not planrun's."""
 
     @property
     def overhead(self) -> float:
+        """Everything but the model."""
         return self.wall - self.model
+
+    @property
+    def added(self) -> float:
+        """What planrun adds: everything but the model and the host's cost of the same
+        tool work."""
+        return self.overhead - self.host_tools
 
 
 def sandbox_factory(repository: Path, client: Any, image: str, session: str) -> SandboxFactory:
@@ -228,9 +253,9 @@ def measure_size(
     host_look(repository)  # the page cache warmed for both sides
     if size <= 100_000:
         plan_run(repository, scratch / f"warm-{size}", client, image, 0.0)
-    return [
-        plan_run(
-            repository, scratch / f"run-{size}-{attempt}", client, image, host_look(repository)
-        )
-        for attempt in range(repeats(size))
-    ]
+    samples = []
+    for attempt in range(repeats(size)):
+        look = host_look(repository)
+        sample = plan_run(repository, scratch / f"run-{size}-{attempt}", client, image, look)
+        samples.append(replace(sample, host_tools=host_tools(repository)))
+    return samples

@@ -159,3 +159,13 @@ def test_the_git_guard_is_measured_on_the_largest_repository(repository: Path) -
     before = [figure for figure in figures if figure.name.startswith("git guard before")]
     assert [figure.target for figure in before] == ["<= 10% of the command"] * 4
     assert all(figure.ratio is not None and figure.ratio > 0 for figure in figures)
+
+
+def test_what_planrun_adds_leaves_out_the_model_and_the_host_s_cost_of_the_same_tool_work(
+    repository: Path,
+) -> None:
+    sample = RunSample(wall=10.0, model=1.0, baseline=2.0, host_tools=3.0)
+    assert sample.overhead == 9.0 and sample.added == 6.0
+    from benchmarks.monorepo_run import host_tools
+
+    assert 0.0 < host_tools(repository) < 30.0
