@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install engine image browser host-tools test test-unit test-docker test-live bench lint demo clean
+.PHONY: all install engine image browser host-tools test test-unit test-docker test-live bench bench-quick lint demo clean
 
 all: test
 
@@ -54,8 +54,14 @@ demo: image
 		--perspective simplicity --perspective performance \
 		--replay examples/cassettes/due-dates
 
-bench: image
+## Every figure, monorepos of up to a million files included: the first run makes them under
+## build/monorepos (minutes), later runs reuse them; PLANRUN_BENCH_MONOREPOS names another place.
+bench: image host-tools
 	$(BIN)/python benchmarks/run.py
+
+## The same figures, the monorepos of 100,000 and 1,000,000 files left out.
+bench-quick: image host-tools
+	$(BIN)/python benchmarks/run.py --quick
 
 lint: install
 	$(BIN)/ruff check sandbox_runner tests benchmarks

@@ -1,5 +1,7 @@
 """`make bench`: planrun's sandbox against baselines measured in the same run, on this machine.
 
+`--quick` (`make bench-quick`) leaves out the monorepos of 100,000 and 1,000,000 files.
+
 Each figure is printed with its baseline and the ratio, and checked against its target.
 Exit status 1 when a target is missed, so the numbers cannot quietly regress.
 """
@@ -399,7 +401,8 @@ def bench_streaming_figure() -> Figure:
     )
 
 
-def main() -> int:
+def main(quick: bool = False) -> int:
+    """Every figure; QUICK leaves out the 100,000- and 1,000,000-file monorepos."""
     from benchmarks.user_image import bench_user_image_ready
 
     client = connect()
@@ -465,7 +468,20 @@ def main() -> int:
         figures.append(
             measured("resume decision", lambda: bench_resume_decision(repo, Path(scratch), Figure))
         )
+        figures += bench_monorepo_figures(quick, Path(scratch), client, image)
     return report(figures)
+
+
+def bench_monorepo_figures(quick: bool, scratch: Path, client: Any, image: str) -> list[Figure]:
+    """A plan run and a batch on generated trees of up to a million files (made once)."""
+    from benchmarks.monorepo_bench import QUICK_SIZES, SIZES, monorepo_figures
+
+    try:
+        return monorepo_figures(QUICK_SIZES if quick else SIZES, scratch, client, image, Figure)
+    except Exception as error:
+        return [
+            Figure("monorepos", f"failed: {type(error).__name__}: {error}", "-", None, "-", False)
+        ]
 
 
 def report(figures: list[Figure]) -> int:
@@ -480,9 +496,9 @@ def report(figures: list[Figure]) -> int:
             print(f"{'':<{width}}  {ratio}, target {figure.target}: {verdict}")
     unchecked = [f.name for f in figures if f.met is None]
     if unchecked:
-        print(f"not checked (a baseline is missing): {', '.join(unchecked)}")
+        print(f"not checked (a baseline or a module is missing): {', '.join(unchecked)}")
     return 1 if any(f.met is False for f in figures) else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(quick="--quick" in sys.argv[1:]))

@@ -97,7 +97,7 @@ def _agreement(report: dict[str, Any]) -> str:
         return ""
     first = files.get("first_choices") or {}
     if len(first) < 2:
-        return "one plan: nothing to compare"
+        return f"{'one plan' if first else 'no plan'} names files: nothing to compare"
     shared, named = len(files.get("shared_by_all") or []), len(files.get("matrix") or [])
     same = "same first file" if files.get("agree_on_first") else "different first files"
     return f"{shared} of {named} files shared; {same}"

@@ -16,7 +16,7 @@ from sandbox_runner.batch.ledger import FAILED_STATUSES
 from sandbox_runner.batch.task_table import status_table, wall_line
 from sandbox_runner.cli.batch_progress import BatchProgress
 from sandbox_runner.cli.estimate_view import batch_estimate, estimate_note, estimate_words
-from sandbox_runner.cli.next_steps import batch_command, cost_line
+from sandbox_runner.cli.next_steps import batch_command, cost_line, export_hint
 from sandbox_runner.cli.options import (
     allow_web_option,
     budget_options,
@@ -28,6 +28,7 @@ from sandbox_runner.cli.options import (
 )
 from sandbox_runner.cli.progress import wants_live_display
 from sandbox_runner.cli.services import reports_errors, services, warn
+from sandbox_runner.plans.history import batches_dir
 from sandbox_runner.safe_text import one_line
 
 
@@ -151,6 +152,8 @@ def batch_run(
         click.echo(one_line(hint))
     elif not outcome.interrupted and _failed(summary):
         click.echo(one_line(f"Next: `{again} --retry-failed` runs the failed jobs again"))
+    elif not outcome.interrupted and (handoff := export_hint(summary, batches_dir())):
+        click.echo(one_line(handoff))
     ctx.exit(outcome.exit_code)
 
 

@@ -36,3 +36,18 @@ def batch_command(
     if only is not None:
         words += ["--only", only]
     return shlex.join(words)
+
+
+def export_hint(summary: Mapping[str, Any], batches: Path) -> str | None:
+    """`Next: planrun plans export NAME --for claude ...` for the first task of a batch
+    summary with a valid recommended plan, NAME `batch:<batch>/<task>` when the batch is
+    in BATCHES (where `planrun plans` finds it), else the task's path; None when no task
+    has one."""
+    out = Path(summary["out_dir"])
+    for row in summary.get("tasks") or []:
+        if row.get("recommended") and not row.get("recommended_note"):
+            task = Path(row["recommended"]).parent
+            name = f"batch:{out.name}/{task.name}" if out.parent == batches else str(out / task)
+            words = shlex.join(["planrun", "plans", "export", name, "--for", "claude"])
+            return f"Next: `{words}` hands its recommended plan to a coding agent"
+    return None

@@ -9,12 +9,14 @@ from typing import Any
 
 from sandbox_runner.plans.report_html_parts import badge, critical_file_link, plan_name, section
 from sandbox_runner.plans.report_rounds import validation_words
-from sandbox_runner.plans.sections import CRITICAL_FILES_TITLE, DEFAULT_SECTIONS
+from sandbox_runner.plans.sections import CRITICAL_FILES_TITLE, DEFAULT_SECTIONS, key_words
+from sandbox_runner.plans.text import HEADING, fenced_lines, heading_text
 from sandbox_runner.plans.validate import extract_section
 from sandbox_runner.safe_text import html_text, markdown_html
 
 COMPARED_SECTIONS = tuple(title for title in DEFAULT_SECTIONS if title != CRITICAL_FILES_TITLE)
 """The sections compared side by side; the critical files get a row of links instead."""
+CRITICAL_FILES_WORDS = frozenset(key_words("Critical Files"))
 
 
 def comparison_section(report: dict[str, Any], bodies: Mapping[str, str]) -> str:
@@ -24,7 +26,7 @@ def comparison_section(report: dict[str, Any], bodies: Mapping[str, str]) -> str
         return ""
     rows = []
     for title in COMPARED_SECTIONS:
-        texts = [extract_section(bodies[plan["label"]], title) for plan in plans]
+        texts = [_own_text(extract_section(bodies[plan["label"]], title)) for plan in plans]
         if not any(texts):
             continue
         cells = [
@@ -40,6 +42,32 @@ def comparison_section(report: dict[str, Any], bodies: Mapping[str, str]) -> str
         "On a narrow screen each section's plans stack.</p>"
     )
     return section("compare", heading, legend + "\n".join(rows))
+
+
+def _own_text(text: str | None) -> str | None:
+    """A section's text without a Critical Files subsection nested in it (a plan's
+    `### Critical Files for Implementation` under its last section): the row of links
+    shows those files, so the section's cell does not show them twice."""
+    if not text:
+        return text
+    lines = text.splitlines()
+    fenced = fenced_lines(lines)
+    for index, line in enumerate(lines):
+        heading = None if fenced[index] else HEADING.match(line)
+        if heading and set(key_words(heading_text(line[heading.end() :]))) >= CRITICAL_FILES_WORDS:
+            level = len(heading.group(1))
+            end = next(
+                (
+                    after
+                    for after in range(index + 1, len(lines))
+                    if not fenced[after]
+                    and (deeper := HEADING.match(lines[after]))
+                    and len(deeper.group(1)) <= level
+                ),
+                len(lines),
+            )
+            return "\n".join(lines[:index] + lines[end:]).strip()
+    return text
 
 
 def _row(title: str, cells: list[str]) -> str:

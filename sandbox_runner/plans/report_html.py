@@ -67,8 +67,9 @@ def render_html(
         The page. Everything from a model, a repository or the user is escaped; the plans'
         Markdown is rendered by safe_text.markdown_html.
     """
+    kept = revisions_section(report, revisions or {})
     sections = [
-        _headline(report),
+        _headline(report, revisions=bool(kept)),
         _requirements(report["requirements"]),
         _recommended(report.get("recommended"), bodies, report["plans"]),
         comparison_section(report, bodies),
@@ -80,7 +81,7 @@ def render_html(
         commands_section(report),
         patches_html(report),
         usage_section(report),
-        revisions_section(report, revisions or {}),
+        kept,
     ]
     title = html_text(f"Plan report: {one_line(report['run'])}")
     links = '<a href="report.md">report.md</a> · <a href="report.json">report.json</a>'
@@ -95,8 +96,10 @@ def render_html(
     )
 
 
-def _headline(report: dict[str, Any]) -> str:
-    tone, words = STATUS_BADGES.get(report["status"], ("bad", report["status"]))
+def _headline(report: dict[str, Any], *, revisions: bool) -> str:
+    """The run's status, its facts, a chip per plan and a table of contents (Revisions in
+    it when the page has that section)."""
+    tone, badge = STATUS_BADGES.get(report["status"], ("bad", report["status"]))
     head = (
         f" at <code>{html_text(report['git_head'][:12])}</code>"
         if report["git_head"]
@@ -133,12 +136,14 @@ def _headline(report: dict[str, Any]) -> str:
     toc += [("compare", "Section by section"), ("plans", "Plans")]
     toc += [("critical-files", "Critical files"), ("validation", "Validation")]
     toc += [("disagreements", "Disagreements"), ("failures", "Failures")]
-    toc += [("usage", "Tokens, cost and time")]
+    toc += [("usage", "Tokens, cost and time")] + (
+        [("revisions", "Revisions")] if revisions else []
+    )
     nav = " ".join(f'<a href="#{anchor}">{text}</a>' for anchor, text in toc)
     return (
         f'<section class="headline {tone}" id="top">\n'
         f"<h1>Plan report: {html_text(one_line(report['run']))} "
-        f'<span class="badge {tone}">{html_text(words)}</span></h1>\n'
+        f'<span class="badge {tone}">{html_text(badge)}</span></h1>\n'
         f'<div class="facts">{"".join(f"<div><b>{k}:</b> {v}</div>" for k, v in facts)}</div>\n'
         f'<div class="chips">{"".join(chips)}</div>\n<nav class="toc">{nav}</nav>\n</section>'
     )

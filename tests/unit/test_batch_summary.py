@@ -11,7 +11,13 @@ from urllib.parse import unquote
 import pytest
 from click.testing import CliRunner
 
-from sandbox_runner.batch.task_table import status_table, time_text, tokens_text, usd_text
+from sandbox_runner.batch.task_table import (
+    status_table,
+    task_rows,
+    time_text,
+    tokens_text,
+    usd_text,
+)
 from sandbox_runner.cli import cli
 from tests.unit.test_batch import FakeWork, run_batch
 
@@ -167,3 +173,22 @@ def test_status_table_cells_are_one_clipped_line() -> None:
     assert "\x1b" not in row and "\n" not in row
     assert "2 of 2 valid (1 not finished)" in row and "not yet" in row
     assert "…" in row and len(row) < 200
+
+
+@pytest.mark.parametrize(
+    ("first_choices", "expected"),
+    [
+        ({}, "no plan names files: nothing to compare"),
+        ({"security": "src/app.py"}, "one plan names files: nothing to compare"),
+    ],
+)
+def test_a_task_with_fewer_than_two_plans_naming_files_says_how_many(
+    tmp_path: Path, first_choices: dict[str, str], expected: str
+) -> None:
+    # As a batch stopped by its budget leaves a task: its report, no valid plan.
+    report = tmp_path / "tasks" / "t1" / "report.json"
+    report.parent.mkdir(parents=True)
+    report.write_text(json.dumps({"critical_files": {"first_choices": first_choices}}))
+    job = {"task": "t1", "status": "budget", "tokens": 15, "cost_usd": 0.0001}
+    [row] = task_rows(tmp_path, [{**job, "wall_seconds": 1.0}])
+    assert row["agreement"] == expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from sandbox_runner.cli.next_steps import batch_command, cost_line
+from sandbox_runner.cli.next_steps import batch_command, cost_line, export_hint
 
 
 def test_a_reports_totals_read_as_dollars_and_tokens() -> None:
@@ -34,3 +34,22 @@ def test_the_batch_command_can_be_pasted_whatever_the_paths_hold(tmp_path: Path)
     assert batch_command(file, out) == shlex.join(
         ["planrun", "batch", str(file), "--out", str(out)]
     )
+
+
+def test_a_finished_batch_names_the_export_of_its_first_task_with_a_valid_recommended_plan(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "q1; rm -rf ~"
+    rows = [
+        {"task": "none", "recommended": None, "recommended_note": "fewer than two valid plans"},
+        {"task": "bad", "recommended": "tasks/bad/recommended.md", "recommended_note": "invalid"},
+        {"task": "due-dates", "recommended": "tasks/due-dates/recommended.md"},
+    ]
+    hint = export_hint({"out_dir": str(out), "tasks": rows}, tmp_path / "batches")
+    assert hint is not None and hint.startswith("Next: `")
+    words = ["planrun", "plans", "export", str(out / "tasks" / "due-dates"), "--for", "claude"]
+    assert shlex.split(hint.split("`")[1]) == words
+    # A batch where `planrun plans` finds it is named as `planrun plans` names it.
+    hint = export_hint({"out_dir": str(out), "tasks": rows}, tmp_path) or ""
+    assert shlex.split(hint.split("`")[1])[3] == "batch:q1; rm -rf ~/due-dates"
+    assert export_hint({"out_dir": str(out), "tasks": rows[:2]}, tmp_path) is None

@@ -148,3 +148,24 @@ def test_a_plan_fixed_after_feedback_says_so(workspace: Path, out_dir: Path) -> 
     assert "fixed after validation feedback (1 problem in round 1, valid in round 2)" in rows[1][1]
     assert "<code>Risks</code>" in rows[1][1]
     assert "Validation: fixed after validation feedback" in part(html, "plan-2")
+
+
+def test_critical_files_nested_under_the_last_section_are_shown_once(
+    workspace: Path, out_dir: Path
+) -> None:
+    # A plan's usual shape: `### Critical Files for Implementation` under its last `##`.
+    nested = plan_text(["src/app/main.py"]).replace(
+        "## Critical Files for Implementation", "### Critical Files for Implementation"
+    )
+    nested = nested.replace(
+        "Text about Next Actions.", "Run the tests.\n\n```\n# Critical files\n```"
+    )
+    labels = ("simplicity", "security")
+    results = [make_result(label, workspace, out_dir, text=nested) for label in labels]
+    compare = part(render(workspace, out_dir, results), "compare")
+    actions = compare[compare.index('id="compare-next-actions"') :]
+    actions = actions[: actions.index('id="compare-critical-files"')]
+    assert actions.count("Run the tests.") == 2 and actions.count("# Critical files") == 2
+    assert "Critical Files for Implementation" not in actions and "needed for" not in actions
+    files = compare[compare.index('id="compare-critical-files"') :]
+    assert files.count("src/app/main.py</code></a>") == 2

@@ -174,3 +174,15 @@ def test_without_chromium_and_without_root_the_browser_tests_say_what_to_install
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(browser.BrowserMissing, match="apt-get install chromium"):
         browser.ensure_chromium()
+
+
+def test_the_headline_badge_names_the_run_status_with_or_without_a_budget(
+    record: RunRecord,
+) -> None:
+    budget = {"max_cost_usd": 25.0, "max_cost_usd_per_plan": None, "reached": False}
+    for extra in ({}, {"budget": budget}, {"status": "ok", "budget": budget}):
+        html = page(record, **extra)
+        badge = re.search(r'<h1>[^<]*<span class="badge (\w+)">([^<]*)</span></h1>', html)
+        assert badge is not None, html[:2000]
+        expected = ("ok", "ok: every plan is valid") if extra.get("status") else None
+        assert badge.groups() == (expected or ("bad", "plan_failed")), extra

@@ -28,12 +28,14 @@ def test_a_plan_made_again_shows_its_first_to_last_diff(record: RunRecord) -> No
     assert "<summary>simplicity: 3 revisions; revision 1 to 3: +1 −0 lines</summary>" in section
     assert '<span class="add">+2. Use [REDACTED' in section and TOKEN not in html
     assert "&lt;b&gt;now" not in section  # first against last, not the steps between
+    assert '<a href="#revisions">Revisions</a>' in html  # in the table of contents
 
 
 def test_no_section_when_no_plan_changed(record: RunRecord) -> None:
     record_revision(record.out_dir / "simplicity.md", "# Plan\n", "plan")
     html = build_report(record).to_html()
     assert 'id="revisions"' not in html and "<details>" not in html
+    assert 'href="#revisions"' not in html
 
 
 def test_a_hostile_revision_store_is_left_out(record: RunRecord, tmp_path: Path) -> None:
