@@ -305,17 +305,24 @@ def test_a_changed_include_is_read_again(
     assert list(markers.iterdir()) == []
 
 
-def test_an_include_in_a_writable_place_disables_git(
-    hostile_repo: Path, plan_dir: Path, server: ServerProcess
+def test_an_include_in_a_writable_place_is_read_again_before_each_command(
+    hostile_repo: Path, plan_dir: Path, markers: Path, server: ServerProcess
 ) -> None:
-    """A file the plan's writer can change under a running git cannot be checked first."""
+    """A file the plan's writer can change (the guard walks /plan and /tmp): what a command
+    writes there is read before the next command, and the driver it names is switched off."""
     with (hostile_repo / ".git" / "config").open("a") as config:
         config.write(f"[include]\n\tpath = {plan_dir}/later.inc\n")
-    exit_code, output = bash(server, "git status")
-    assert exit_code == 128
-    assert "git is disabled in this sandbox" in output and "later.inc" in output
-    assert "writable place" in output
-    assert bash(server, "echo still here") == (0, "still here")
+    assert bash(server, "git status")[0] == 0
+    program = marking(markers, "later")
+    include = f"printf '[diff]\\n\\texternal = {program}\\n' > {plan_dir}/later.inc"
+    assert bash(server, include)[0] == 0
+    exit_code, output = bash(server, "git diff")
+    assert exit_code == 0, output
+    assert "diff --git" in output
+    assert list(markers.iterdir()) == []
+    # The include is live: git reads the external diff from it.
+    exit_code, named = bash(server, "git config --show-origin --get-all diff.external")
+    assert exit_code == 0 and f"{markers}/later" in named
 
 
 @pytest.mark.parametrize("where", [".git/config", "config/git.inc"])
