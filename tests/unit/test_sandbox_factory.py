@@ -115,3 +115,17 @@ def test_only_the_work_sandbox_gets_the_network_the_user_granted(
     assert spec_of(work.make()).network
     assert not spec_of(session.plan(tmp_path / "staging")).network
     assert not spec_of(session.read_only()).network
+
+
+def test_a_workspace_the_sandbox_user_cannot_fully_read_is_warned_of_once(
+    workspace: Path,
+) -> None:
+    (workspace / "readable.txt").write_text("x")
+    secret = workspace / "secret.txt"
+    secret.write_text("x")
+    secret.chmod(0)
+    said: list[str] = []
+    services = Services(docker=lambda: FakeDocker("my/sandbox:1", DERIVED), progress=said.append)
+    for run in ("batch-1", "batch-1"):  # two tasks of a batch on the same repository
+        services.sandbox_factory(workspace, load_settings(workspace))(run)
+    assert len(said) == 1 and "secret.txt" in said[0] and said[0].startswith("warning: ")
