@@ -60,7 +60,7 @@ class BatchProgress(LiveDisplay):
         self._stream = stream or sys.stderr
         self._lock = threading.Lock()
         self.to_run, self.skipped = to_run, skipped
-        self.done = self.failed = 0
+        self.done = self.failed = self.budget = 0
         self.cost = 0.0
         self._running: dict[str, _Running] = {}
         self._live: Live | None = None
@@ -101,6 +101,8 @@ class BatchProgress(LiveDisplay):
             self._running.pop(key, None)
             if status == "complete":
                 self.done += 1
+            elif status == "budget":
+                self.budget += 1  # stopped or never started by the cost budget
             else:
                 self.failed += 1
             self.cost += cost_usd or 0.0
@@ -124,9 +126,10 @@ class BatchProgress(LiveDisplay):
             self._say("stopping… (finished plans are kept; run the same command to resume)")
 
     def counts(self) -> str:
-        queued = self.to_run - self.done - self.failed - len(self._running)
+        queued = self.to_run - self.done - self.failed - self.budget - len(self._running)
+        budget = f" · budget {self.budget}" if self.budget else ""
         return (
-            f"done {self.done} · failed {self.failed} · running {len(self._running)} · "
+            f"done {self.done} · failed {self.failed}{budget} · running {len(self._running)} · "
             f"queued {max(queued, 0)} · skipped (earlier) {self.skipped}"
         )
 

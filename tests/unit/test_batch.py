@@ -550,6 +550,18 @@ def test_progress_in_a_pipe_is_one_line_per_change_with_the_counts() -> None:
     assert progress.cost == 0.25
 
 
+def test_jobs_the_budget_stopped_count_as_budget_not_as_failed() -> None:
+    stream = io.StringIO()
+    with BatchProgress(3, 0, live=False, stream=stream) as progress:
+        for key, status in (("t1/a", "complete"), ("t1/b", "budget"), ("t2/a", "budget")):
+            progress.job_started(key)
+            progress.job_finished(key, status, 0.5)
+    assert stream.getvalue().splitlines()[-1] == (
+        "planrun: [t2/a] budget (done 1 · failed 0 · budget 2 · running 0 · queued 0 · "
+        "skipped (earlier) 0)"
+    )
+
+
 def test_the_live_progress_shows_the_running_jobs_and_what_they_do() -> None:
     stream = io.StringIO()
     progress = BatchProgress(2, 0, live=True, stream=stream)
