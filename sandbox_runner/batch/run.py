@@ -93,6 +93,9 @@ class BatchStart:
     to_run: int
     skipped: int
     """Jobs done or skipped earlier."""
+    syntheses: int = 0
+    """Syntheses that may join the jobs to run (a task's runs once its plans are done, if
+    two or more are valid); not in `to_run`."""
 
 
 class BatchWatch(BatchEvents, Protocol):
@@ -273,13 +276,15 @@ def _drive(
     trees: RepositoryTrees,
 ) -> BatchOutcome:
     to_run = [job for job in jobs if job.decision.action in RUNS]
-    display = watch(BatchStart(out_dir.name, out_dir, len(to_run), len(jobs) - len(to_run)))
-    parallel = options.parallel or prepared[0].spec.parallel
-    scratch = scratch_root(out_dir, _workspaces(prepared))
     # The engine is set up for the syntheses that may run too: their tasks' sandboxes,
     # their repositories shipped (a task whose plans were all done before has no other job).
     syntheses = _syntheses(jobs, out_dir, options.retry_failed).values()
-    may_run = [*to_run, *(job for job, decision, _ in syntheses if decision.action in RUNS)]
+    may_synthesise = [job for job, decision, _ in syntheses if decision.action in RUNS]
+    may_run = [*to_run, *may_synthesise]
+    skipped = len(jobs) - len(to_run)
+    display = watch(BatchStart(out_dir.name, out_dir, len(to_run), skipped, len(may_synthesise)))
+    parallel = options.parallel or prepared[0].spec.parallel
+    scratch = scratch_root(out_dir, _workspaces(prepared))
     with contextlib.ExitStack() as disconnect:
         if options.engine == "ray":
             engine = ray_engine(

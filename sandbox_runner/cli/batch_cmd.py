@@ -14,7 +14,7 @@ from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_bat
 from sandbox_runner.batch import dry_run as what_would_run
 from sandbox_runner.batch.ledger import FAILED_STATUSES
 from sandbox_runner.batch.task_table import status_table, wall_line
-from sandbox_runner.cli.batch_progress import BatchProgress
+from sandbox_runner.cli.batch_progress import BatchProgress, syntheses_text
 from sandbox_runner.cli.estimate_view import batch_estimate, estimate_note, estimate_words
 from sandbox_runner.cli.next_steps import batch_command, cost_line, export_hint
 from sandbox_runner.cli.options import (
@@ -169,15 +169,20 @@ def _watch(as_json: bool) -> Callable[[BatchStart], BatchProgress | None]:
     def watch(start: BatchStart) -> BatchProgress | None:
         if as_json:
             return None
-        click.echo(
-            f"planrun: batch {start.name}: {start.to_run} job(s) to run, {start.skipped} done "
-            f"or skipped earlier, into {start.out_dir}",
-            err=True,
-        )
+        click.echo(start_line(start), err=True)
         live = wants_live_display(sys.stderr, json_output=False)
-        return BatchProgress(start.to_run, start.skipped, live=live)
+        return BatchProgress(start.to_run, start.skipped, live=live, syntheses=start.syntheses)
 
     return watch
+
+
+def start_line(start: BatchStart) -> str:
+    """What a batch is about to run: its plan jobs, and the syntheses that may join them."""
+    syntheses = f", and up to {syntheses_text(start.syntheses)}" if start.syntheses else ""
+    return one_line(
+        f"planrun: batch {start.name}: {start.to_run} plan job(s) to run{syntheses}, "
+        f"{start.skipped} done or skipped earlier, into {start.out_dir}"
+    )
 
 
 def _print_dry_run(options: BatchOptions, *, as_json: bool) -> None:

@@ -22,6 +22,7 @@ from sandbox_runner.batch.driver import BatchDriver
 from sandbox_runner.batch.job import JobOutcome, run_job
 from sandbox_runner.batch.ledger import Ledger, LedgerRecord, batch_lock
 from sandbox_runner.batch.resume import Action, OnDisk, decide
+from sandbox_runner.batch.run import BatchStart
 from sandbox_runner.batch.setup import (
     BatchJob,
     ChangedTaskError,
@@ -32,6 +33,7 @@ from sandbox_runner.batch.setup import (
 from sandbox_runner.batch.summary import read_status, render_summary, summary_document
 from sandbox_runner.batch.tasks_file import load_batch_file
 from sandbox_runner.cli import cli
+from sandbox_runner.cli.batch_cmd import start_line
 from sandbox_runner.cli.batch_progress import BatchProgress, JobsRemaining
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import render_document, split_document
@@ -560,6 +562,33 @@ def test_jobs_the_budget_stopped_count_as_budget_not_as_failed() -> None:
         "planrun: [t2/a] budget (done 1 · failed 0 · budget 2 · running 0 · queued 0 · "
         "skipped (earlier) 0)"
     )
+
+
+def test_the_start_and_the_bar_say_how_many_syntheses_may_join_the_plan_jobs(
+    tmp_path: Path,
+) -> None:
+    start = BatchStart("b", tmp_path / "b", to_run=4, skipped=1, syntheses=2)
+    assert start_line(start) == (
+        f"planrun: batch b: 4 plan job(s) to run, and up to 2 syntheses, 1 done or skipped "
+        f"earlier, into {tmp_path / 'b'}"
+    )
+    progress = BatchProgress(4, 1, live=True, stream=io.StringIO(), syntheses=2)
+
+    def screen() -> str:
+        console = Console(file=io.StringIO(), width=120)
+        console.print(progress.view())
+        return console.file.getvalue()  # type: ignore[attr-defined]
+
+    assert "0/4 (+ up to 2 syntheses)" in screen()
+    progress.job_queued("t1/recommended")
+    assert "0/5 (+ up to 1 synthesis)" in screen()
+    progress.job_queued("t2/recommended")
+    assert "0/6" in screen() and "up to" not in screen()
+    stream = io.StringIO()
+    with BatchProgress(1, 0, live=False, stream=stream, syntheses=1) as plain:
+        plain.job_started("t1/a")
+        plain.job_finished("t1/a", "complete", None)
+    assert stream.getvalue().splitlines()[-1].endswith("skipped (earlier) 0 (+ up to 1 synthesis))")
 
 
 def test_the_live_progress_shows_the_running_jobs_and_what_they_do() -> None:
