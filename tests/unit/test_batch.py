@@ -575,9 +575,9 @@ def test_the_start_and_the_bar_say_how_many_syntheses_may_join_the_plan_jobs(
     progress = BatchProgress(4, 1, live=True, stream=io.StringIO(), syntheses=2)
 
     def screen() -> str:
-        console = Console(file=io.StringIO(), width=120)
-        console.print(progress.view())
-        return console.file.getvalue()  # type: ignore[attr-defined]
+        drawn = io.StringIO()
+        Console(file=drawn, width=120).print(progress.view())
+        return drawn.getvalue()
 
     assert "0/4 (+ up to 2 syntheses)" in screen()
     progress.job_queued("t1/recommended")
