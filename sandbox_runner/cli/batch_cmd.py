@@ -15,7 +15,13 @@ from sandbox_runner.batch import dry_run as what_would_run
 from sandbox_runner.batch.ledger import FAILED_STATUSES
 from sandbox_runner.batch.task_table import status_table, wall_line
 from sandbox_runner.cli.batch_progress import BatchProgress, syntheses_text
-from sandbox_runner.cli.estimate_view import batch_estimate, estimate_note, estimate_words
+from sandbox_runner.cli.estimate_view import (
+    batch_estimate,
+    budget_fit,
+    budget_words,
+    estimate_note,
+    estimate_words,
+)
 from sandbox_runner.cli.next_steps import batch_command, cost_line, export_hint
 from sandbox_runner.cli.options import (
     allow_web_option,
@@ -186,10 +192,13 @@ def start_line(start: BatchStart) -> str:
 
 
 def _print_dry_run(options: BatchOptions, *, as_json: bool) -> None:
-    jobs = what_would_run(options, warn=warn)
+    run = what_would_run(options, warn=warn)
+    jobs = run.jobs
     total = batch_estimate(jobs)
+    fit = budget_fit(run, total)
     if as_json:
-        document = {"dry_run": True, "jobs": [job.to_dict() for job in jobs], "totals": total}
+        listed = [job.to_dict() for job in jobs]
+        document = {"dry_run": True, "jobs": listed, "totals": total, "budget": fit}
         click.echo(json.dumps(document, indent=2))
         return
     for job in jobs:
@@ -199,6 +208,7 @@ def _print_dry_run(options: BatchOptions, *, as_json: bool) -> None:
     runs = sum(1 for job in jobs if job.runs)
     click.echo(f"{runs} of {len(jobs)} job(s) would run", err=True)
     click.echo(one_line(f"Estimate: {estimate_words(total)}"), err=True)
+    click.echo(one_line(f"Budget: {budget_words(fit, total)}"), err=True)
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
