@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -220,7 +221,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
         click.echo(one_line(f"  {job['key']:<{width}}  {job['status']:<10}{reason}".rstrip()))
     counts = ", ".join(f"{status} {n}" for status, n in summary["counts"].items())
     click.echo(one_line(f"Batch {summary['batch']}: {counts}"))
-    for line in status_table(summary.get("tasks") or []):
+    for line in status_table(summary.get("tasks") or [], _table_width()):
         click.echo(f"  {line}")
     for check in summary.get("workspaces") or []:
         if check.get("problem"):
@@ -233,6 +234,12 @@ def _print_summary(summary: dict[str, Any]) -> None:
     if wall := wall_line(summary.get("totals")):
         click.echo(wall)
     click.echo(one_line(f"Summary: {Path(summary['out_dir']) / 'summary.md'}"))
+
+
+def _table_width() -> int:
+    """The width a table of tasks may take: the terminal's (100 when not a terminal), less
+    the two spaces each line is indented by."""
+    return shutil.get_terminal_size((100, 24)).columns - 2
 
 
 @batch.command(
@@ -250,7 +257,7 @@ def show_batch_status(directory: Path, as_json: bool) -> None:
     counts = ", ".join(f"{s} {n}" for s, n in status["counts"].items()) or "nothing recorded"
     click.echo(one_line(f"Batch {status.get('batch')}: {status.get('state')}; {counts}"))
     if status["tasks"]:
-        for line in status_table(status["tasks"]):
+        for line in status_table(status["tasks"], _table_width()):
             click.echo(f"  {line}")
     if wall := wall_line(status.get("totals")):
         click.echo(wall)
