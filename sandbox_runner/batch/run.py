@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, Literal, Protocol
 
 from sandbox_runner.agents.events import AgentEvent
+from sandbox_runner.batch.budget import batch_spend, check_budget, spent_earlier
 from sandbox_runner.batch.directory import open_batch_dir, record_run, scratch_root
 from sandbox_runner.batch.driver import BatchDriver
 from sandbox_runner.batch.engines import (
@@ -45,7 +46,7 @@ from sandbox_runner.runs.estimate import PlanEstimate, estimate_plan
 from sandbox_runner.runs.preflight import AccessCheck, preflight
 from sandbox_runner.runs.prepare import Warn
 from sandbox_runner.runs.workspace_check import RepositoryTrees
-from sandbox_runner.spend import Spend, usd
+from sandbox_runner.spend import Spend
 
 BATCH_MODEL_HINT = "set it with the task's `model`, or planning_model in the config"
 """How a task's model is chosen, said when the API does not know it."""
@@ -93,6 +94,9 @@ class BatchStart:
     to_run: int
     skipped: int
     """Jobs done or skipped earlier."""
+    syntheses: int = 0
+    """Syntheses that may join the jobs to run (a task's runs once its plans are done, if
+    two or more are valid); not in `to_run`."""
 
 
 class BatchWatch(BatchEvents, Protocol):
@@ -175,14 +179,25 @@ def run_batch(
             redo=options.redo,
         )
         spend = batch_spend(prepared)
-        _check_budget(out_dir, jobs, spend)
+        check_budget(out_dir, jobs, spend)
         record_run(out_dir, batch_file.path, batch_file.digest, options.engine)
         _remember(out_dir, prepared)
         with stdout_to_stderr() if options.engine == "ray" else contextlib.nullcontext():
             return _drive(options, host, warn, watch, out_dir, jobs, prepared, spend, trees)
 
 
-def dry_run(options: BatchOptions, *, warn: Warn) -> list[PlannedJob]:
+@dataclass(frozen=True)
+class DryRun:
+    """What running a batch would do: each job, and the budget they would run under."""
+
+    jobs: list[PlannedJob]
+    max_cost_usd: float | None = None
+    """The batch's budget (see batch_spend); None: no cap."""
+    spent_usd: float = 0.0
+    """What earlier runs of the batch spent of it."""
+
+
+def dry_run(options: BatchOptions, *, warn: Warn) -> DryRun:
     """What running the batch would do with each job; nothing runs, nothing is written.
 
     Raises:
@@ -206,7 +221,8 @@ def dry_run(options: BatchOptions, *, warn: Warn) -> list[PlannedJob]:
             synthesis, decision, when = syntheses[task_id]
             estimate = synthesis_estimate(plans) if decision.action in RUNS else None
             planned.append(PlannedJob(synthesis.key, decision.action, False, estimate, when))
-    return planned
+    spend = batch_spend(prepared)
+    return DryRun(planned, spend.max_usd if spend else None, spent_earlier(out_dir))
 
 
 def _estimate(job: BatchJob) -> PlanEstimate | None:
@@ -273,13 +289,15 @@ def _drive(
     trees: RepositoryTrees,
 ) -> BatchOutcome:
     to_run = [job for job in jobs if job.decision.action in RUNS]
-    display = watch(BatchStart(out_dir.name, out_dir, len(to_run), len(jobs) - len(to_run)))
-    parallel = options.parallel or prepared[0].spec.parallel
-    scratch = scratch_root(out_dir, _workspaces(prepared))
     # The engine is set up for the syntheses that may run too: their tasks' sandboxes,
     # their repositories shipped (a task whose plans were all done before has no other job).
     syntheses = _syntheses(jobs, out_dir, options.retry_failed).values()
-    may_run = [*to_run, *(job for job, decision, _ in syntheses if decision.action in RUNS)]
+    may_synthesise = [job for job, decision, _ in syntheses if decision.action in RUNS]
+    may_run = [*to_run, *may_synthesise]
+    skipped = len(jobs) - len(to_run)
+    display = watch(BatchStart(out_dir.name, out_dir, len(to_run), skipped, len(may_synthesise)))
+    parallel = options.parallel or prepared[0].spec.parallel
+    scratch = scratch_root(out_dir, _workspaces(prepared))
     with contextlib.ExitStack() as disconnect:
         if options.engine == "ray":
             engine = ray_engine(
@@ -346,31 +364,3 @@ def _remember(out_dir: Path, prepared: list[PreparedTask]) -> None:
         if not directory.exists():
             directory.mkdir(parents=True)
             remember_run(directory)
-
-
-def _check_budget(out_dir: Path, jobs: list[BatchJob], spend: Spend | None) -> None:
-    """Refuse to run jobs under a budget that earlier runs of the batch spent already.
-
-    Raises:
-        ConfigError: they did, and some job is still to run.
-    """
-    if (
-        spend is None
-        or spend.max_usd is None
-        or not any(job.decision.action in RUNS for job in jobs)
-    ):
-        return
-    spent = sum(record.cost_usd or 0.0 for record in Ledger(out_dir).read())
-    if spent >= spend.max_usd:
-        raise ConfigError(
-            f"batch {out_dir.name} has spent {usd(spent)} already, and its budget is "
-            f"{usd(spend.max_usd)}: run it again with a higher --max-cost-usd"
-        )
-
-
-def batch_spend(prepared: list[PreparedTask]) -> Spend | None:
-    """The batch's cost budget: the lowest `max_cost_usd` of its tasks' settings (the
-    `--max-cost-usd` flag sets it for every task; a repository's file may only lower it)."""
-    caps = [task.settings.settings.max_cost_usd for task in prepared]
-    known = [cap for cap in caps if cap is not None]
-    return Spend(min(known)) if known else None

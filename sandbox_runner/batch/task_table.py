@@ -121,11 +121,16 @@ def recommended_text(row: dict[str, Any]) -> str:
 
 STATUS_COLUMNS = ("Task", "Plans", "Agreement", "Recommended plan", "Report")
 MAX_CELL = 60
+NARROWEST = {0: 16, 2: 20, 3: 24, 4: 20}
+"""The text columns narrowed to fit a terminal (by index: task, agreement, recommended
+plan, report path), and the narrowest each gets: still a readable start of its text."""
 
 
-def status_table(tasks: list[dict[str, Any]]) -> list[str]:
+def status_table(tasks: list[dict[str, Any]], width: int | None = None) -> list[str]:
     """The tasks as aligned plain-text lines for a terminal, a header line first; every cell
-    is one line of printable text, clipped."""
+    is one line of printable text, clipped. With WIDTH, the widest text columns (the
+    recommended plan and the report path first) are narrowed, with an ellipsis, until a
+    line fits it or they are as narrow as NARROWEST lets them be."""
     rows = [list(STATUS_COLUMNS)]
     for task in tasks:
         recommended = recommended_text(task)
@@ -133,15 +138,32 @@ def status_table(tasks: list[dict[str, Any]]) -> list[str]:
         rows.append([*cells, task["report"] or "not yet"])
     clipped = [[_cell(text) for text in row] for row in rows]
     widths = [max(len(row[n]) for row in clipped) for n in range(len(STATUS_COLUMNS))]
+    if width is not None:
+        widths = _narrowed(widths, width)
     return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        "  ".join(
+            _cell(cell, limit).ljust(limit) for cell, limit in zip(row, widths, strict=True)
+        ).rstrip()
         for row in clipped
     ]
 
 
-def _cell(text: str) -> str:
+def _narrowed(widths: list[int], width: int) -> list[int]:
+    """Column widths whose line (two spaces between columns) fits WIDTH, by narrowing the
+    widest column NARROWEST names one character at a time; as near as NARROWEST allows."""
+    widths = list(widths)
+    while sum(widths) + 2 * (len(widths) - 1) > width:
+        narrowable = [column for column, least in NARROWEST.items() if widths[column] > least]
+        if not narrowable:
+            break
+        # On a tie the later column gives first: the paths before the task's name.
+        widths[max(reversed(narrowable), key=lambda column: widths[column])] -= 1
+    return widths
+
+
+def _cell(text: str, limit: int = MAX_CELL) -> str:
     line = one_line(text)
-    return line if len(line) <= MAX_CELL else line[: MAX_CELL - 1] + "…"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def wall_text(totals: object) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +16,14 @@ from sandbox_runner.batch import BatchOptions, BatchStart, batch_status, run_bat
 from sandbox_runner.batch import dry_run as what_would_run
 from sandbox_runner.batch.ledger import FAILED_STATUSES
 from sandbox_runner.batch.task_table import status_table, wall_line
-from sandbox_runner.cli.batch_progress import BatchProgress
-from sandbox_runner.cli.estimate_view import batch_estimate, estimate_note, estimate_words
+from sandbox_runner.cli.batch_progress import BatchProgress, syntheses_text
+from sandbox_runner.cli.estimate_view import (
+    batch_estimate,
+    budget_fit,
+    budget_words,
+    estimate_note,
+    estimate_words,
+)
 from sandbox_runner.cli.next_steps import batch_command, cost_line, export_hint
 from sandbox_runner.cli.options import (
     allow_web_option,
@@ -169,22 +177,30 @@ def _watch(as_json: bool) -> Callable[[BatchStart], BatchProgress | None]:
     def watch(start: BatchStart) -> BatchProgress | None:
         if as_json:
             return None
-        click.echo(
-            f"planrun: batch {start.name}: {start.to_run} job(s) to run, {start.skipped} done "
-            f"or skipped earlier, into {start.out_dir}",
-            err=True,
-        )
+        click.echo(start_line(start), err=True)
         live = wants_live_display(sys.stderr, json_output=False)
-        return BatchProgress(start.to_run, start.skipped, live=live)
+        return BatchProgress(start.to_run, start.skipped, live=live, syntheses=start.syntheses)
 
     return watch
 
 
+def start_line(start: BatchStart) -> str:
+    """What a batch is about to run: its plan jobs, and the syntheses that may join them."""
+    syntheses = f", and up to {syntheses_text(start.syntheses)}" if start.syntheses else ""
+    return one_line(
+        f"planrun: batch {start.name}: {start.to_run} plan job(s) to run{syntheses}, "
+        f"{start.skipped} done or skipped earlier, into {start.out_dir}"
+    )
+
+
 def _print_dry_run(options: BatchOptions, *, as_json: bool) -> None:
-    jobs = what_would_run(options, warn=warn)
+    run = what_would_run(options, warn=warn)
+    jobs = run.jobs
     total = batch_estimate(jobs)
+    fit = budget_fit(run, total)
     if as_json:
-        document = {"dry_run": True, "jobs": [job.to_dict() for job in jobs], "totals": total}
+        listed = [job.to_dict() for job in jobs]
+        document = {"dry_run": True, "jobs": listed, "totals": total, "budget": fit}
         click.echo(json.dumps(document, indent=2))
         return
     for job in jobs:
@@ -194,6 +210,7 @@ def _print_dry_run(options: BatchOptions, *, as_json: bool) -> None:
     runs = sum(1 for job in jobs if job.runs)
     click.echo(f"{runs} of {len(jobs)} job(s) would run", err=True)
     click.echo(one_line(f"Estimate: {estimate_words(total)}"), err=True)
+    click.echo(one_line(f"Budget: {budget_words(fit, total)}"), err=True)
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -205,7 +222,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
         click.echo(one_line(f"  {job['key']:<{width}}  {job['status']:<10}{reason}".rstrip()))
     counts = ", ".join(f"{status} {n}" for status, n in summary["counts"].items())
     click.echo(one_line(f"Batch {summary['batch']}: {counts}"))
-    for line in status_table(summary.get("tasks") or []):
+    for line in status_table(summary.get("tasks") or [], _table_width()):
         click.echo(f"  {line}")
     for check in summary.get("workspaces") or []:
         if check.get("problem"):
@@ -218,6 +235,15 @@ def _print_summary(summary: dict[str, Any]) -> None:
     if wall := wall_line(summary.get("totals")):
         click.echo(wall)
     click.echo(one_line(f"Summary: {Path(summary['out_dir']) / 'summary.md'}"))
+
+
+def _table_width() -> int | None:
+    """The width a table of tasks may take: the terminal's (or COLUMNS), less the two
+    spaces each line is indented by; None in a pipe, which gets every character (`grep`
+    must find a whole path)."""
+    if not os.environ.get("COLUMNS") and not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size((100, 24)).columns - 2
 
 
 @batch.command(
@@ -235,7 +261,7 @@ def show_batch_status(directory: Path, as_json: bool) -> None:
     counts = ", ".join(f"{s} {n}" for s, n in status["counts"].items()) or "nothing recorded"
     click.echo(one_line(f"Batch {status.get('batch')}: {status.get('state')}; {counts}"))
     if status["tasks"]:
-        for line in status_table(status["tasks"]):
+        for line in status_table(status["tasks"], _table_width()):
             click.echo(f"  {line}")
     if wall := wall_line(status.get("totals")):
         click.echo(wall)

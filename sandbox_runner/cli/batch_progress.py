@@ -1,5 +1,7 @@
 """Progress of a batch: a rich bar, counts and the running jobs on a terminal; plain lines
-elsewhere. Skipped jobs are not in the bar's total, so the ETA covers only work left to do."""
+elsewhere. Skipped jobs are not in the bar's total, so the ETA covers only work left to do;
+a task's synthesis joins the total when its plans are done, and until then the bar says how
+many may still join."""
 
 from __future__ import annotations
 
@@ -51,16 +53,29 @@ class JobsRemaining(ProgressColumn):
         return Text(str(timedelta(seconds=round(left))), style="progress.remaining")
 
 
+def syntheses_text(count: int) -> str:
+    """ "1 synthesis", "2 syntheses"."""
+    return f"{count} synthesis" if count == 1 else f"{count} syntheses"
+
+
 class BatchProgress(LiveDisplay):
     """Receives job events (driver thread) and agent events (worker threads)."""
 
     def __init__(
-        self, to_run: int, skipped: int, *, live: bool, stream: TextIO | None = None
+        self,
+        to_run: int,
+        skipped: int,
+        *,
+        live: bool,
+        stream: TextIO | None = None,
+        syntheses: int = 0,
     ) -> None:
         self._stream = stream or sys.stderr
         self._lock = threading.Lock()
         self.to_run, self.skipped = to_run, skipped
-        self.done = self.failed = 0
+        self.syntheses_to_come = syntheses
+        """Syntheses that may still join `to_run` (at most; too few valid plans, none)."""
+        self.done = self.failed = self.budget = 0
         self.cost = 0.0
         self._running: dict[str, _Running] = {}
         self._live: Live | None = None
@@ -72,6 +87,7 @@ class BatchProgress(LiveDisplay):
                 TextColumn("Plans"),
                 BarColumn(),
                 MofNCompleteColumn(),
+                TextColumn("{task.fields[to_come]}"),
                 TaskProgressColumn(),
                 TimeElapsedColumn(),
                 JobsRemaining(),
@@ -79,15 +95,23 @@ class BatchProgress(LiveDisplay):
                 console=console,
                 speed_estimate_period=300,
             )
-            self._task = self._bar.add_task("plans", total=to_run, cost="$0.00")
+            self._task = self._bar.add_task(
+                "plans", total=to_run, cost="$0.00", to_come=self._to_come()
+            )
             self._live = Live(console=console, refresh_per_second=4, get_renderable=self.view)
 
     def job_queued(self, key: str) -> None:
         """A job decided while the batch runs (a task's synthesis) joins the queue."""
         with self._lock:
             self.to_run += 1
+            self.syntheses_to_come = max(self.syntheses_to_come - 1, 0)
             if self._bar is not None:
-                self._bar.update(self._task, total=self.to_run)
+                self._bar.update(self._task, total=self.to_run, to_come=self._to_come())
+
+    def _to_come(self) -> str:
+        """What may still join the bar's total, next to it."""
+        count = self.syntheses_to_come
+        return f"(+ up to {syntheses_text(count)})" if count else ""
 
     def job_started(self, key: str, note: str = "") -> None:
         with self._lock:
@@ -101,6 +125,8 @@ class BatchProgress(LiveDisplay):
             self._running.pop(key, None)
             if status == "complete":
                 self.done += 1
+            elif status == "budget":
+                self.budget += 1  # stopped or never started by the cost budget
             else:
                 self.failed += 1
             self.cost += cost_usd or 0.0
@@ -124,10 +150,13 @@ class BatchProgress(LiveDisplay):
             self._say("stopping… (finished plans are kept; run the same command to resume)")
 
     def counts(self) -> str:
-        queued = self.to_run - self.done - self.failed - len(self._running)
+        queued = self.to_run - self.done - self.failed - self.budget - len(self._running)
+        budget = f" · budget {self.budget}" if self.budget else ""
+        # The live bar says it beside its total; a plain line says it here.
+        to_come = f" {self._to_come()}" if self.syntheses_to_come and self._bar is None else ""
         return (
-            f"done {self.done} · failed {self.failed} · running {len(self._running)} · "
-            f"queued {max(queued, 0)} · skipped (earlier) {self.skipped}"
+            f"done {self.done} · failed {self.failed}{budget} · running {len(self._running)} · "
+            f"queued {max(queued, 0)} · skipped (earlier) {self.skipped}{to_come}"
         )
 
     def _say(self, message: str) -> None:

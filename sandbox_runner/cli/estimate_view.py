@@ -7,7 +7,7 @@ import json
 
 import click
 
-from sandbox_runner.batch.run import PlannedJob
+from sandbox_runner.batch.run import DryRun, PlannedJob
 from sandbox_runner.runs.estimate import (
     CHARS_PER_TOKEN,
     OUTPUT_TOKENS_PER_TURN,
@@ -69,6 +69,50 @@ def estimate_lines(estimate: RunEstimate) -> list[str]:
 def batch_estimate(jobs: list[PlannedJob]) -> dict[str, object]:
     """The estimate of the jobs of a batch that would run."""
     return totals_of([job.estimate for job in jobs if job.estimate is not None])
+
+
+def budget_fit(run: DryRun, totals: dict[str, object]) -> dict[str, object]:
+    """The batch's budget against its estimate: the cap, what earlier runs spent, what is
+    left, and whether the estimate fits what is left ("yes": every turn of every job does;
+    "maybe": one turn of each job does, every turn does not; "no": not even one turn;
+    None: no cap, or no price known)."""
+    left = None if run.max_cost_usd is None else max(run.max_cost_usd - run.spent_usd, 0.0)
+    one, every = (_cost(totals[key]) for key in ("one_turn", "max_turns_estimate"))
+    fits = None
+    if left is not None and one is not None and every is not None:
+        fits = "yes" if every <= left else "maybe" if one <= left else "no"
+    return {
+        "max_cost_usd": run.max_cost_usd,
+        "spent_usd": round(run.spent_usd, 6),
+        "left_usd": None if left is None else round(left, 6),
+        "fits": fits,
+    }
+
+
+def budget_words(fit: dict[str, object], totals: dict[str, object]) -> str:
+    """The budget of a batch's dry run, and whether its estimate fits, in one line."""
+    cap, left, spent = fit["max_cost_usd"], fit["left_usd"], fit["spent_usd"]
+    if not isinstance(cap, float) or not isinstance(left, float):
+        return "no cap (--max-cost-usd sets one)"
+    text = f"{usd(cap)} for the batch"
+    if isinstance(spent, float) and spent > 0:
+        text += f" ({usd(spent)} spent by earlier runs, {usd(left)} left)"
+    one, every = (_cost(totals[key]) for key in ("one_turn", "max_turns_estimate"))
+    if fit["fits"] == "yes":
+        return f"{text}; every turn of every job ({usd(every or 0.0)}) fits it"
+    if fit["fits"] == "maybe":
+        return (
+            f"{text}; one turn of each job ({usd(one or 0.0)}) fits it, every turn "
+            f"({usd(every or 0.0)}) does not: the budget may stop jobs"
+        )
+    if fit["fits"] == "no":
+        return f"{text}; not even one turn of each job ({usd(one or 0.0)}) fits it"
+    return f"{text}; whether the estimate fits is unknown (model not in the price table)"
+
+
+def _cost(figure: object) -> float | None:
+    cost = figure.get("cost_usd") if isinstance(figure, dict) else None
+    return cost if isinstance(cost, float) else None
 
 
 def estimate_note(estimate: PlanEstimate | None) -> str:

@@ -75,6 +75,9 @@ class Services:
     stdout_is_terminal: Callable[[], bool] = field(default=lambda: sys.stdout.isatty())
     """Whether output goes to a terminal (rich rendering) or elsewhere (plain text)."""
     _provider: DockerProvider | None = field(default=None, init=False, repr=False)
+    _readable_checked: set[Path] = field(default_factory=set, init=False, repr=False)
+    """The workspaces whose readability this invocation checked (a batch's tasks share
+    one: its warning is said once)."""
 
     def sandbox_factory(
         self, workspace: Path, loaded: LoadedSettings
@@ -86,8 +89,10 @@ class Services:
 
         sandboxes = self.sandboxes(workspace, loaded)
         sandboxes.check()
-        if warning := require_readable(workspace):
-            self.progress(f"warning: {warning}")
+        if workspace not in self._readable_checked:
+            if warning := require_readable(workspace):
+                self.progress(f"warning: {warning}")
+            self._readable_checked.add(workspace)
         return sandboxes.for_run
 
     def sandboxes(self, workspace: Path, loaded: LoadedSettings) -> DockerSandboxes:

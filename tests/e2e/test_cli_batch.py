@@ -176,9 +176,14 @@ def test_each_task_of_a_local_batch_gets_its_recommended_plan(
         f"tasks:\n{tasks}"
     )
     out = tmp_path / "out"
+    (sample_repo / "secret.txt").write_text("not for the sandbox user")
+    (sample_repo / "secret.txt").chmod(0)
     arguments = ["batch", str(batch), "--out", str(out), "--parallel", "2"]
     result = CliRunner().invoke(cli, arguments, catch_exceptions=False)
     assert result.exit_code == 0, result.output
+    assert "4 plan job(s) to run, and up to 2 syntheses" in result.stderr
+    # The two tasks share the repository: its unreadable file is said once.
+    assert result.stderr.count("not readable by the sandbox user") == 1, result.stderr
     syntheses = [
         request.body
         for request in api.message_requests
@@ -200,7 +205,7 @@ def test_each_task_of_a_local_batch_gets_its_recommended_plan(
         row = next(line for line in summary.splitlines() if line.startswith(f"| {task} |"))
         assert "| 2 of 2 valid |" in row and f"[{task}](tasks/{task}/recommended.md)" in row
         assert f"| [{task}/recommended](tasks/{task}/recommended.md) | complete | 1 |" in summary
-    status = CliRunner().invoke(cli, ["batch", "status", str(out)])
+    status = CliRunner().invoke(cli, ["batch", "status", str(out)], env={"COLUMNS": "200"})
     assert "tasks/alpha/recommended.md" in status.output
     assert "complete 6" in status.output
     # Run again: nothing is asked of the model, the synthesis included.

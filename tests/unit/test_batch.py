@@ -22,6 +22,7 @@ from sandbox_runner.batch.driver import BatchDriver
 from sandbox_runner.batch.job import JobOutcome, run_job
 from sandbox_runner.batch.ledger import Ledger, LedgerRecord, batch_lock
 from sandbox_runner.batch.resume import Action, OnDisk, decide
+from sandbox_runner.batch.run import BatchStart, DryRun
 from sandbox_runner.batch.setup import (
     BatchJob,
     ChangedTaskError,
@@ -32,7 +33,9 @@ from sandbox_runner.batch.setup import (
 from sandbox_runner.batch.summary import read_status, render_summary, summary_document
 from sandbox_runner.batch.tasks_file import load_batch_file
 from sandbox_runner.cli import cli
+from sandbox_runner.cli.batch_cmd import start_line
 from sandbox_runner.cli.batch_progress import BatchProgress, JobsRemaining
+from sandbox_runner.cli.estimate_view import budget_fit, budget_words
 from sandbox_runner.errors import ConfigError
 from sandbox_runner.plans.document import render_document, split_document
 from sandbox_runner.plans.results import PlanResult, PlanStatus
@@ -186,6 +189,50 @@ def test_cli_dry_run_lists_the_jobs(tmp_path: Path, sample_repo: Path) -> None:
     one_turn = document["totals"]["one_turn"]
     assert one_turn["tokens"] == sum(estimate["one_turn"]["tokens"] for estimate in estimates)
     assert one_turn["cost_usd"] > 0
+    assert document["budget"] == {
+        "max_cost_usd": None,
+        "spent_usd": 0.0,
+        "left_usd": None,
+        "fits": None,
+    }
+
+
+def test_a_dry_run_says_the_budget_and_whether_the_estimate_fits_it(
+    tmp_path: Path, sample_repo: Path
+) -> None:
+    text = "defaults: {repo: repo, perspectives: [a, b]}\ntasks:\n  - {id: t, requirements: r}\n"
+    batch = str(write(tmp_path / "batch.yaml", text))
+    said = {}
+    for cap in ("0.001", "0.5", "1000", "none"):
+        flags = [] if cap == "none" else ["--max-cost-usd", cap]
+        result = CliRunner().invoke(cli, ["batch", batch, "--dry-run", *flags])
+        assert result.exit_code == 0, result.output
+        said[cap] = [line for line in result.stderr.splitlines() if line.startswith("Budget:")]
+        document = json.loads(
+            CliRunner().invoke(cli, ["batch", batch, "--dry-run", "--json", *flags]).stdout
+        )
+        assert (
+            document["budget"]["fits"]
+            == {"0.001": "no", "0.5": "maybe", "1000": "yes", "none": None}[cap]
+        )
+    assert said["0.001"][0].startswith("Budget: $0.0010 for the batch; not even one turn of each")
+    assert said["0.5"][0].startswith("Budget: $0.50 for the batch; one turn of each job ($0.")
+    assert said["0.5"][0].endswith("does not: the budget may stop jobs")
+    assert said["1000"][0].startswith("Budget: $1,000.00 for the batch; every turn of every job")
+    assert said["none"] == ["Budget: no cap (--max-cost-usd sets one)"]
+
+
+def test_the_budget_left_after_earlier_runs_is_what_the_estimate_must_fit() -> None:
+    totals: dict[str, object] = {
+        "one_turn": {"tokens": 1_000, "cost_usd": 0.4},
+        "max_turns_estimate": {"tokens": 9_000, "cost_usd": 3.0},
+    }
+    fit = budget_fit(DryRun([], 5.0, 2.5), totals)
+    assert fit == {"max_cost_usd": 5.0, "spent_usd": 2.5, "left_usd": 2.5, "fits": "maybe"}
+    assert budget_words(fit, totals) == (
+        "$5.00 for the batch ($2.50 spent by earlier runs, $2.50 left); one turn of each job "
+        "($0.40) fits it, every turn ($3.00) does not: the budget may stop jobs"
+    )
 
 
 def conversation(task: str) -> str:
@@ -548,6 +595,45 @@ def test_progress_in_a_pipe_is_one_line_per_change_with_the_counts() -> None:
         "planrun: stopping… (finished plans are kept; run the same command to resume)",
     ]
     assert progress.cost == 0.25
+
+
+def test_jobs_the_budget_stopped_count_as_budget_not_as_failed() -> None:
+    stream = io.StringIO()
+    with BatchProgress(3, 0, live=False, stream=stream) as progress:
+        for key, status in (("t1/a", "complete"), ("t1/b", "budget"), ("t2/a", "budget")):
+            progress.job_started(key)
+            progress.job_finished(key, status, 0.5)
+    assert stream.getvalue().splitlines()[-1] == (
+        "planrun: [t2/a] budget (done 1 · failed 0 · budget 2 · running 0 · queued 0 · "
+        "skipped (earlier) 0)"
+    )
+
+
+def test_the_start_and_the_bar_say_how_many_syntheses_may_join_the_plan_jobs(
+    tmp_path: Path,
+) -> None:
+    start = BatchStart("b", tmp_path / "b", to_run=4, skipped=1, syntheses=2)
+    assert start_line(start) == (
+        f"planrun: batch b: 4 plan job(s) to run, and up to 2 syntheses, 1 done or skipped "
+        f"earlier, into {tmp_path / 'b'}"
+    )
+    progress = BatchProgress(4, 1, live=True, stream=io.StringIO(), syntheses=2)
+
+    def screen() -> str:
+        drawn = io.StringIO()
+        Console(file=drawn, width=120).print(progress.view())
+        return drawn.getvalue()
+
+    assert "0/4 (+ up to 2 syntheses)" in screen()
+    progress.job_queued("t1/recommended")
+    assert "0/5 (+ up to 1 synthesis)" in screen()
+    progress.job_queued("t2/recommended")
+    assert "0/6" in screen() and "up to" not in screen()
+    stream = io.StringIO()
+    with BatchProgress(1, 0, live=False, stream=stream, syntheses=1) as plain:
+        plain.job_started("t1/a")
+        plain.job_finished("t1/a", "complete", None)
+    assert stream.getvalue().splitlines()[-1].endswith("skipped (earlier) 0 (+ up to 1 synthesis))")
 
 
 def test_the_live_progress_shows_the_running_jobs_and_what_they_do() -> None:

@@ -4,6 +4,7 @@ resumed batch, and `planrun batch status`."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from urllib.parse import unquote
@@ -173,6 +174,64 @@ def test_status_table_cells_are_one_clipped_line() -> None:
     assert "\x1b" not in row and "\n" not in row
     assert "2 of 2 valid (1 not finished)" in row and "not yet" in row
     assert "…" in row and len(row) < 200
+
+
+def long_named_task(name: str) -> dict[str, object]:
+    return {
+        "task": name,
+        "plans": 3,
+        "valid": 3,
+        "finished": 3,
+        "agreement": "3 of 4 files shared; same first file",
+        "recommended": f"tasks/{name}/recommended.md",
+        "recommended_note": "",
+        "report": f"tasks/{name}/report.html",
+    }
+
+
+def test_status_table_narrows_its_path_columns_to_fit_the_terminal() -> None:
+    tasks = [long_named_task("migrate-billing-to-ledger"), long_named_task("cache")]
+    assert max(len(line) for line in status_table(tasks)) > 118  # it would wrap
+    lines = status_table(tasks, width=118)
+    assert max(len(line) for line in lines) <= 118
+    cells = re.split(r"\s{2,}", lines[1])
+    assert cells[0] == "migrate-billing-to-ledger" and cells[1] == "3 of 3 valid"
+    assert cells[3].startswith("tasks/migrate-billing") and cells[3].endswith("…")
+    assert cells[4].startswith("tasks/migrate-billing") and cells[4].endswith("…")
+    assert re.split(r"\s{2,}", lines[0]) == [
+        "Task",
+        "Plans",
+        "Agreement",
+        "Recommended plan",
+        "Report",
+    ]
+    # Never narrower than readable: a too narrow terminal wraps rather than lose the paths.
+    narrow = status_table(tasks, width=40)
+    recommended = re.split(r"\s{2,}", narrow[1])[3]
+    assert len(recommended) == 24 and recommended.startswith("tasks/migrate-billing")
+
+
+def test_batch_status_fits_the_terminal_and_its_json_keeps_every_character(
+    tmp_path: Path, sample_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_batch(tmp_path, FakeWork())
+    arguments = ["batch", "status", str(tmp_path / "out")]
+    monkeypatch.setenv("COLUMNS", "90")
+    lines = CliRunner().invoke(cli, arguments).output.splitlines()
+    assert max(len(line) for line in lines) <= 90
+    assert any(line.strip().startswith("t1 ") and "…" in line for line in lines)
+    document = json.loads(CliRunner().invoke(cli, [*arguments, "--json"]).output)
+    assert all("…" not in task["agreement"] for task in document["tasks"])
+    monkeypatch.delenv("COLUMNS")
+
+    def no_terminal(fd: int = 1) -> os.terminal_size:
+        raise OSError("not a terminal")
+
+    monkeypatch.setattr(os, "get_terminal_size", no_terminal)
+    # In a pipe, nothing is cut: `planrun batch status DIR | grep PATH` finds whole paths.
+    lines = CliRunner().invoke(cli, arguments).output.splitlines()
+    assert not any("…" in line for line in lines)
+    assert any(line.strip().startswith("t1 ") and "tasks/t1/report.html" in line for line in lines)
 
 
 @pytest.mark.parametrize(

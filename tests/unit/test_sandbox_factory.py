@@ -136,3 +136,17 @@ def test_a_run_s_sandboxes_share_one_walk_of_the_workspace(
         services.sandboxes(workspace, loaded), "s-1", tmp_path / "t", disk_cap_mb=1024
     )
     assert spec_of(session.plan(tmp_path / "staging")).git_seed is None
+
+
+def test_a_workspace_the_sandbox_user_cannot_fully_read_is_warned_of_once(
+    workspace: Path,
+) -> None:
+    (workspace / "readable.txt").write_text("x")
+    secret = workspace / "secret.txt"
+    secret.write_text("x")
+    secret.chmod(0)
+    said: list[str] = []
+    services = Services(docker=lambda: FakeDocker("my/sandbox:1", DERIVED), progress=said.append)
+    for run in ("batch-1", "batch-1"):  # two tasks of a batch on the same repository
+        services.sandbox_factory(workspace, load_settings(workspace))(run)
+    assert len(said) == 1 and "secret.txt" in said[0] and said[0].startswith("warning: ")
