@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -266,12 +267,20 @@ def test_grep_within_the_cap_is_complete(
 
 
 @pytest.mark.usefixtures("ripgrep")
-def test_a_grep_that_times_out_says_how_to_narrow_it(server: ToolServer) -> None:
+def test_a_grep_that_times_out_says_how_to_narrow_it(
+    server: ToolServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_tree(Path(server.workspace), 2, 2)
-    # No time at all: ripgrep cannot have finished when its wait begins.
+    real_run = grep.run_process
+
+    def slow_start(server: ToolServer, argv: list[str], **options: Any) -> Any:
+        # ripgrep still running at the time limit however fast or loaded the machine is.
+        return real_run(server, ["sh", "-c", 'sleep 30; exec "$@"', "sh", *argv], **options)
+
+    monkeypatch.setattr(grep, "run_process", slow_start)
     with pytest.raises(ToolError) as error:
-        run(server, grep.op_grep, {"pattern": "def"}, timeout=0)
+        run(server, grep.op_grep, {"pattern": "def"}, timeout=1)
     assert error.value.timed_out
     assert error.value.message == (
-        "grep timed out after 0 s; narrow with path=, glob=, type= or a more specific pattern"
+        "grep timed out after 1 s; narrow with path=, glob=, type= or a more specific pattern"
     )
