@@ -271,7 +271,7 @@ def test_a_grep_that_times_out_says_how_to_narrow_it(
     server: ToolServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_tree(Path(server.workspace), 2, 2)
-    real_run = grep.run_process
+    real_run = grep.run_process  # type: ignore[attr-defined]
 
     def slow_start(server: ToolServer, argv: list[str], **options: Any) -> Any:
         # ripgrep still running at the time limit however fast or loaded the machine is.
