@@ -63,6 +63,9 @@ def test_accept_edits_shows_the_diff_under_the_edit_and_undo_refuses_a_users_cha
         screen = term.wait_for(r"(?s)● Write src/new\.py ✓\n *⎿ src/new\.py: new file.*\+x = 1")
         assert "Allow the agent" not in screen
         term.wait_for("Done.")
+        # The turn ends (its checkpoint taken) after its last words: a change made before
+        # then would be the turn's.
+        term.wait_gone("esc to interrupt")
         (repo / "src" / "new.py").write_text("x = 2  # mine\n")
         term.type("/undo")
         term.keys("Enter")
