@@ -21,6 +21,7 @@ import yaml
 from tests.conftest import make_sample_repo
 from tests.e2e.test_cli_budget import ONE_TURN_USD
 from tests.support.fake_messages_api import FakeMessagesAPI, message, text, tool_use
+from tests.support.git_run import GIT_ENV, git
 from tests.support.plan_scripts import PerspectiveScript, writes_plan
 from tests.unit.test_plan_loop import VALID_PLAN
 from tests.unit.test_synthesis import RECOMMENDED_PLAN
@@ -32,14 +33,6 @@ TASKS = ("due-dates", "rate-limit")
 BATCH = "planrun batch backlog.yaml --out ~/.planrun/batches/q1 --max-cost-usd 25"
 DRAFT = VALID_PLAN.split("## Risks")[0]
 """A first draft without its last sections: invalid, so validation sends it feedback."""
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
 
 
 def page_script() -> PerspectiveScript:
@@ -72,14 +65,6 @@ def command(line: str) -> list[str]:
     """LINE as words, once the page is seen to hold it as written."""
     assert line in page_commands(), f"docs/teams.md no longer says `{line}`"
     return shlex.split(line)
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(
-        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 @dataclass

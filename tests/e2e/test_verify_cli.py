@@ -10,23 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.git_run import git
+
 ROOT = Path(__file__).resolve().parents[2]
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(
-        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 def planrun(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:

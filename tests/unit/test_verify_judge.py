@@ -29,11 +29,11 @@ from tests.support.fake_messages_api import (
     tool_use,
     usage,
 )
+from tests.support.git_run import git
 from tests.support.judge_repo import (
     ALL_DONE,
     HALF_DONE,
     VERDICT_PATH,
-    git,
     half_done_repo,
     verdicts,
 )
