@@ -39,14 +39,19 @@ def repeats(size: int) -> int:
 class TimedModel:
     """A model that adds up the time its calls take: the run's time that is not planrun's."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, first_call_seconds: float = 0.0) -> None:
         self.model = model
         self.seconds = 0.0
+        self.first_call_seconds = first_call_seconds
+        """How long the first answer takes, as a real model's does (counted as the model's)."""
         self._lock = threading.Lock()
 
     def complete(self, request: ModelRequest, call: ModelCall | None = None) -> ModelResponse:
         start = time.perf_counter()
         try:
+            with self._lock:
+                thinking, self.first_call_seconds = self.first_call_seconds, 0.0
+            time.sleep(thinking)
             return self.model.complete(request, call)
         finally:
             self._add(time.perf_counter() - start)
@@ -66,11 +71,12 @@ class TimedModel:
 class ModelClock:
     """Makes a fresh scripted model per plan and adds up the time of all of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_call_seconds: float = 0.0) -> None:
         self.models: list[TimedModel] = []
+        self.first_call_seconds = first_call_seconds
 
     def __call__(self, label: str) -> Model:
-        model = TimedModel(scripted_plan(label))
+        model = TimedModel(scripted_plan(label), self.first_call_seconds)
         self.models.append(model)
         return model
 
@@ -213,9 +219,15 @@ def sandbox_factory(repository: Path, client: Any, image: str, session: str) -> 
 
 
 def plan_run(
-    repository: Path, out_dir: Path, client: Any, image: str, baseline: float
+    repository: Path,
+    out_dir: Path,
+    client: Any,
+    image: str,
+    baseline: float,
+    first_call_seconds: float = 0.0,
 ) -> RunSample:
-    """One plan run of one perspective on REPOSITORY, whose host look took BASELINE."""
+    """One plan run of one perspective on REPOSITORY, whose host look took BASELINE; the
+    model's first answer takes FIRST_CALL_SECONDS (the rest come at once)."""
     from sandbox_runner.runs.multi import PlanRunSpec, execute
 
     spec = PlanRunSpec(
@@ -225,7 +237,7 @@ def plan_run(
         model_id="claude-sonnet-4-6",
         synthesis=False,
     )
-    clock = ModelClock()
+    clock = ModelClock(first_call_seconds)
     out_dir.mkdir(parents=True)
     started, start = time.time(), time.perf_counter()
     sandboxes = sandbox_factory(repository, client, image, SESSION)

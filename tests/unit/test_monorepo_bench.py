@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,19 @@ def test_what_planrun_adds_leaves_out_the_model_and_the_host_s_cost_of_the_same_
     from benchmarks.monorepo_run import host_tools
 
     assert 0.0 < host_tools(repository) < 30.0
+
+
+def test_a_thinking_model_takes_its_time_on_the_first_answer_only_and_it_is_the_model_s() -> None:
+    from benchmarks.monorepo_run import ModelClock
+    from sandbox_runner.types import ModelRequest
+
+    clock = ModelClock(first_call_seconds=0.2)
+    model = clock("p0")
+    request = ModelRequest(model="m", system="s", messages=[], tools=[])
+    timings = []
+    for _ in range(2):
+        start = time.perf_counter()
+        model.complete(request)
+        timings.append(time.perf_counter() - start)
+    assert timings[0] >= 0.2 > timings[1]
+    assert clock.seconds >= 0.2
