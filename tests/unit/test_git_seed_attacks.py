@@ -17,6 +17,7 @@ from typing import cast
 
 import pytest
 
+from sandbox_runner.sandbox.git_mounts import clean_config_copies
 from sandbox_runner.sandbox.guard_seed import GuardSeed, write_seed
 from sandbox_runner.sandbox.toolserver import git_scan, git_tree
 from sandbox_runner.sandbox.toolserver.git_guard import GitGuard
@@ -216,3 +217,21 @@ def test_no_seed_is_written_where_a_sandbox_could_write(
     assert seed.path() is None
     assert not any(path.suffix == ".json" for path in workspace.rglob("*"))
     assert rows(seed_of(workspace, tmp_path))  # elsewhere, the seed is written
+
+
+def test_a_clean_config_copy_planted_in_the_cache_is_written_again(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clean copies are named by their content: a file planted under the name a copy
+    will have (by a sandbox that writes the cache, PLANRUN_HOME being in its workspace)
+    is never mounted as the repository's config."""
+    monkeypatch.setenv("PLANRUN_HOME", str(tmp_path / "home"))
+    [(copy, target)] = clean_config_copies(workspace)
+    clean = copy.read_bytes()
+    copy.write_text('[filter "evil"]\n\tclean = touch /tmp/pwned\n')
+    assert clean_config_copies(workspace) == [(copy, target)]
+    assert copy.read_bytes() == clean
+    copy.unlink()
+    copy.symlink_to(tmp_path / "elsewhere")
+    assert clean_config_copies(workspace) == [(copy, target)]
+    assert not copy.is_symlink() and copy.read_bytes() == clean
