@@ -73,18 +73,29 @@ def _config_files(workspace: Path) -> list[Path]:
 
 def _stored(text: str) -> Path:
     """The clean copy in planrun's cache (content-addressed: nothing secret is in it)."""
-    digest = hashlib.sha256(text.encode()).hexdigest()
+    data = text.encode()
+    digest = hashlib.sha256(data).hexdigest()
     directory = planrun_home() / "cache" / "git-config"
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{digest[:32]}.config"
-    if not path.exists():
-        # Several sandboxes start at once (a session's work and plan containers).
+    # Written again unless it holds the copy: a file planted under the name (PLANRUN_HOME
+    # in a workspace that a sandbox writes) is never mounted. Several sandboxes start at
+    # once (a session's work and plan containers): each replaces it whole.
+    if _content(path) != data:
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-")
-        with os.fdopen(handle, "w") as file:
-            file.write(text)
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     return path
+
+
+def _content(path: Path) -> bytes | None:
+    """The regular file at PATH, as it is; None if it is no regular file."""
+    try:
+        return read_untrusted_bytes(path, MAX_CONFIG_BYTES + 1, follow_symlinks=False)
+    except (UnsafeFileError, OSError):
+        return None
 
 
 def _is_directory(path: Path) -> bool:

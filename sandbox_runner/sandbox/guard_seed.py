@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from sandbox_runner.paths import planrun_home
+from sandbox_runner.sandbox.toolserver.arguments import is_within
 from sandbox_runner.sandbox.toolserver.git_seed import dump_seed
 from sandbox_runner.sandbox.toolserver.git_tree import WorkspaceTree
 
@@ -39,14 +40,20 @@ class HostTree(WorkspaceTree):
 
 def write_seed(workspace: Path, directory: Path) -> Path | None:
     """Walk WORKSPACE as a sandbox's guard does and write its seed into DIRECTORY (one
-    file per workspace, replaced whole); None when the tree is too large to seed."""
+    file per workspace, replaced whole); None when the tree is too large to seed, or
+    DIRECTORY is in the workspace (PLANRUN_HOME there, or a link into it): a sandbox that
+    writes the workspace could replace the seed that the others trust."""
     root = os.path.realpath(workspace)
+    if is_within(os.path.realpath(directory), root):
+        return None
     tree = HostTree([root])
     tree.refresh()
     if tree.overflowed:
         return None
     data = dump_seed(tree)
     directory.mkdir(parents=True, exist_ok=True)
+    if is_within(os.path.realpath(directory), root):  # a link made meanwhile
+        return None
     path = directory / f"{hashlib.sha256(os.fsencode(root)).hexdigest()[:32]}.json"
     # Replaced, never removed: a sandbox being made may be about to mount the old one.
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-")

@@ -38,6 +38,10 @@ GIT_MAX_REPOSITORIES = 256
 
 
 GIT_RACY_NS = 100_000_000
+# A ctime in whole seconds is from a filesystem that keeps no finer ones (ext4 with small
+# inodes, ext3, HFS+, some network filesystems; FAT keeps two): a change anywhere in that
+# tick leaves the same stamp, so such a stamp is racy for the whole tick and then some.
+GIT_COARSE_RACY_NS = 2_000_000_000 + GIT_RACY_NS
 # Names in a git directory that make the scan read something: a repository's files, or
 # another `.git`.
 GIT_DIRECTORY_NAMES = frozenset({"HEAD", ".git", "alternates", "config", "commondir"})
@@ -60,9 +64,11 @@ def stamp_of(path: str) -> Stamp | None:
 def stamp_from(info: os.stat_result) -> Stamp:
     """What tells a file's versions apart. The kernel keeps times to a clock tick (up to
     10 ms): a change in the tick of a look would leave the same ctime, so a file changed
-    within GIT_RACY_NS of now gets a stamp that matches none (it is looked at again)."""
+    within GIT_RACY_NS of now gets a stamp that matches none (it is looked at again);
+    within GIT_COARSE_RACY_NS on a filesystem that keeps whole seconds."""
     ctime = info.st_ctime_ns
-    if ctime > time.time_ns() - GIT_RACY_NS:
+    racy = GIT_RACY_NS if ctime % 1_000_000_000 else GIT_COARSE_RACY_NS
+    if ctime > time.time_ns() - racy:
         ctime = -1
     return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, ctime)
 
