@@ -274,10 +274,11 @@ def test_drivers_git_would_find_elsewhere_than_the_scan_refuse_git(
     assert markers(sandbox.spec.plan_dir) == []
 
 
-def test_a_git_directory_in_a_writable_place_refuses_git(
+def test_a_git_directory_a_command_copies_into_a_writable_place_is_disarmed(
     make_sandbox: SandboxFactory, repo: Path, tmp_path: Path
 ) -> None:
-    """A gitdir file may point into the plan directory, which the sandbox can change."""
+    """A gitdir file may point into the plan directory, which a command can fill: the guard
+    walks /plan (and /tmp) too, and switches off what the copied config defines."""
     build_layout(repo, LAYOUTS[0])
     # The git directory travels in the workspace; a command copies it into /plan, as an
     # attacker inside would.
@@ -290,7 +291,9 @@ def test_a_git_directory_in_a_writable_place_refuses_git(
     assert "ran-clean" in markers(control.spec.plan_dir)
     with sandbox:
         bash(sandbox, "cp -r /workspace/stash.git /plan/sub.git")
-        assert_git_refused_quickly(sandbox, "writable place")
+        for command in HANGING_GIT:
+            result = bash(sandbox, command, timeout=30)
+            assert result.ok and not result.timed_out, (command, result)
         assert live_markers(sandbox) == []
     assert markers(sandbox.spec.plan_dir) == []
 

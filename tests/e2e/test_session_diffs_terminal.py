@@ -64,8 +64,11 @@ def test_accept_edits_shows_the_diff_under_the_edit_and_undo_refuses_a_users_cha
         assert "Allow the agent" not in screen
         term.wait_for("Done.")
         # The turn ends (its checkpoint taken) after its last words: a change made before
-        # then would be the turn's.
-        term.wait_gone("esc to interrupt")
+        # then would be the turn's. A command typed during a turn waits for its end, so
+        # /cost's answer says the turn is over.
+        term.type("/cost")
+        term.keys("Enter")
+        term.wait_for(r"total: [\d,]+ tokens")
         (repo / "src" / "new.py").write_text("x = 2  # mine\n")
         term.type("/undo")
         term.keys("Enter")
