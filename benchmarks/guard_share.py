@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.guard import GuardFigure
 from sandbox_runner.sandbox.docker_engine import connect
 from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-from sandbox_runner.sandbox.guard_seed import GuardSeed
+from sandbox_runner.sandbox.guard_seed import write_seed
 from sandbox_runner.sandbox.image import require_image
 from sandbox_runner.sandbox.spec import SandboxSpec
 from sandbox_runner.types import ToolRequest
@@ -47,13 +47,12 @@ def guard_share_figures(
     image = require_image(client)
     unseeded = batch_first_looks(client, image, repository, None, jobs, parallel)
     with tempfile.TemporaryDirectory(prefix="planrun-bench-seed-") as scratch:
-        seed = GuardSeed(repository, Path(scratch))
-        seed.start()
-        path = seed.path()
+        started = time.perf_counter()
+        path = write_seed(repository, Path(scratch))
+        host = time.perf_counter() - started
         if path is None:
             raise RuntimeError(f"no seed could be made of {repository}")
-        host = seed.seconds or 0.0
-        seeded = batch_first_looks(client, image, repository, path, jobs, parallel)
+        seeded = batch_first_looks(client, image, repository, path.parent, jobs, parallel)
     median_seeded, median_unseeded = statistics.median(seeded), statistics.median(unseeded)
     total_seeded, total_unseeded = host + sum(seeded), sum(unseeded)
     return [

@@ -200,22 +200,15 @@ class RunSample:
         return self.overhead - self.host_tools
 
 
-def sandbox_factory(repository: Path, client: Any, image: str, session: str) -> SandboxFactory:
-    """Sandboxes on REPOSITORY as a run makes them: a plan's, or (no plan directory) the
-    throwaway one of `git status` before and after."""
-    from sandbox_runner.sandbox.docker_sandbox import DockerSandbox
-    from sandbox_runner.sandbox.spec import SandboxSpec
+def sandbox_factory(repository: Path, client: Any, session: str) -> SandboxFactory:
+    """Sandboxes on REPOSITORY as `planrun plan` makes them (Services.sandbox_factory): a
+    plan's, or (no plan directory) the throwaway one of `git status` before and after,
+    each starting from the seed of the host's one walk of the repository."""
+    from sandbox_runner.cli.services import Services
+    from sandbox_runner.config import load_settings
 
-    def sandboxes(plan_dir: Path | None) -> DockerSandbox:
-        if plan_dir is None:
-            spec = SandboxSpec.probe(repository, image, session=session)
-        else:
-            spec = SandboxSpec.plan(
-                repository, plan_dir, image, session=session, agent=plan_dir.name
-            )
-        return DockerSandbox(spec, client)
-
-    return sandboxes
+    services = Services(docker=lambda: client, progress=lambda message: None)
+    return services.sandbox_factory(repository, load_settings(repository))(session)
 
 
 def plan_run(
@@ -240,7 +233,7 @@ def plan_run(
     clock = ModelClock(first_call_seconds)
     out_dir.mkdir(parents=True)
     started, start = time.time(), time.perf_counter()
-    sandboxes = sandbox_factory(repository, client, image, SESSION)
+    sandboxes = sandbox_factory(repository, client, SESSION)
     outcome = execute(spec, out_dir, model_factory=clock, sandbox_factory=sandboxes)
     wall, finished = time.perf_counter() - start, time.time()
     transcript = out_dir / "p0.transcript.jsonl"

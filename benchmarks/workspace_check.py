@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox_runner.batch.setup import batch_jobs, prepare_tasks
 from sandbox_runner.batch.tasks_file import load_batch_file
-from sandbox_runner.runs.file_tree import FileTree
 from sandbox_runner.runs.workspace_check import RepositoryTrees, take_files
+from sandbox_runner.sandbox.host_walk import FileTree
 
 WALK_TO_FIND = 5.0
 """The walk may cost at most this many host `find -printf` of the same tree."""
@@ -54,7 +54,7 @@ def workspace_check_figures(repository: Path, repeat: int = 1) -> list[CheckFigu
     trees: list[FileTree] = []
     walk = best(lambda: trees.append(_taken(lambda: take_files(repository, None))), repeat)
     before = trees[-1]
-    after = best(lambda: _taken(lambda: take_files(repository, None, since=before)), repeat)
+    after = best(lambda: _taken(lambda: take_files(repository, None, when="after the run")), repeat)
     entries = before.entries
     size = f"{entries:,} files, directories and links"
     host = f"find -printf {find:.2f} s; git status {git:.2f} s"
@@ -81,7 +81,7 @@ def workspace_check_figures(repository: Path, repeat: int = 1) -> list[CheckFigu
         CheckFigure(
             "workspace check, memory of the record before the run",
             f"{kept / 1e6:.1f} MB ({kept / max(entries, 1):.0f} bytes per entry)",
-            f"{len(before.directories):,} directories, entries kept compressed",
+            "every entry's record, kept compressed",
             kept / max(entries, 1) / BYTES_PER_ENTRY,
             f"<= {BYTES_PER_ENTRY} bytes per entry",
             kept <= BYTES_PER_ENTRY * entries,
@@ -102,11 +102,8 @@ def best(action: Callable[[], object], repeat: int) -> float:
 
 
 def retained_bytes(tree: FileTree) -> int:
-    """What the record keeps in memory: its dicts, their keys and their bytes."""
-    total = sys.getsizeof(tree.directories) + sys.getsizeof(tree.kept)
-    for name, digest in tree.directories.items():
-        total += sys.getsizeof(name) + sys.getsizeof(digest)
-    return total + sum(sys.getsizeof(blob) for blob in tree.kept.values())
+    """What the record keeps in memory: its compressed stream's chunks."""
+    return sys.getsizeof(tree.stream) + sum(sys.getsizeof(chunk) for chunk in tree.stream)
 
 
 def _taken(take: Callable[[], object]) -> FileTree:

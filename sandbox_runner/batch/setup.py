@@ -3,9 +3,10 @@ given its resume decision. Nothing here starts a container or writes a file."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from sandbox_runner.errors import ConfigError, PlanrunError
 from sandbox_runner.runs.prepare import PlanRequest, Warn, prepare
 from sandbox_runner.runs.run_spec import PlanRunSpec
 from sandbox_runner.runs.workspace_check import RepositoryTrees
+from sandbox_runner.sandbox.host_walk import legacy_fingerprint
 
 TASKS_DIR = "tasks"
 
@@ -58,6 +60,9 @@ class BatchJob:
     task: PreparedTask
     fingerprint: str
     decision: Decision = field(default_factory=lambda: Decision(Action.RUN))
+    earlier: Callable[[], str] | None = None
+    """The fingerprint as a planrun before its walks went through find made it (the
+    repository's digest made the earlier way): what its ledger may hold."""
 
     @property
     def key(self) -> str:
@@ -147,6 +152,13 @@ def batch_jobs(
     """Every job with its key and fingerprint (each repository's tree is walked once, and
     kept in `trees` for the batch's workspace check to start from)."""
     trees = trees or RepositoryTrees()
+    earlier_digests: dict[Path, str] = {}
+
+    def earlier(parts: dict[str, object], workspace: Path, exclude: Path | None) -> str:
+        if workspace not in earlier_digests:
+            earlier_digests[workspace] = legacy_fingerprint(workspace, exclude=exclude)
+        return fingerprint({**parts, "repository": earlier_digests[workspace]})
+
     jobs = []
     for prepared_task in tasks:
         spec = prepared_task.spec
@@ -193,7 +205,9 @@ def batch_jobs(
                 api_retries=settings.api_retries,
                 fingerprint=fingerprint(parts),
             )
-            jobs.append(BatchJob(payload, prepared_task, payload.fingerprint))
+            recorded_earlier = functools.partial(earlier, parts, workspace, exclude)
+            jobs.append(BatchJob(payload, prepared_task, payload.fingerprint,
+                                 earlier=recorded_earlier))  # fmt: skip
     return jobs
 
 
@@ -225,6 +239,9 @@ def decide_all(
         directory = task_dir(out_dir, job.payload.task_id)
         plan_file = directory / f"{job.label}.md"
         transcript = directory / f"{job.label}.transcript.jsonl"
+        if last is not None and _recorded_earlier(job, last.fingerprint):
+            job.fingerprint = last.fingerprint
+            job.payload = replace(job.payload, fingerprint=last.fingerprint)
         settled = last is not None and last.complete and last.fingerprint == job.fingerprint
         redone = job.payload.task_id in redo
         # A complete job's plan is the recorded attempt's: its front matter need not be
@@ -245,3 +262,9 @@ def decide_all(
     if changed:
         raise ChangedTaskError(changed)
     return jobs
+
+
+def _recorded_earlier(job: BatchJob, recorded: str) -> bool:
+    """Whether RECORDED is JOB's fingerprint as an earlier planrun made it (the repository
+    unchanged since)."""
+    return recorded != job.fingerprint and job.earlier is not None and job.earlier() == recorded

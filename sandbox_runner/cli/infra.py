@@ -223,11 +223,14 @@ def sandbox_run(
 @reports_errors
 def sandbox_gc(ctx: click.Context, everything: bool) -> None:
     """Remove planrun containers (and scratch volumes) left behind by processes that are
-    gone."""
+    gone, and the git guard seeds those processes left in planrun's cache."""
     from sandbox_runner.sandbox.docker_provider import collect_garbage
+    from sandbox_runner.sandbox.host_walk.shared import prune_seeds
 
     removed = collect_garbage(services(ctx).docker(), everything=everything)
+    seeds = prune_seeds(everything=everything)
     click.echo(
         f"removed {len(removed)} container(s) and volume(s)"
         + (f": {' '.join(removed)}" if removed else "")
+        + (f"; {seeds} git guard seed(s)" if seeds else "")
     )

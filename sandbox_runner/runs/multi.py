@@ -16,7 +16,6 @@ from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.files import replace_file
 from sandbox_runner.plans.report import Report, RunRecord, write_report
 from sandbox_runner.plans.results import PlanResult, Synthesis
-from sandbox_runner.runs.file_tree import FileTree
 from sandbox_runner.runs.git_probe import git_in_sandbox
 from sandbox_runner.runs.perspectives import PerspectiveRunner
 from sandbox_runner.runs.plan_job import (
@@ -31,6 +30,7 @@ from sandbox_runner.runs.workspace_check import (
     WorkspaceComparison,
     take_after,
 )
+from sandbox_runner.sandbox.host_walk import FileTree
 from sandbox_runner.tools.mcp_offer import McpTools
 
 __all__ = [

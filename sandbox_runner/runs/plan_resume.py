@@ -28,7 +28,7 @@ from sandbox_runner.runs.plan_job import EarlierAttempt, PlanJob, required_secti
 from sandbox_runner.runs.prepare import PlanRequest
 from sandbox_runner.runs.run_spec import PlanRunSpec, Resumption
 from sandbox_runner.runs.synthesis_step import SYNTHESIS_LABEL
-from sandbox_runner.runs.workspace import tree_fingerprint
+from sandbox_runner.sandbox.host_walk import same_tree
 
 IN_FLIGHT = "in flight when planrun stopped"
 
@@ -92,7 +92,7 @@ def check_unchanged(spec: PlanRunSpec, directory: Path, tree: str | None) -> Non
             f"run {directory.name} was stopped before its repository's files were recorded, "
             "so planrun cannot tell whether they changed since: plan again"
         )
-    if tree_fingerprint(spec.workspace, exclude=exclude) != tree:
+    if not same_tree(spec.workspace, tree, exclude=exclude):
         raise ConfigError(
             f"files in {spec.workspace} changed since run {directory.name} started; its "
             "conversations describe a repository that is gone: plan again"

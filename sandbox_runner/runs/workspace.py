@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox_runner.runs.file_tree import tree_fingerprint
 from sandbox_runner.safe_io import UnsafeFileError, read_beneath
+from sandbox_runner.sandbox.host_walk import tree_fingerprint
 
 __all__ = [
     "GIT_STATUS_COMMAND",

@@ -22,7 +22,6 @@ from sandbox_runner.limits import (
     WORKSPACE_WALK_SECONDS,
 )
 from sandbox_runner.plans.report import WORKSPACE_CHECK_PARTS
-from sandbox_runner.runs.file_tree import FileTree, PathChange, TreeChanges, take_tree
 from sandbox_runner.runs.git_probe import in_background
 from sandbox_runner.runs.workspace import (
     GIT_STATUS_COMMAND,
@@ -31,6 +30,9 @@ from sandbox_runner.runs.workspace import (
     git_dir,
     git_metadata_problem,
 )
+from sandbox_runner.sandbox.host_walk import FileTree, PathChange, TreeChanges
+from sandbox_runner.sandbox.host_walk.find import Walk, walk
+from sandbox_runner.sandbox.host_walk.shared import begin_walk, claim_walk
 
 T = TypeVar("T")
 
@@ -42,6 +44,7 @@ __all__ = [
     "WorkspaceState",
     "take_after",
     "take_files",
+    "take_files_before",
     "take_git_status",
 ]
 
@@ -102,8 +105,8 @@ class WorkspaceState:
         before_tree, after_tree = self.files.value, later.files.value
         files = before_tree is not None and after_tree is not None
         if before_tree is not None and after_tree is not None:
-            if before_tree.digest != after_tree.digest:
-                changes = before_tree.changes(after_tree)
+            changes = before_tree.changes(after_tree)
+            if changes.listed:
                 problems.append("files")
             missing += _unreadable_note(before_tree, after_tree)
         else:
@@ -162,17 +165,16 @@ def take_files(
     workspace: Path,
     exclude: Path | None,
     *,
-    since: FileTree | None = None,
     when: str = "before the run",
     time_limit: float = WORKSPACE_WALK_SECONDS,
+    walked: Future[Walk] | None = None,
 ) -> Taken[FileTree]:
-    """The file tree: every directory's entries kept (since=None, a "before" tree), or
-    only those of the directories that differ from `since` (an "after" tree)."""
-
-    def differs(name: str, digest: bytes) -> bool:
-        return since is None or since.directories.get(name) != digest
-
-    tree = take_tree(workspace, exclude=exclude, time_limit=time_limit, keep=differs)
+    """The file tree: walked now, or the walk WALKED begun for it (in the background,
+    beside what the run starts with)."""
+    if walked is None:
+        tree = walk(workspace, exclude=exclude, time_limit=time_limit).tree
+    else:
+        tree = walked.result().tree
     ms = round(tree.seconds * 1000)
     if not tree.complete:
         note = (
@@ -181,6 +183,16 @@ def take_files(
         )
         return Taken(None, note, ms)
     return Taken(tree, "", ms)
+
+
+def take_files_before(workspace: Path, exclude: Path | None) -> Taken[FileTree]:
+    """The tree before a run or batch: the walk its sandboxes' seed is made from when one
+    was begun for it lately (sandbox/host_walk/shared.py), else a walk of its own."""
+    walked = claim_walk(workspace, exclude)
+    if walked is None:
+        walked = begin_walk(workspace, exclude).future
+        claim_walk(workspace, exclude)
+    return take_files(workspace, exclude, walked=walked)
 
 
 def take_git_status(
@@ -221,7 +233,7 @@ class RepositoryTrees:
     def take(self, workspace: Path, exclude: Path | None) -> Taken[FileTree]:
         """The repository's tree, walked on the first call only."""
         if workspace not in self._trees:
-            self._trees[workspace] = take_files(workspace, exclude)
+            self._trees[workspace] = take_files_before(workspace, exclude)
         return self._trees[workspace]
 
     def get(self, workspace: Path) -> Taken[FileTree] | None:
@@ -247,7 +259,7 @@ class BeforeCheck:
         files: Taken[FileTree] | None = None,
     ) -> None:
         def walk() -> Taken[FileTree]:
-            taken = take_files(workspace, exclude) if files is None else files
+            taken = take_files_before(workspace, exclude) if files is None else files
             on_files(taken)
             return taken
 
@@ -305,9 +317,7 @@ def take_after(
         )
     files: Taken[FileTree] = Taken(None)
     if before.files.value is not None:
-        files = take_files(
-            workspace, exclude, since=before.files.value, when=when, time_limit=time_limit
-        )
+        files = take_files(workspace, exclude, when=when, time_limit=time_limit)
     if status is None:
         return WorkspaceState(files, without_git(workspace, git_missing))
     return WorkspaceState(files, status.result())

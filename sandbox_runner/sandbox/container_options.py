@@ -12,6 +12,7 @@ from sandbox_runner.paths import PLAN_MOUNT, WORKSPACE_MOUNT
 from sandbox_runner.sandbox.host_paths import sandbox_user
 from sandbox_runner.sandbox.seccomp import seccomp_profile
 from sandbox_runner.sandbox.spec import (
+    GIT_SEED_FILE,
     GIT_SEED_MOUNT,
     RESOLV_CONF_MOUNT,
     TOOLSERVER_MOUNT,
@@ -57,7 +58,7 @@ def toolserver_command(spec: SandboxSpec, guarded: tuple[str, ...] = ("/tmp",)) 
     if spec.scratch:
         command += ["--scratch-layer"]
     if spec.git_seed is not None:
-        command += ["--git-seed", GIT_SEED_MOUNT]
+        command += ["--git-seed", GIT_SEED_FILE]
     for place in guarded:
         command += ["--guard-dir", place]
     return command

@@ -16,8 +16,11 @@ from sandbox_runner.sandbox.host_paths import resolve_workspace as resolve_works
 
 # The tool server is a package directory, started as one: `python3 -I -S TOOLSERVER_MOUNT`.
 TOOLSERVER_MOUNT = "/opt/planrun/toolserver"
-# The host's walk of the workspace for the git guard (sandbox/guard_seed.py), read-only.
-GIT_SEED_MOUNT = "/opt/planrun/git-seed.json"
+# The directory of the host's walk of the workspace for the git guard
+# (host_walk/shared.py), read-only.
+GIT_SEED_MOUNT = "/opt/planrun/git-seed"
+GIT_SEED_FILE = f"{GIT_SEED_MOUNT}/seed.json"
+"""The seed in its directory (host_walk/shared.py writes it there, or `none`)."""
 RESOLV_CONF_MOUNT = "/etc/resolv.conf"
 DEFAULT_PYTHON = "python3"
 
@@ -87,8 +90,9 @@ class SandboxSpec:
     copy-on-write layer that commands may write, capped by the kernel and thrown away
     with the sandbox (sandbox/scratch.py); the repository itself is never written."""
     git_seed: Path | None = None
-    """The host's walk of the workspace (sandbox/guard_seed.py), mounted read-only: the
-    git guard checks it instead of walking everything itself."""
+    """The directory where the host's walk of the workspace puts its seed
+    (host_walk/shared.py), mounted read-only: the git guard waits for the seed and checks
+    it instead of walking everything itself."""
 
     def __post_init__(self) -> None:
         targets = [mount.target for mount in self.mounts]

@@ -44,15 +44,16 @@ def test_a_seeded_sandbox_guards_git_from_the_host_s_walk(
     build_layout(repo, LAYOUTS[0])
     seed = seed_of(repo, tmp_path / "seeds")
     rows = len(json.loads(seed.read_bytes())["directories"])
-    sandbox = make_sandbox(git_seed=seed)
+    sandbox = make_sandbox(git_seed=seed.parent)
     with sandbox:
         for command in GIT_COMMANDS:
             result = bash(sandbox, command)
             assert result.ok and DISABLED not in result.output, (command, result.output)
         assert live_markers(sandbox) == []
         assert seeded_directories(sandbox) == rows
-        written = bash(sandbox, "echo '{}' > /opt/planrun/git-seed.json")
-        assert written.exit_code != 0 and "Read-only file system" in written.output
+        for path in ("/opt/planrun/git-seed/seed.json", "/opt/planrun/git-seed/new"):
+            written = bash(sandbox, f"echo '{{}}' > {path}")
+            assert written.exit_code != 0 and "Read-only file system" in written.output
     assert len(json.loads(seed.read_bytes())["directories"]) == rows
 
 
@@ -71,7 +72,7 @@ def test_a_tampered_seed_is_harmless(
             for relative, numbers, entries, *_ in data["directories"]
         ]
         seed.write_text(json.dumps(data))
-    sandbox = make_sandbox(git_seed=seed)
+    sandbox = make_sandbox(git_seed=seed.parent)
     with sandbox:
         for command in GIT_COMMANDS:
             result = bash(sandbox, command)

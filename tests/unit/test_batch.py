@@ -699,3 +699,26 @@ def batch_run_params() -> list[Any]:
     from sandbox_runner.cli.batch_cmd import batch_run
 
     return list(batch_run.params)
+
+
+def test_a_batch_recorded_by_an_earlier_planrun_resumes_without_running_again(
+    tmp_path: Path, sample_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier planrun keyed its jobs by the repository's digest made another way: an
+    unchanged repository must still be recognised, and a changed one refused."""
+    from sandbox_runner.sandbox.host_walk import FileTree, legacy_fingerprint, shared
+    from sandbox_runner.sandbox.host_walk.find import Walk, walk
+
+    def earlier_walk(root: str, **options: Any) -> Walk:
+        return Walk(FileTree(legacy_fingerprint(root), 1, 0.0))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(shared, "walk", earlier_walk)
+        run_batch(tmp_path, FakeWork())
+    assert walk(sample_repo).tree.digest.startswith("v2:")
+    again = FakeWork()
+    run_batch(tmp_path, again)
+    assert again.runs == {}
+    (sample_repo / "src" / "new.py").write_text("x = 1\n")
+    with pytest.raises(ChangedTaskError, match="task t1, t2 changed"):
+        run_batch(tmp_path, FakeWork())

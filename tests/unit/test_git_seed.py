@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_runner.sandbox import guard_seed
 from sandbox_runner.sandbox.guard_seed import GuardSeed, write_seed
+from sandbox_runner.sandbox.host_walk.shared import NO_SEED, SEED_FILE, seed_root
+from sandbox_runner.sandbox.toolserver import git_seed
 from sandbox_runner.sandbox.toolserver.git_guard import GitGuard
 from sandbox_runner.sandbox.toolserver.git_scan import Stamp
 from sandbox_runner.sandbox.toolserver.git_seed import SeedError, load_seed
@@ -168,8 +169,9 @@ def test_a_malformed_row_drops_the_whole_seed(
     "content", [b"not json", b"[]", b'{"format": "planrun-git-seed", "version": 2}']
 )
 def test_a_broken_seed_leaves_the_guard_walking_everything(
-    workspace: Path, markers: Path, tmp_path: Path, content: bytes
+    workspace: Path, markers: Path, tmp_path: Path, content: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(git_seed, "SEED_WAIT_SECONDS", 0.2)  # for the one never written
     plant(workspace / "sub", markers)
     seed = tmp_path / "broken.json"
     seed.write_bytes(content)
@@ -233,30 +235,53 @@ def fields(tree: WorkspaceTree) -> dict[str, dict[str, object]]:
     }
 
 
-def test_the_seed_is_made_once_in_the_background(workspace: Path, tmp_path: Path) -> None:
-    seed = GuardSeed(workspace, tmp_path / "seeds")
+def test_the_seed_is_made_once_in_the_background(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandboxes of a batch's tasks (a factory each) share one walk and one seed."""
+    monkeypatch.setenv("PLANRUN_HOME", str(tmp_path / "home"))
+    time.sleep(SETTLE_SECONDS)
+    seed = GuardSeed(workspace)
     assert seed.path() is None  # never started: the sandbox walks for itself
     seed.start()
     seed.start()
-    made = seed.path()
-    assert made is not None and made.parent == tmp_path / "seeds"
+    directory = seed.path()
+    assert directory is not None and directory.parent == seed_root()
+    other = GuardSeed(workspace)
+    other.start()
+    assert other.path() == directory  # the walk under way is taken, not begun again
+    made = directory / SEED_FILE
+    deadline = time.monotonic() + 30
+    while not made.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert made.stat().st_mode & 0o777 == 0o644
-    assert seed.path() == made
-    assert [path.name for path in (tmp_path / "seeds").iterdir()] == [made.name]
+    assert [path.name for path in seed_root().iterdir()] == [directory.name]
+    assert rows(made)
 
 
-def test_a_walk_that_takes_too_long_leaves_the_sandbox_walking_itself(
-    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("host", ["says none", "says nothing", "is late"])
+def test_the_guard_waits_for_the_seed_only_as_long_as_one_may_come(
+    host: str, workspace: Path, markers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    release = threading.Event()
-
-    def stuck(workspace: Path, directory: Path) -> Path | None:
-        release.wait(10)
-        return None
-
-    monkeypatch.setattr(guard_seed, "write_seed", stuck)
-    monkeypatch.setattr(guard_seed, "SEED_WAIT_SECONDS", 0.05)
-    seed = GuardSeed(workspace, tmp_path / "seeds")
-    seed.start()
-    assert seed.path() is None
-    release.set()
+    """The sandbox starts before the host's walk is done: its guard waits for the seed,
+    and walks for itself when the host says none is coming or none comes in time."""
+    plant(workspace / "deep" / "sub", markers)
+    made = seed_of(workspace, tmp_path)
+    directory = tmp_path / "seed-dir"
+    directory.mkdir()
+    monkeypatch.setattr(git_seed, "SEED_WAIT_SECONDS", 0.5 if host == "says nothing" else 30)
+    if host == "says none":
+        (directory / NO_SEED).write_bytes(b"")
+    elif host == "is late":
+        threading.Timer(0.3, lambda: os.replace(made, directory / SEED_FILE)).start()
+    guard = GitGuard([str(workspace)], str(directory / SEED_FILE))
+    started = time.monotonic()
+    assert "filter.evil.process" in guard.env().values()
+    assert guarded(guard, workspace / "deep" / "sub", "status").returncode == 0
+    assert list(markers.iterdir()) == []  # the planted driver never ran
+    assert guard.first_look is not None
+    if host == "is late":
+        assert guard.first_look[1] > 0 and guard.seed_wait >= 0.25
+    else:
+        assert guard.first_look[1] == 0
+        assert time.monotonic() - started < (2 if host == "says none" else 5)

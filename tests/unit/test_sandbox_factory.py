@@ -130,7 +130,11 @@ def test_a_run_s_sandboxes_share_one_walk_of_the_workspace(
     assert len(seeds) == 1
     seed = seeds.pop()
     assert seed is not None and seed.parent == planrun_home / "cache" / "git-seed"
-    assert b'"src/pkg"' in seed.read_bytes()
+    made = seed / "seed.json"  # mounted before it is there: the guard waits for it
+    deadline = time.monotonic() + 30
+    while not made.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert b'"src/pkg"' in made.read_bytes()
     # A session's sandboxes, never checked as a run's are, walk for themselves.
     session = DockerSessionSandboxes(
         services.sandboxes(workspace, loaded), "s-1", tmp_path / "t", disk_cap_mb=1024

@@ -343,19 +343,19 @@ def test_git_config_copies_never_follow_a_link_out_of_the_repository(tmp_path: P
 def test_a_git_seed_is_mounted_read_only_and_named_to_the_tool_server(
     tmp_path: Path, plan_dir: str | None
 ) -> None:
-    seed = tmp_path / "seed.json"
-    seed.write_text("{}")
+    seed = tmp_path / "seed-dir"
+    seed.mkdir()
     options = container_options(make_spec(tmp_path, plan_dir, git_seed=seed), user=(1000, 1000))
-    mounts = [m for m in options["mounts"] if m["Target"] == "/opt/planrun/git-seed.json"]
+    mounts = [m for m in options["mounts"] if m["Target"] == "/opt/planrun/git-seed"]
     assert [(m["Source"], m["ReadOnly"]) for m in mounts] == [(str(seed), True)]
     command = options["command"]
-    assert command[command.index("--git-seed") + 1] == "/opt/planrun/git-seed.json"
+    assert command[command.index("--git-seed") + 1] == "/opt/planrun/git-seed/seed.json"
     unseeded = container_options(make_spec(tmp_path, plan_dir), user=(1000, 1000))
     assert "--git-seed" not in unseeded["command"]
-    assert "/opt/planrun/git-seed.json" not in {m["Target"] for m in unseeded["mounts"]}
+    assert "/opt/planrun/git-seed" not in {m["Target"] for m in unseeded["mounts"]}
     with pytest.raises(ValueError, match="cannot go to"):
         SandboxSpec(
-            (Mount(tmp_path / "repo", "/workspace"), Mount(tmp_path, "/opt/planrun/git-seed.json")),
+            (Mount(tmp_path / "repo", "/workspace"), Mount(tmp_path, "/opt/planrun/git-seed")),
             "planrun-sandbox:test",
             Profile.PROBE,
         )

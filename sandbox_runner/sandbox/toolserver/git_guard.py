@@ -9,7 +9,7 @@ import time
 
 from .git_look import GitLook
 from .git_scan import GitRefusal
-from .git_seed import SeedError, load_seed
+from .git_seed import SeedError, load_seed, wait_for_seed
 
 # mypy treats any name TYPE_CHECKING as true; a plain constant spares importing typing.
 TYPE_CHECKING = False
@@ -96,7 +96,10 @@ class GitGuard:
         self.seed = seed
         """A seed file (git_seed) the first look starts from, checking it, if any."""
         self.first_look: tuple[float, int] | None = None
-        """The first look's seconds, and how many directories it took from the seed."""
+        """The first look's seconds (not counting the wait for the seed), and how many
+        directories it took from the seed."""
+        self.seed_wait = 0.0
+        """How long the first look waited for the host's seed."""
         self._lock = threading.Lock()  # the look and the environment
         self._writers_lock = threading.Lock()
         self._writers = 0
@@ -196,7 +199,7 @@ class GitGuard:
             self._env = refused_env(f"the scan failed: {error!r}")
             return
         self._inline = len(self._look.tree.directories) <= GIT_TREE_INLINE_DIRECTORIES
-        took = time.monotonic() - started
+        took = time.monotonic() - started - self.seed_wait
         self.first_look = self.first_look or (took, seeded)
         self._idle = (
             None if self._inline else max(GIT_TREE_IDLE_SECONDS, took / GIT_TREE_IDLE_SHARE)
@@ -206,6 +209,11 @@ class GitGuard:
         """Start LOOK from the seed, once; a seed that cannot be read is dropped."""
         seed, self.seed = self.seed, None
         if seed is None:
+            return 0
+        waiting = time.monotonic()
+        arrived = wait_for_seed(seed)
+        self.seed_wait = time.monotonic() - waiting
+        if not arrived:
             return 0
         try:
             return load_seed(look.tree, seed)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import time
 
 from .git_scan import GIT_SCAN_MAX_ENTRIES
 from .git_tree import Directory, WorkspaceTree
@@ -32,6 +33,13 @@ SEED_MAX_BYTES = 256 * 1024 * 1024
 # whether it is a git directory itself (whatever its name)]. Every field of git_tree's
 # Directory but the refusal: a directory refused is left out, and listed in the sandbox.
 Row = list[object]
+
+
+SEED_WAIT_SECONDS = 120.0
+"""How long a guard waits for the host's walk (a million files take seconds) before it
+walks for itself."""
+NO_SEED = "none"
+"""The host's word, beside where the seed would be, that none is coming."""
 
 
 class SeedError(ValueError):
@@ -61,9 +69,31 @@ def dump_seed(tree: WorkspaceTree) -> bytes:
                 record.git_dir is not None,
             ]
         )
+    return encode_seed(rows)
+
+
+def encode_seed(rows: list[Row]) -> bytes:
+    """A seed file's bytes: its rows (see Row) under the format's name and version."""
     seed = {"format": SEED_FORMAT, "version": SEED_VERSION, "directories": rows}
     # ASCII escapes: a name that is not UTF-8 (a lone surrogate here) comes back the same.
     return json.dumps(seed, separators=(",", ":")).encode("ascii")
+
+
+def wait_for_seed(path: str) -> bool:
+    """Wait for the host to put the seed at PATH (it writes it whole, with a rename);
+    False when it says none is coming, or none came in SEED_WAIT_SECONDS."""
+    directory = os.path.dirname(path)
+    if not os.access(directory, os.R_OK | os.X_OK):
+        return False  # nothing could be read there
+    marker = os.path.join(directory, NO_SEED)
+    deadline = time.monotonic() + SEED_WAIT_SECONDS
+    pause = 0.01
+    while not os.path.exists(path):
+        if os.path.exists(marker) or time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+    return True
 
 
 def load_seed(tree: WorkspaceTree, path: str) -> int:

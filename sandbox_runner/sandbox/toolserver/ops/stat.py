@@ -23,6 +23,7 @@ def op_ping(server: ToolServer, args: JsonDict, timeout: float) -> Outcome:
     if first_look is not None:  # how long the git guard's first look took, and its seed
         meta["git_first_look_ms"] = round(first_look[0] * 1000, 1)
         meta["git_seeded_directories"] = first_look[1]
+        meta["git_seed_wait_ms"] = round(server.git.seed_wait * 1000, 1)
     return Outcome("pong", meta=meta)
 
 

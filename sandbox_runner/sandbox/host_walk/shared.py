@@ -1,0 +1,226 @@
+"""One walk of a workspace for all a run or a batch does as it starts: the workspace
+check's tree before the run, and the git guard's seed that every sandbox starts from.
+
+A run's sandbox factory begins the walk (in the background, at a lower priority) as soon
+as Docker answers; the workspace check then takes that walk's tree rather than walking
+again, once: a later run in the same process walks for itself. The seed goes into a
+directory of the walk's own, which each sandbox mounts read-only before the seed is
+there: the sandbox starts at once, and its git guard waits for the seed (or for `none`,
+when there will be none).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox_runner.limits import WORKSPACE_WALK_SECONDS
+from sandbox_runner.paths import planrun_home
+from sandbox_runner.sandbox.host_walk.find import Walk, walk
+
+__all__ = [
+    "NO_SEED",
+    "SEED_FILE",
+    "SharedWalk",
+    "begin_walk",
+    "claim_walk",
+    "prune_seeds",
+    "seed_directory",
+    "seed_root",
+    "write_seed",
+]
+
+log = logging.getLogger(__name__)
+
+SEED_FILE = "seed.json"
+NO_SEED = "none"
+"""Written instead of the seed when there will be none: the guards stop waiting."""
+REUSE_SECONDS = 60.0
+"""How old a walk may be (from its start) to serve a run's workspace check or a seed."""
+
+_lock = threading.Lock()
+_walks: dict[str, SharedWalk] = {}
+_numbers = itertools.count()
+
+
+@dataclass
+class SharedWalk:
+    """A walk of one workspace begun in the background, and its seed directory."""
+
+    root: str
+    exclude: str | None
+    started: float
+    future: Future[Walk] = field(default_factory=Future)
+    seed_dir: Path | None = None
+    claimed: bool = False
+    """Whether a workspace check took its tree already (no second one takes it)."""
+
+
+def seed_root() -> Path:
+    """Where seed directories are made (one per walk; `planrun sandbox gc` prunes them)."""
+    return planrun_home() / "cache" / "git-seed"
+
+
+def begin_walk(workspace: Path, exclude: Path | None = None) -> SharedWalk:
+    """Begin a walk of WORKSPACE (EXCLUDE left out) with a seed directory, and keep it
+    for those that ask for a walk of the same workspace soon after."""
+    root = os.path.realpath(workspace)
+    excluded = None if exclude is None else os.path.realpath(exclude)
+    shared = SharedWalk(root, excluded, time.monotonic(), seed_dir=_new_seed_dir(root))
+    with _lock:
+        _walks[root] = shared
+    thread = threading.Thread(target=_run, args=(shared,), name="planrun-walk", daemon=True)
+    thread.start()
+    return shared
+
+
+def claim_walk(workspace: Path, exclude: Path | None) -> Future[Walk] | None:
+    """The tree of a walk begun lately for this very check (same workspace and exclude,
+    not claimed yet), claimed; None: the check walks for itself."""
+    root = os.path.realpath(workspace)
+    excluded = None if exclude is None else os.path.realpath(exclude)
+    with _lock:
+        shared = _walks.get(root)
+        if shared is None or shared.claimed or shared.exclude != excluded or _old(shared):
+            return None
+        shared.claimed = True
+        return shared.future
+
+
+def seed_directory(workspace: Path) -> Path | None:
+    """The seed directory of a recent walk of WORKSPACE, beginning one if there is none;
+    None when no seed can be made (the planrun home is inside the workspace)."""
+    root = os.path.realpath(workspace)
+    with _lock:
+        shared = _walks.get(root)
+    if shared is None or _old(shared):
+        shared = begin_walk(workspace)
+    return shared.seed_dir
+
+
+def write_seed(workspace: Path, directory: Path) -> Path | None:
+    """Walk WORKSPACE now and write its seed into DIRECTORY (made if need be); the seed
+    file, or None (and the `none` marker) when the walk cannot vouch for one."""
+    from sandbox_runner.sandbox.host_walk.seed import seed_from_walk
+
+    root = os.path.realpath(workspace)
+    if _inside(directory, root):
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    os.chmod(directory, 0o755)  # the sandbox user reads the seed through it
+    done = walk(root, seed=True)
+    data = seed_from_walk(done.seed, root) if done.seed is not None else None
+    return _publish(directory, root, data)
+
+
+def prune_seeds(*, everything: bool = False) -> int:
+    """Remove the seed directories of planrun processes that are gone (EVERYTHING: of
+    every other one too), and the seed files of earlier planruns; how many."""
+    root = seed_root()
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return 0
+    removed = 0
+    for entry in entries:
+        owner = entry.name.partition("-")[0]
+        if entry.is_dir(follow_symlinks=False) and owner.isdigit():
+            if int(owner) == os.getpid() or (not everything and _alive(int(owner))):
+                continue
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:  # a seed file of an earlier planrun, or a write cut short
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _run(shared: SharedWalk) -> None:
+    from sandbox_runner.sandbox.host_walk.seed import seed_from_walk
+
+    data = None
+    try:
+        done = walk(shared.root, exclude=shared.exclude, time_limit=WORKSPACE_WALK_SECONDS,
+                    seed=True, background=True)  # fmt: skip
+        shared.future.set_result(done)
+        if done.seed is not None and shared.seed_dir is not None:
+            data = seed_from_walk(done.seed, shared.root)
+    except BaseException as error:
+        if not shared.future.done():
+            shared.future.set_exception(error)
+        log.debug("the walk of %s failed: %s", shared.root, error)
+    finally:
+        if shared.seed_dir is not None:
+            try:
+                _publish(shared.seed_dir, shared.root, data)
+            except OSError as error:
+                log.debug("no git guard seed for %s: %s", shared.root, error)
+
+
+def _publish(directory: Path, root: str, data: bytes | None) -> Path | None:
+    """Write DATA as DIRECTORY's seed (atomically: a guard reads it whole or not at all),
+    or the `none` marker."""
+    if _inside(directory, root):  # a link made meanwhile
+        return None
+    name, content = (SEED_FILE, data) if data is not None else (NO_SEED, b"")
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(content)
+        os.chmod(temporary, 0o644)  # the sandbox user reads it
+        os.replace(temporary, directory / name)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return directory / name if data is not None else None
+
+
+def _new_seed_dir(root: str) -> Path | None:
+    """A fresh directory for one walk's seed, removed when this process ends; None when
+    it would be inside the workspace (a sandbox that writes the workspace could forge
+    the seed the others trust)."""
+    parent = seed_root()
+    if _inside(parent, root):
+        return None
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        directory = parent / f"{os.getpid()}-{next(_numbers)}"
+        shutil.rmtree(directory, ignore_errors=True)  # a dead process's, of the same pid
+        directory.mkdir(mode=0o755)
+        os.chmod(directory, 0o755)
+    except OSError as error:
+        log.debug("no seed directory: %s", error)
+        return None
+    if _inside(directory, root):
+        return None
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
+def _inside(path: Path, root: str) -> bool:
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip("/") + "/")
+
+
+def _old(shared: SharedWalk) -> bool:
+    return time.monotonic() - shared.started > REUSE_SECONDS

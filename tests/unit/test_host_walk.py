@@ -1,0 +1,205 @@
+"""The host's one walk of a workspace (GNU find): its records match a walk in Python entry
+for entry, the seed it makes is exactly what the git guard's own look records, and a seed
+is only ever left short (never wrong) when the walk cannot vouch for a directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from sandbox_runner.sandbox.host_walk import find, tree_fingerprint
+from sandbox_runner.sandbox.host_walk.find import SeedParts, gnu_find, walk
+from sandbox_runner.sandbox.host_walk.python_walk import python_walk
+from sandbox_runner.sandbox.host_walk.seed import seed_from_walk
+from sandbox_runner.sandbox.host_walk.shared import prune_seeds, seed_root
+from sandbox_runner.sandbox.host_walk.tree import FileTree, records
+from sandbox_runner.sandbox.toolserver.git_tree import WorkspaceTree
+from tests.unit.test_git_guard import host_git
+
+pytestmark = pytest.mark.skipif(gnu_find() is None, reason="GNU find is not installed")
+SETTLE_SECONDS = 0.15
+"""Past GIT_RACY_NS: a directory changed within it of the walk is left out of a seed."""
+
+
+class GuardsOwnLook(WorkspaceTree):
+    """The guard's look of the workspace alone, as the host's seed describes it."""
+
+    def link(self, path: str) -> tuple[bool, str | None]:
+        return False, None
+
+
+def tricky(root: Path) -> Path:
+    """What the guard treats apart: repositories nested and under other names, `.git`
+    files and links, `.gitmodules` files and directories, links, odd names."""
+    for directory in ("src/pkg", "vendor/lib", "docs/.gitmodules", "store/refs", "deep/a/b/c"):
+        (root / directory).mkdir(parents=True)
+    (root / "src" / "pkg" / "a.py").write_text("x = 1\n")
+    host_git(root, "init", "-q")
+    host_git(root / "vendor" / "lib", "init", "-q")
+    (root / ".gitmodules").write_text("")
+    (root / "store" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "src" / ".git").write_text("gitdir: ../.git\n")
+    (root / "deep" / "a" / ".git").symlink_to("../../.git")
+    (root / "link-to-src").symlink_to("src")
+    (root / "dangling").symlink_to("nowhere")
+    (root / os.fsdecode(b"caf\xe9")).mkdir()
+    (root / "new\nline.txt").write_text("x")
+    (root / "with space").mkdir()
+    os.mkfifo(root / "pipe")
+    return root
+
+
+def guard_rows(root: Path) -> dict[str, list[object]]:
+    tree = GuardsOwnLook([str(root)])
+    tree.refresh()
+    rows = {}
+    for path, record in tree.directories.items():
+        if record.refusal is not None:
+            continue
+        relative = os.path.relpath(path, root)
+        name = lambda full: os.path.basename(full)  # noqa: E731
+        rows["" if relative == "." else relative] = [
+            record.stamp[1:],
+            record.entries,
+            sorted(map(name, record.subdirectories)),
+            sorted(map(name, record.links)),
+            record.dot_git is not None,
+            record.gitmodules is not None,
+            record.git_dir is not None,
+        ]
+    return rows
+
+
+def seed_rows(data: bytes | None) -> dict[str, list[object]]:
+    assert data is not None
+    rows = json.loads(data)["directories"]
+    return {
+        row[0]: [tuple(row[1]), row[2], sorted(row[3]), sorted(row[4]), *row[5:]] for row in rows
+    }
+
+
+def test_find_and_python_record_the_same_entries(tmp_path: Path) -> None:
+    root = tricky(tmp_path / "ws")
+    by_find = walk(root).tree
+    by_python = python_walk(str(root), None, None)
+    assert dict(records(by_find.stream)) == dict(records(by_python.stream))
+    assert by_find.entries == by_python.entries
+    assert by_find.changes(by_python).listed == ()  # another order is no change
+
+
+def test_the_seed_is_what_the_guard_s_own_look_records(tmp_path: Path) -> None:
+    root = tricky(tmp_path / "ws")
+    time.sleep(SETTLE_SECONDS)
+    done = walk(root, seed=True)
+    assert done.seed is not None
+    seeded = seed_rows(seed_from_walk(done.seed, str(root)))
+    assert seeded == guard_rows(root)
+    assert seeded["store"][-1] is True  # a git directory under another name
+    assert seeded["src"][4] is True and seeded["deep/a"][4] is True  # `.git` file, link
+    assert ".git" not in str(seeded[""][2])  # the guard does not walk into `.git`
+    assert not any(path.startswith(".git") for path in seeded)
+
+
+def test_a_directory_the_walk_cannot_vouch_for_is_left_to_the_sandbox(tmp_path: Path) -> None:
+    root = tricky(tmp_path / "ws")
+    (root / "out").mkdir()
+    os.mkfifo(root / "src" / "pkg" / ".gitignore")  # the guard looks closer at such a one
+    time.sleep(SETTLE_SECONDS)
+    (root / "docs" / "fresh").mkdir()  # changed in the walk's tick: racy
+    done = walk(root, exclude=root / "out", seed=True)
+    assert done.seed is not None
+    seeded = seed_rows(seed_from_walk(done.seed, str(root)))
+    assert "src/pkg" not in seeded
+    assert "docs" not in seeded and "docs/fresh" not in seeded
+    # The workspace's own listing lacks the directory left out: the sandbox lists it.
+    assert "" not in seeded and "out" not in seeded
+    assert "src" in seeded and "vendor/lib" in seeded
+    assert not any(path.startswith(b"out") for path, _ in records(done.tree.stream))
+
+
+def test_a_complaint_the_walk_cannot_explain_makes_no_seed(tmp_path: Path) -> None:
+    root = tricky(tmp_path / "ws")
+    done = walk(root, seed=True)
+    assert done.seed is not None
+    parts = done.seed
+    unexplained = SeedParts(parts.files, parts.started_ns, (), 1, None)
+    assert seed_from_walk(unexplained, str(root)) is None
+    unreadable = SeedParts(parts.files, parts.started_ns - 10**9, ("src",), 1, None)
+    assert "src" not in seed_rows(seed_from_walk(unreadable, str(root)))
+
+
+def test_an_unreadable_directory_is_told_from_an_empty_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """find says it could not list a directory: it is named, and an empty one is not."""
+    root = tricky(tmp_path / "ws")
+    (root / "empty").mkdir()
+    done = walk(root, seed=True)
+    real_scandir = os.scandir
+
+    def refuse(path: str) -> object:
+        if path.endswith("/deep/a/b/c"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    complaint = [b"find: './deep/a/b/c': Permission denied"]
+    scratch = tmp_path / "parts"
+    scratch.mkdir()
+    assert done.seed is not None
+    for name, data in done.seed.files.items():
+        (scratch / name).write_bytes(data)
+    assert find._unreadable(str(root), scratch, complaint) == ["deep/a/b/c"]
+    assert find._unreadable(str(root), None, complaint) == ["deep/a/b/c"]
+    assert find._unexplained(complaint * 2, 1) == (
+        "1 more that find could not read, such as './deep/a/b/c': Permission denied",
+    )
+
+
+def test_a_walk_past_its_time_limit_is_not_complete(tmp_path: Path) -> None:
+    root = tricky(tmp_path / "ws")
+    late = walk(root, time_limit=0).tree
+    assert not late.complete and late.digest == ""
+    assert tree_fingerprint(root, time_limit=0) is None
+
+
+def test_records_stream_compressed_and_name_each_change(tmp_path: Path) -> None:
+    root = tricky(tmp_path / "ws")
+    before = walk(root).tree
+    (root / "src" / "pkg" / "b.py").write_text("y = 2\n")
+    (root / "dangling").unlink()
+    after = walk(root).tree
+    assert before.digest != after.digest
+    assert [str(change) for change in before.changes(after).listed] == [
+        "dangling (removed)",
+        "src/pkg/b.py (added)",
+    ]
+    raw = zlib.decompress(b"".join(after.stream))
+    assert raw.count(b"\0") == 3 * after.entries
+
+
+def test_a_digest_does_not_depend_on_the_walk_s_priority(tmp_path: Path) -> None:
+    root = tricky(tmp_path / "ws")
+    assert walk(root, background=True).tree.digest == walk(root).tree.digest
+    empty = FileTree("v2:x", 0, 0.0)
+    assert list(records(empty.stream)) == []
+
+
+def test_gc_prunes_the_seeds_of_processes_that_are_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLANRUN_HOME", str(tmp_path / "home"))
+    root = seed_root()
+    for name in (f"{os.getpid()}-0", "1-3", "999999999-0"):
+        (root / name).mkdir(parents=True)
+        (root / name / "seed.json").write_text("{}")
+    (root / "0f1e2d.json").write_text("{}")  # an earlier planrun's seed file
+    assert prune_seeds() == 2
+    assert sorted(path.name for path in root.iterdir()) == ["1-3", f"{os.getpid()}-0"]
+    assert prune_seeds(everything=True) == 1  # a running process's too; never our own
+    assert [path.name for path in root.iterdir()] == [f"{os.getpid()}-0"]
