@@ -254,13 +254,19 @@ def plan_run(
 def measure_size(
     repository: Path, scratch: Path, client: Any, image: str, size: int
 ) -> list[RunSample]:
-    """Plan runs and host looks, taken in turn so that both share the machine's moments."""
-    host_look(repository)  # the page cache warmed for both sides
+    """Plan runs and host looks, taken in turn so that both share the machine's moments.
+
+    The host reads every file first, and again before each run: a sandbox's reads of
+    pages the host does not hold are charged to its memory limit (1 GB) and dropped as it
+    goes, so a run on a cold tree leaves it cold for whatever is measured next."""
+    host_look(repository)
+    host_tools(repository)  # the page cache warmed for both sides
     if size <= 100_000:
         plan_run(repository, scratch / f"warm-{size}", client, image, 0.0)
     samples = []
     for attempt in range(repeats(size)):
         look = host_look(repository)
+        tools = host_tools(repository)
         sample = plan_run(repository, scratch / f"run-{size}-{attempt}", client, image, look)
-        samples.append(replace(sample, host_tools=host_tools(repository)))
+        samples.append(replace(sample, host_tools=tools))
     return samples

@@ -26,6 +26,10 @@ EMPTY_RESOLV_CONF = Path(__file__).with_name("empty_resolv.conf")
 # The /plan of a probe sandbox: enough for the tool server, too small to matter.
 PROBE_PLAN_MB = 1
 PROBE_PLAN_ENTRIES = 16
+DEFAULT_CPU_SHARES = 1024
+PROBE_CPU_SHARES = 128
+"""A probe's weight against the plans' sandboxes (Docker's default is 1024) when the CPU
+is short: `git status` before a run waits, the model's first tool calls do not."""
 LABEL_PREFIX = "io.planrun"
 MANAGED_LABEL = f"{LABEL_PREFIX}.managed"
 
@@ -143,6 +147,8 @@ def container_options(
         "mem_limit": f"{limits.memory_mb}m",
         "memswap_limit": f"{limits.memory_mb}m",
         "nano_cpus": int(limits.cpus * 1e9),
+        # The before/after checks run beside the plans' tool calls: they yield the CPU.
+        "cpu_shares": PROBE_CPU_SHARES if spec.profile is Profile.PROBE else DEFAULT_CPU_SHARES,
         "ulimits": [
             {"Name": "fsize", "Soft": file_bytes, "Hard": file_bytes},
             {"Name": "nofile", "Soft": limits.open_files, "Hard": limits.open_files},

@@ -78,6 +78,10 @@ def test_limits_reach_the_container(tmp_path: Path) -> None:
     options = container_options(make_spec(tmp_path, limits=limits), user=(1000, 1000))
     assert options["mem_limit"] == options["memswap_limit"] == "256m"
     assert options["nano_cpus"] == 500_000_000
+    assert options["cpu_shares"] == 1024
+    probe = SandboxSpec.probe(tmp_path / "repo", "planrun-sandbox:test", limits=limits)
+    # The check before a run yields the CPU to the plans' first tool calls.
+    assert container_options(probe, user=(1000, 1000))["cpu_shares"] == 128
     assert options["pids_limit"] == 64
     assert "size=16m" in options["tmpfs"]["/tmp"]
     fsize = next(u for u in options["ulimits"] if u["Name"] == "fsize")
@@ -200,6 +204,7 @@ HARDENING = (
     "mem_limit",
     "memswap_limit",
     "nano_cpus",
+    "cpu_shares",
     "ulimits",
     "init",
     "detach",
