@@ -92,7 +92,9 @@ def test_a_repository_cloned_again_at_the_same_path(
     assert list(markers.iterdir()) == []
 
 
-def coarse_stamp(info: os.stat_result, stamp: Callable[..., Stamp] = stamp_from) -> Stamp:
+def coarse_stamp(
+    info: os.stat_result, now: int | None = None, stamp: Callable[..., Stamp] = stamp_from
+) -> Stamp:
     """The stamp a filesystem keeping whole seconds (ext4 with 128-byte inodes, ext3, HFS+
     under Docker Desktop, some network filesystems) would give."""
     coarse = types.SimpleNamespace(
@@ -103,7 +105,7 @@ def coarse_stamp(info: os.stat_result, stamp: Callable[..., Stamp] = stamp_from)
         st_mtime_ns=info.st_mtime_ns // 10**9 * 10**9,
         st_ctime_ns=info.st_ctime_ns // 10**9 * 10**9,
     )
-    return stamp(cast(os.stat_result, coarse))
+    return stamp(cast(os.stat_result, coarse), now)
 
 
 @pytest.fixture

@@ -203,3 +203,20 @@ def test_gc_prunes_the_seeds_of_processes_that_are_gone(
     assert sorted(path.name for path in root.iterdir()) == ["1-3", f"{os.getpid()}-0"]
     assert prune_seeds(everything=True) == 1  # a running process's too; never our own
     assert [path.name for path in root.iterdir()] == [f"{os.getpid()}-0"]
+
+
+def test_a_seed_stamp_is_racy_for_the_filesystem_s_whole_tick() -> None:
+    """On a filesystem keeping whole seconds, a directory changed in the second of the
+    walk could change again with the same stamp: it is left out for 2.1 s, not 0.1 s."""
+    from sandbox_runner.sandbox.host_walk.seed import _stamp
+
+    second = 1_000 * 10**9
+    whole = "7 42 755 4096 1000.0000000000 1000.0000000000 1"
+    assert _stamp(whole, 7, second + 1_500_000_000) is None
+    assert _stamp(whole, 7, second + 2_200_000_000) == [42, 0o40755, 4096, second, second]
+    fine = "7 42 755 4096 1000.5000000000 1000.5000000000 1"
+    assert _stamp(fine, 7, second + 550_000_000) is None  # within GIT_RACY_NS
+    assert _stamp(fine, 7, second + 700_000_000) is not None
+    assert _stamp(fine, 8, second + 700_000_000) is None  # another device
+    assert _stamp("7 42 755 4096 1000.5000000000 1000.5000000000 300", 7, 2 * second) is None
+    assert _stamp("7 42 755 not-a-size 1 1 1", 7, 2 * second) is None

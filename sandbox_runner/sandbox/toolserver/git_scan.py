@@ -61,14 +61,16 @@ def stamp_of(path: str) -> Stamp | None:
         return None
 
 
-def stamp_from(info: os.stat_result) -> Stamp:
+def stamp_from(info: os.stat_result, now: int | None = None) -> Stamp:
     """What tells a file's versions apart. The kernel keeps times to a clock tick (up to
     10 ms): a change in the tick of a look would leave the same ctime, so a file changed
     within GIT_RACY_NS of now gets a stamp that matches none (it is looked at again);
-    within GIT_COARSE_RACY_NS on a filesystem that keeps whole seconds."""
+    within GIT_COARSE_RACY_NS on a filesystem that keeps whole seconds. NOW (the clock
+    before a look began, read once for its thousands of stats) may be earlier than the
+    stat: it only makes more stamps racy."""
     ctime = info.st_ctime_ns
     racy = GIT_RACY_NS if ctime % 1_000_000_000 else GIT_COARSE_RACY_NS
-    if ctime > time.time_ns() - racy:
+    if ctime > (time.time_ns() if now is None else now) - racy:
         ctime = -1
     return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, ctime)
 

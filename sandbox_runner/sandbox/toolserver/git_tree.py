@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 from .arguments import describe_os_error, is_within, printable
 from .git_config import leads_through_proc
@@ -87,6 +88,7 @@ class WorkspaceTree:
         seen: set[str] = set()
         seen_links: set[str] = set()
         tops, self.tops = list(reversed(self.roots)), []
+        now, known, lstat, is_dir = time.time_ns(), self.directories, os.lstat, stat.S_ISDIR
         while tops:
             top = tops.pop()
             if top in self.tops:
@@ -96,15 +98,15 @@ class WorkspaceTree:
             while pending:
                 directory, depth = pending.pop()
                 try:
-                    info = os.lstat(directory)
+                    info = lstat(directory)
                 except (OSError, ValueError):
                     continue
-                if not stat.S_ISDIR(info.st_mode):
+                if not is_dir(info.st_mode):
                     continue
                 seen.add(directory)
-                record = self.directories.get(directory)
-                stamp = stamp_from(info)
-                if record is None or not same(record.stamp, stamp):
+                record = known.get(directory)
+                stamp = stamp_from(info, now)
+                if record is None or record.stamp != stamp or stamp[5] == -1:
                     record = self.look(directory, stamp, depth)
                     changed = True
                     if self.overflowed:
