@@ -185,12 +185,15 @@ def take_files(
     return Taken(tree, "", ms)
 
 
-def take_files_before(workspace: Path, exclude: Path | None) -> Taken[FileTree]:
+def take_files_before(
+    workspace: Path, exclude: Path | None, *, seed: bool = False
+) -> Taken[FileTree]:
     """The tree before a run or batch: the walk its sandboxes' seed is made from when one
-    was begun for it lately (sandbox/host_walk/shared.py), else a walk of its own."""
+    was begun for it lately (sandbox/host_walk/shared.py), else a walk of its own, which
+    makes that seed too with SEED (a batch's: its sandboxes are made after it)."""
     walked = claim_walk(workspace, exclude)
     if walked is None:
-        walked = begin_walk(workspace, exclude).future
+        walked = begin_walk(workspace, exclude, seed=seed).future
         claim_walk(workspace, exclude)
     return take_files(workspace, exclude, walked=walked)
 
@@ -233,7 +236,7 @@ class RepositoryTrees:
     def take(self, workspace: Path, exclude: Path | None) -> Taken[FileTree]:
         """The repository's tree, walked on the first call only."""
         if workspace not in self._trees:
-            self._trees[workspace] = take_files_before(workspace, exclude)
+            self._trees[workspace] = take_files_before(workspace, exclude, seed=True)
         return self._trees[workspace]
 
     def get(self, workspace: Path) -> Taken[FileTree] | None:

@@ -220,3 +220,27 @@ def test_a_seed_stamp_is_racy_for_the_filesystem_s_whole_tick() -> None:
     assert _stamp(fine, 8, second + 700_000_000) is None  # another device
     assert _stamp("7 42 755 4096 1000.5000000000 1000.5000000000 300", 7, 2 * second) is None
     assert _stamp("7 42 755 not-a-size 1 1 1", 7, 2 * second) is None
+
+
+def test_a_batch_s_keying_walk_seeds_its_sandboxes_and_a_run_s_check_makes_no_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch walks each repository before its sandboxes are made: that walk is their
+    seed. A run's factory begins the walk the check then takes; a check alone (a
+    session's plan) makes no seed nobody mounts."""
+    from sandbox_runner.runs.workspace_check import RepositoryTrees, take_files_before
+    from sandbox_runner.sandbox.guard_seed import GuardSeed
+
+    monkeypatch.setenv("PLANRUN_HOME", str(tmp_path / "home"))
+    alone, batch = tricky(tmp_path / "alone"), tricky(tmp_path / "batch")
+    assert take_files_before(alone, None).value is not None
+    assert not seed_root().exists() or not any(seed_root().iterdir())
+    trees = RepositoryTrees()
+    assert trees.take(batch, None).value is not None
+    [made] = list(seed_root().iterdir())
+    seed = GuardSeed(batch)
+    seed.start()
+    assert seed.path() == made
+    # The batch's tree was claimed: a run after it in the same process walks again.
+    assert take_files_before(batch, None).value is not None
+    assert len(list(seed_root().iterdir())) == 1

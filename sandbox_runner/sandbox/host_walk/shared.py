@@ -71,12 +71,13 @@ def seed_root() -> Path:
     return planrun_home() / "cache" / "git-seed"
 
 
-def begin_walk(workspace: Path, exclude: Path | None = None) -> SharedWalk:
-    """Begin a walk of WORKSPACE (EXCLUDE left out) with a seed directory, and keep it
-    for those that ask for a walk of the same workspace soon after."""
+def begin_walk(workspace: Path, exclude: Path | None = None, *, seed: bool = True) -> SharedWalk:
+    """Begin a walk of WORKSPACE (EXCLUDE left out), with a seed directory unless SEED is
+    False, and keep it for those that ask for a walk of the same workspace soon after."""
     root = os.path.realpath(workspace)
     excluded = None if exclude is None else os.path.realpath(exclude)
-    shared = SharedWalk(root, excluded, time.monotonic(), seed_dir=_new_seed_dir(root))
+    seed_dir = _new_seed_dir(root) if seed else None
+    shared = SharedWalk(root, excluded, time.monotonic(), seed_dir=seed_dir)
     with _lock:
         _walks[root] = shared
     thread = threading.Thread(target=_run, args=(shared,), name="planrun-walk", daemon=True)
@@ -103,7 +104,7 @@ def seed_directory(workspace: Path) -> Path | None:
     root = os.path.realpath(workspace)
     with _lock:
         shared = _walks.get(root)
-    if shared is None or _old(shared):
+    if shared is None or shared.seed_dir is None or _old(shared):
         shared = begin_walk(workspace)
     return shared.seed_dir
 
@@ -161,7 +162,7 @@ def _run(shared: SharedWalk) -> None:
     data = None
     try:
         done = walk(shared.root, exclude=shared.exclude, time_limit=WORKSPACE_WALK_SECONDS,
-                    seed=True, background=True)  # fmt: skip
+                    seed=shared.seed_dir is not None, background=True)  # fmt: skip
         shared.future.set_result(done)
         if done.seed is not None and shared.seed_dir is not None:
             data = seed_from_walk(done.seed, shared.root)
