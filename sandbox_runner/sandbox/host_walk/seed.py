@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections import Counter, defaultdict
 
 from sandbox_runner.sandbox.host_walk.find import SeedParts
@@ -26,6 +27,8 @@ from sandbox_runner.sandbox.toolserver.git_scan import (
 from sandbox_runner.sandbox.toolserver.git_seed import Row, encode_seed
 
 __all__ = ["seed_from_walk"]
+
+_ENCODING = sys.getfilesystemencoding()
 
 _GIT_DIR_NAMES = frozenset({"HEAD", "refs", "commondir"})
 
@@ -102,7 +105,7 @@ def _counts(data: bytes) -> Counter[str]:
 
 def _fields(data: bytes, width: int) -> list[list[str]]:
     """find's NUL-ended fields, WIDTH to a record."""
-    tokens = [os.fsdecode(token) for token in data.split(b"\0")[:-1]]
+    tokens = data.decode(_ENCODING, "surrogateescape").split("\0")[:-1]  # as os.fsdecode
     return [tokens[at : at + width] for at in range(0, len(tokens) - width + 1, width)]
 
 
@@ -146,8 +149,9 @@ def _stamp(numbers: str, device: int, started_ns: int) -> list[int] | None:
 
 
 def _nanoseconds(text: str) -> int:
-    """find's `%T@` (seconds, a point, ten digits) in nanoseconds."""
-    seconds, point, fraction = text.partition(".")
-    if not point or not seconds.isdigit() or not fraction.isdigit():
+    """find's `%T@` (seconds, a point, ten digits: nanoseconds and a 0) in nanoseconds."""
+    seconds, _, fraction = text.partition(".")
+    digits = seconds + fraction[:9]
+    if len(fraction) != 10 or not digits.isdigit():
         raise ValueError(text)
-    return int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
+    return int(digits)
