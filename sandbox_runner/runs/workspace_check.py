@@ -174,7 +174,10 @@ def take_files(
     if walked is None:
         tree = walk(workspace, exclude=exclude, time_limit=time_limit).tree
     else:
-        tree = walked.result().tree
+        try:
+            tree = walked.result().tree
+        except Exception as error:  # the walk in the background could not run
+            return Taken(None, f"{FILES_NOT_COMPARED}: listing them {when} failed ({error})")
     ms = round(tree.seconds * 1000)
     if not tree.complete:
         note = (

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -244,3 +246,49 @@ def test_a_batch_s_keying_walk_seeds_its_sandboxes_and_a_run_s_check_makes_no_se
     # The batch's tree was claimed: a run after it in the same process walks again.
     assert take_files_before(batch, None).value is not None
     assert len(list(seed_root().iterdir())) == 1
+
+
+def test_a_walk_that_cannot_start_find_walks_in_python_and_a_failed_one_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from concurrent.futures import Future
+
+    from sandbox_runner.runs.workspace_check import take_files
+
+    root = tricky(tmp_path / "ws")
+    expected = dict(records(walk(root).tree.stream))
+
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(subprocess, "Popen", no_process)
+        assert dict(records(walk(root, seed=True).tree.stream)) == expected
+    failed: Future[find.Walk] = Future()
+    failed.set_exception(OSError(12, "Cannot allocate memory"))
+    taken = take_files(root, None, walked=failed)
+    assert taken.value is None
+    assert taken.note == (
+        "files were not compared: listing them before the run failed "
+        "([Errno 12] Cannot allocate memory)"
+    )
+
+
+def test_an_interrupted_walk_stops_find(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tricky(tmp_path / "ws")
+    started: list[object] = []
+    real_popen = subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> object:
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    def interrupted(*args: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.setattr(find, "_consume", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        walk(root)
+    [process] = started
+    assert process.returncode is not None  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import shutil
 import stat
@@ -38,6 +39,8 @@ SEED_PARTS: dict[str, tuple[tuple[str, ...], str]] = {
     "counts": ((), r"%h\0"),
 }
 """The seed's side outputs: their tests, and what each prints (seed.py reads them)."""
+log = logging.getLogger(__name__)
+
 CHUNK = 1 << 20
 BACKGROUND_NICENESS = 10
 """A walk beside the plans' first tool calls yields the CPU to them."""
@@ -96,13 +99,16 @@ def walk(
     if excluded is not None and (excluded == root or not os.path.isdir(excluded)):
         excluded = None
     find = gnu_find()
-    if find is None:
-        from sandbox_runner.sandbox.host_walk.python_walk import python_walk
+    if find is not None:
+        with tempfile.TemporaryDirectory(prefix="planrun-walk-") as scratch:
+            try:
+                return _find_walk(find, root, excluded, time_limit,
+                                  Path(scratch) if seed else None, background)  # fmt: skip
+            except OSError as error:  # find could not be started (no memory, no process)
+                log.debug("find could not walk %s: %s", root, error)
+    from sandbox_runner.sandbox.host_walk.python_walk import python_walk
 
-        return Walk(python_walk(root, excluded, time_limit))
-    with tempfile.TemporaryDirectory(prefix="planrun-walk-") as scratch:
-        return _find_walk(find, root, excluded, time_limit, Path(scratch) if seed else None,
-                          background)  # fmt: skip
+    return Walk(python_walk(root, excluded, time_limit))
 
 
 def _find_walk(
@@ -136,9 +142,15 @@ def _find_walk(
     reader = threading.Thread(target=_read_errors, args=(process, errors), daemon=True)
     reader.start()
     deadline = None if time_limit is None else started + time_limit
-    digest, chunks, separators, complete = _consume(process, deadline)
-    process.wait()
-    reader.join()
+    chunks: tuple[bytes, ...] = ()
+    digest, separators, complete = "", 0, False
+    try:
+        digest, chunks, separators, complete = _consume(process, deadline)
+    finally:  # past the deadline, or Ctrl-C: find stops too (else it writes its files out)
+        if not complete:
+            process.kill()
+        process.wait()
+        reader.join()
     seconds = time.monotonic() - started
     if not complete:
         return Walk(FileTree("", separators // 3, seconds, complete=False))
@@ -157,8 +169,7 @@ def _find_walk(
 def _consume(
     process: subprocess.Popen[bytes], deadline: float | None
 ) -> tuple[str, tuple[bytes, ...], int, bool]:
-    """Digest and compress find's records as they come (a thread of its own, at the
-    walk's priority); stop find at the deadline."""
+    """Digest and compress find's records as they come; stop at the deadline."""
     hasher, compressor = hashlib.sha256(), zlib.compressobj(1)
     chunks: list[bytes] = []
     separators = 0
@@ -169,7 +180,6 @@ def _consume(
         if compressed := compressor.compress(chunk):
             chunks.append(compressed)
         if deadline is not None and time.monotonic() >= deadline:
-            process.kill()
             return "", (), separators, False
     chunks.append(compressor.flush())
     return hasher.hexdigest(), tuple(chunks), separators, True
