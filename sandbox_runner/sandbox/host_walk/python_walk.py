@@ -37,11 +37,13 @@ def python_walk(root: str, excluded: str | None, time_limit: float | None) -> Fi
             return FileTree("", count, time.monotonic() - started, complete=False)
         relative = stack.pop()
         path = os.path.join(root, relative) if relative else root
+        data = b""
         if not relative:
-            data = record("", os.lstat(root), "")
-            count += 1
-        else:
-            data = b""
+            try:
+                data = record("", os.lstat(root), "")
+                count += 1
+            except OSError:
+                pass  # gone: its listing below fails too, and says so
         try:
             with os.scandir(path) as scan:
                 entries = list(scan)
