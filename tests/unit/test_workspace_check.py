@@ -220,6 +220,32 @@ def test_directories_that_cannot_be_listed_are_named(
     )
 
 
+@pytest.mark.parametrize("walker", ["find", "python"])
+@pytest.mark.parametrize("how", ["moved away", "a file now"])
+def test_a_workspace_gone_during_the_run_is_a_change_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walker: str, how: str
+) -> None:
+    """The repository moved away (or replaced) while the plans ran: the walk after lists
+    nothing there and says so; `plans resume` finds it changed."""
+    root = make_tree(tmp_path / "repo")
+    if walker == "python":
+        monkeypatch.setattr(find, "gnu_find", lambda: None)
+
+    def change() -> None:
+        root.rename(tmp_path / "moved")
+        if how == "a file now":
+            root.write_text("")
+
+    before, after = compare(root, change)
+    comparison = before.compare(after)
+    assert comparison.problem.startswith("files changed outside the sandbox")
+    assert {"src (removed)", "docs (removed)", ".git (removed)"} <= set(comparison.changed)
+    assert comparison.note == "the contents of directories planrun cannot list were not compared: ."
+    recorded = before.files.value
+    assert recorded is not None and not same_tree(root, recorded.digest)
+    assert walk(root, seed=True).seed is None  # and no seed for the guard
+
+
 def test_the_first_model_request_goes_out_while_the_walk_runs(
     run: Run,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
