@@ -179,6 +179,9 @@ def take_files(
         except Exception as error:  # the walk in the background could not run
             return Taken(None, f"{FILES_NOT_COMPARED}: listing them {when} failed ({error})")
     ms = round(tree.seconds * 1000)
+    if tree.stopped:
+        return Taken(None, f"{FILES_NOT_COMPARED}: listing them {when} stopped short "
+                           f"({tree.stopped})", ms)  # fmt: skip
     if not tree.complete:
         note = (
             f"{FILES_NOT_COMPARED}: listing them {when} took over {time_limit:g} s "

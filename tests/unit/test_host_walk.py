@@ -4,18 +4,23 @@ is only ever left short (never wrong) when the walk cannot vouch for a directory
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import struct
 import subprocess
+import termios
 import time
 import zlib
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sandbox_runner.runs.workspace_check import take_files
 from sandbox_runner.sandbox.host_walk import find, tree_fingerprint
-from sandbox_runner.sandbox.host_walk.find import SeedParts, gnu_find, walk
+from sandbox_runner.sandbox.host_walk.find import SeedParts, Walk, gnu_find, walk
 from sandbox_runner.sandbox.host_walk.python_walk import python_walk
 from sandbox_runner.sandbox.host_walk.seed import seed_from_walk
 from sandbox_runner.sandbox.host_walk.shared import prune_seeds, seed_root
@@ -292,3 +297,50 @@ def test_an_interrupted_walk_stops_find(tmp_path: Path, monkeypatch: pytest.Monk
         walk(root)
     [process] = started
     assert process.returncode is not None  # type: ignore[attr-defined]
+
+
+def test_a_walk_that_find_stops_short_of_vouches_for_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory moved while find is deep inside it (past its ring of open parents):
+    find goes back up through `..`, finds another parent there and stops, saying "failed
+    to read file names ...: No such file or directory". What it had not reached yet is in
+    no listing, though those directories' stamps never moved: no seed, no tree."""
+    root = tmp_path / "ws"
+    moved = root / "g" / "a" / "moved"
+    deep = moved / "b" / "c" / "d" / "e" / "f"
+    deep.mkdir(parents=True)
+    (root / "g" / "a" / "aside").mkdir()
+    for number in range(8):  # some of them after `g` and `a` in their listings
+        (root / f"repo{number}" / ".git").mkdir(parents=True)
+        (root / "g" / f"repo{number}" / ".git").mkdir(parents=True)
+    for number in range(500):  # more records than the pipe holds: find waits inside
+        (deep / f"{number:03d}{'n' * 240}").write_text("")
+    time.sleep(SETTLE_SECONDS)
+    real_consume = find._consume
+
+    def move_while_find_waits(process: subprocess.Popen[bytes], deadline: float | None) -> object:
+        assert process.stdout is not None
+        while _pending(process.stdout.fileno()) < 32_768:  # written past `a`'s entries
+            time.sleep(0.01)
+        moved.rename(root / "g" / "a" / "aside" / "moved")
+        return real_consume(process, deadline)
+
+    monkeypatch.setattr(find, "_consume", move_while_find_waits)
+    done = walk(root, seed=True)
+    assert done.seed is None
+    assert not done.tree.complete and done.tree.digest == ""
+    assert done.tree.stopped.startswith("failed to read file names")
+    finished: Future[Walk] = Future()
+    finished.set_result(done)
+    note = take_files(root, None, walked=finished).note
+    assert note.startswith("files were not compared: listing them before the run stopped short")
+    # A find that died (the OOM killer) wrote as far as its buffers went: the same.
+    assert find._stopped(-9, [], b"find: ") == "find ended with status -9"
+    assert find._stopped(1, [b"find: './gone': Permission denied"], b"find: ") == ""
+
+
+def _pending(fd: int) -> int:
+    """The bytes waiting in a pipe."""
+    (pending,) = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))
+    return int(pending)

@@ -154,7 +154,11 @@ def _find_walk(
     seconds = time.monotonic() - started
     if not complete:
         return Walk(FileTree("", separators // 3, seconds, complete=False))
-    complaints = [line for line in errors if not line.endswith(b": No such file or directory")]
+    prefix = os.fsencode(find) + b": "
+    complaints = [line for line in errors if not _entry_gone(line, prefix)]
+    stopped = _stopped(process.returncode, complaints, prefix)
+    if stopped:
+        return Walk(FileTree("", separators // 3, seconds, complete=False, stopped=stopped))
     unreadable = _unreadable(root, scratch, complaints)
     tree = FileTree(f"{DIGEST_PREFIX}{digest}", separators // 3, seconds, True, chunks,
                     tuple(unreadable) + _unexplained(complaints, len(unreadable)))  # fmt: skip
@@ -188,6 +192,28 @@ def _consume(
 def _read_errors(process: subprocess.Popen[bytes], errors: list[bytes]) -> None:
     assert process.stderr is not None
     errors += process.stderr.read().splitlines()
+
+
+def _entry_gone(complaint: bytes, prefix: bytes) -> bool:
+    """Whether find's complaint is of one entry gone between its directory's listing and
+    its own look (such a complaint names the entry first: `find: './a': No such ...`)."""
+    return complaint.startswith(prefix + b"'.") and complaint.endswith(
+        b": No such file or directory"
+    )
+
+
+def _stopped(status: int, complaints: list[bytes], prefix: bytes) -> str:
+    """Why find did not walk the whole tree ('' when it did): it died, or complained of
+    no one entry. Going back up through `..` to a directory that was moved meanwhile, it
+    says "failed to read file names from file system at or below '.': No such file or
+    directory" and stops: the directories it had not finished have the stamps it saw,
+    and listings short of what they hold."""
+    if status not in (0, 1):
+        return f"find ended with status {status}"
+    for complaint in complaints:
+        if not complaint.startswith(prefix + b"'."):
+            return complaint.removeprefix(prefix).decode("utf-8", "replace")
+    return ""
 
 
 def _unreadable(root: str, scratch: Path | None, complaints: list[bytes]) -> list[str]:

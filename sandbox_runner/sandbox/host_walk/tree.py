@@ -34,12 +34,16 @@ class FileTree:
     seconds: float
     """How long the walk took."""
     complete: bool = True
-    """False when the walk stopped at its time limit: then nothing can be compared."""
+    """False when the walk stopped at its time limit, or short of the whole tree (see
+    `stopped`): then nothing can be compared."""
     stream: tuple[bytes, ...] = field(default=(), repr=False)
     """The records, zlib-compressed: `path NUL type+permissions size mtime NUL link NUL`
     for each entry, the path relative to the workspace (the workspace itself is "")."""
     unreadable: tuple[str, ...] = ()
     """Directories the walk could not list: their contents are not compared."""
+    stopped: str = ""
+    """Why the walk stopped short of the whole tree, as find said it ("" when it did
+    not, or ran out of time)."""
 
     @property
     def memory_bytes(self) -> int:
