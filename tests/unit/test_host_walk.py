@@ -212,6 +212,47 @@ def test_gc_prunes_the_seeds_of_processes_that_are_gone(
     assert [path.name for path in root.iterdir()] == [f"{os.getpid()}-0"]
 
 
+@pytest.mark.parametrize("link", ["git-seed", "cache"])
+def test_gc_follows_no_link_out_of_planrun_s_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, link: str
+) -> None:
+    """PLANRUN_HOME in a repository: what a sandbox writes there, or a stranger's pull
+    request holds, may make the cache a link to the user's own files. gc removes
+    nothing there, however the names look."""
+    home, elsewhere = tmp_path / "ws" / ".planrun", tmp_path / "documents"
+    monkeypatch.setenv("PLANRUN_HOME", str(home))
+    (elsewhere / "git-seed").mkdir(parents=True)
+    for directory in (elsewhere, elsewhere / "git-seed"):
+        (directory / "notes.txt").write_text("mine")
+        (directory / "0badc0de.json").write_text("{}")
+        (directory / "999999999-0").mkdir()
+    (home / "cache").mkdir(parents=True)
+    if link == "git-seed":
+        (home / "cache" / "git-seed").symlink_to(elsewhere)
+    else:
+        (home / "cache").rmdir()
+        (home / "cache").symlink_to(elsewhere)
+    assert prune_seeds(everything=True) == 0
+    for directory in (elsewhere, elsewhere / "git-seed"):
+        names = sorted(path.name for path in directory.iterdir())
+        assert {"0badc0de.json", "999999999-0", "notes.txt"} <= set(names)
+
+
+def test_gc_removes_only_the_names_planrun_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLANRUN_HOME", str(tmp_path / "home"))
+    root = seed_root()
+    root.mkdir(parents=True)
+    for name in ("99999999999999999999-0", "12-x", "notes"):
+        (root / name).mkdir()
+    (root / "notes.txt").write_text("not a seed")
+    (root / ".partial-k2j3").write_text("")
+    (root / "0f1e2d.json").write_text("{}")
+    assert prune_seeds() == 3  # a pid no process can have, a write cut short, a seed file
+    assert sorted(path.name for path in root.iterdir()) == ["12-x", "notes", "notes.txt"]
+
+
 def test_a_seed_stamp_is_racy_for_the_filesystem_s_whole_tick() -> None:
     """On a filesystem keeping whole seconds, a directory changed in the second of the
     walk could change again with the same stamp: it is left out for 2.1 s, not 0.1 s."""

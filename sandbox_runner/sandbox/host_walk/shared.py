@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -66,9 +67,13 @@ class SharedWalk:
     """Whether a workspace check took its tree already (no second one takes it)."""
 
 
+SEED_ROOT = ("cache", "git-seed")
+"""Where seed directories are made, below planrun's home."""
+
+
 def seed_root() -> Path:
     """Where seed directories are made (one per walk; `planrun sandbox gc` prunes them)."""
-    return planrun_home() / "cache" / "git-seed"
+    return planrun_home().joinpath(*SEED_ROOT)
 
 
 def begin_walk(workspace: Path, exclude: Path | None = None, *, seed: bool = True) -> SharedWalk:
@@ -124,33 +129,63 @@ def write_seed(workspace: Path, directory: Path) -> Path | None:
     return _publish(directory, root, data)
 
 
+_SEED_DIRECTORY = re.compile(r"[0-9]+-[0-9]+")
+"""A seed directory's name: the pid of the planrun that made it, and a number."""
+_EARLIER_SEED = re.compile(r"[0-9a-f]+\.json|\.partial-.*", re.DOTALL)
+"""The seed files of an earlier planrun, and its writes cut short."""
+
+
 def prune_seeds(*, everything: bool = False) -> int:
     """Remove the seed directories of planrun processes that are gone (EVERYTHING: of
-    every other one too), and the seed files of earlier planruns; how many."""
-    root = seed_root()
+    every other one too), and the seed files of earlier planruns; how many. Nothing
+    else, and nothing through a link (a repository that holds PLANRUN_HOME could make
+    the cache lead to the user's own files)."""
     try:
-        entries = list(os.scandir(root))
+        root = _open_seed_root()
     except OSError:
         return 0
     removed = 0
-    for entry in entries:
-        owner = entry.name.partition("-")[0]
-        if entry.is_dir(follow_symlinks=False) and owner.isdigit():
-            if int(owner) == os.getpid() or (not everything and _alive(int(owner))):
+    try:
+        with os.scandir(root) as scan:
+            entries = list(scan)
+        for entry in entries:
+            directory = entry.is_dir(follow_symlinks=False)
+            if directory and _SEED_DIRECTORY.fullmatch(entry.name):
+                owner = int(entry.name.partition("-")[0])
+                if owner == os.getpid() or (not everything and _alive(owner)):
+                    continue
+                shutil.rmtree(entry.name, ignore_errors=True, dir_fd=root)
+            elif not directory and _EARLIER_SEED.fullmatch(entry.name):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.name, dir_fd=root)
+            else:
                 continue
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:  # a seed file of an earlier planrun, or a write cut short
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
-        removed += 1
+            removed += 1
+    finally:
+        os.close(root)
     return removed
+
+
+def _open_seed_root() -> int:
+    """The seed root, opened through planrun's home without following a link below it."""
+    descriptor = os.open(planrun_home(), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in SEED_ROOT:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+            inner = os.open(name, flags, dir_fd=descriptor)
+            os.close(descriptor)
+            descriptor = inner
+    except OSError:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
+    except (ProcessLookupError, OverflowError):
+        return False  # no process has that pid (now, or ever)
     except PermissionError:
         return True  # another user's process
     return True
