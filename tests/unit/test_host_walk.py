@@ -381,6 +381,20 @@ def test_a_walk_that_find_stops_short_of_vouches_for_nothing(
     assert find._stopped(1, [b"find: './gone': Permission denied"], b"find: ") == ""
 
 
+def test_an_exclude_gone_as_find_starts_is_no_walk_of_an_empty_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """find does not start without the directory it is told to leave out (a run's, just
+    removed): it names it, gone, and walks nothing. That is no tree without entries."""
+    root = tricky(tmp_path / "ws")
+    real_isdir = os.path.isdir
+    monkeypatch.setattr(os.path, "isdir", lambda path: path.endswith("/gone") or real_isdir(path))
+    done = walk(root, exclude=root / "gone", seed=True)
+    assert not done.tree.complete and done.tree.entries == 0
+    assert done.tree.stopped.endswith("gone': No such file or directory")
+    assert done.seed is None
+
+
 def _pending(fd: int) -> int:
     """The bytes waiting in a pipe."""
     (pending,) = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))
