@@ -399,3 +399,36 @@ def _pending(fd: int) -> int:
     """The bytes waiting in a pipe."""
     (pending,) = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))
     return int(pending)
+
+
+def test_no_seed_directory_is_made_through_a_link_in_planrun_s_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sandbox_runner.sandbox.host_walk.shared import begin_walk
+
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    (home / "cache").mkdir(parents=True)
+    elsewhere.mkdir()
+    (home / "cache" / "git-seed").symlink_to(elsewhere)
+    monkeypatch.setenv("PLANRUN_HOME", str(home))
+    shared = begin_walk(tricky(tmp_path / "ws"))
+    assert shared.seed_dir is None and list(elsewhere.iterdir()) == []
+    assert shared.future.result(30).tree.complete
+
+
+def test_a_run_takes_as_its_before_only_a_walk_begun_moments_ago(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What changed between an older walk and the run would be reported as changed
+    during the run: such a walk still seeds sandboxes, but the check walks again."""
+    from sandbox_runner.sandbox.host_walk import shared
+
+    monkeypatch.setenv("PLANRUN_HOME", str(tmp_path / "home"))
+    root = tricky(tmp_path / "ws")
+    begun = shared.begin_walk(root)
+    monkeypatch.setattr(shared, "CLAIM_SECONDS", 0.0)
+    assert shared.claim_walk(root, None) is None
+    assert shared.seed_directory(root) == begun.seed_dir
+    monkeypatch.setattr(shared, "CLAIM_SECONDS", 60.0)
+    assert shared.claim_walk(root, None) is begun.future
+    assert shared.claim_walk(root, None) is None  # claimed once

@@ -47,7 +47,12 @@ SEED_FILE = "seed.json"
 NO_SEED = "none"
 """Written instead of the seed when there will be none: the guards stop waiting."""
 REUSE_SECONDS = 60.0
-"""How old a walk may be (from its start) to serve a run's workspace check or a seed."""
+"""How old a walk may be (from its start) to serve as a seed (checked by each sandbox:
+an older one only costs listings)."""
+CLAIM_SECONDS = 15.0
+"""How old a walk may be to serve as a run's "before" (a run's check comes seconds after
+its sandboxes' factory began the walk; what changed since would be reported as changed
+during the run)."""
 
 _lock = threading.Lock()
 _walks: dict[str, SharedWalk] = {}
@@ -97,7 +102,9 @@ def claim_walk(workspace: Path, exclude: Path | None) -> Future[Walk] | None:
     excluded = None if exclude is None else os.path.realpath(exclude)
     with _lock:
         shared = _walks.get(root)
-        if shared is None or shared.claimed or shared.exclude != excluded or _old(shared):
+        if shared is None or shared.claimed or shared.exclude != excluded:
+            return None
+        if _old(shared, CLAIM_SECONDS):
             return None
         shared.claimed = True
         return shared.future
@@ -109,7 +116,7 @@ def seed_directory(workspace: Path) -> Path | None:
     root = os.path.realpath(workspace)
     with _lock:
         shared = _walks.get(root)
-    if shared is None or shared.seed_dir is None or _old(shared):
+    if shared is None or shared.seed_dir is None or _old(shared, REUSE_SECONDS):
         shared = begin_walk(workspace)
     return shared.seed_dir
 
@@ -234,19 +241,27 @@ def _publish(directory: Path, root: str, data: bytes | None) -> Path | None:
 def _new_seed_dir(root: str) -> Path | None:
     """A fresh directory for one walk's seed, removed when this process ends; None when
     it would be inside the workspace (a sandbox that writes the workspace could forge
-    the seed the others trust)."""
+    the seed the others trust) or the cache leads elsewhere through a link."""
     parent = seed_root()
     if _inside(parent, root):
         return None
+    name = f"{os.getpid()}-{next(_numbers)}"
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        directory = parent / f"{os.getpid()}-{next(_numbers)}"
-        shutil.rmtree(directory, ignore_errors=True)  # a dead process's, of the same pid
-        directory.mkdir(mode=0o755)
-        os.chmod(directory, 0o755)
+        descriptor = _open_seed_root()
     except OSError as error:
         log.debug("no seed directory: %s", error)
         return None
+    try:
+        shutil.rmtree(name, ignore_errors=True, dir_fd=descriptor)  # a dead process's pid
+        os.mkdir(name, 0o755, dir_fd=descriptor)
+        os.chmod(name, 0o755, dir_fd=descriptor)  # whatever the umask: the sandbox reads it
+    except OSError as error:
+        log.debug("no seed directory: %s", error)
+        return None
+    finally:
+        os.close(descriptor)
+    directory = parent / name
     if _inside(directory, root):
         return None
     atexit.register(shutil.rmtree, directory, True)
@@ -258,5 +273,5 @@ def _inside(path: Path, root: str) -> bool:
     return real == root or real.startswith(root.rstrip("/") + "/")
 
 
-def _old(shared: SharedWalk) -> bool:
-    return time.monotonic() - shared.started > REUSE_SECONDS
+def _old(shared: SharedWalk, seconds: float) -> bool:
+    return time.monotonic() - shared.started > seconds
