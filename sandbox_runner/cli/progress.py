@@ -80,6 +80,9 @@ class Progress(LiveDisplay):
             )
 
     def __call__(self, event: AgentEvent) -> None:
+        if not event.label:  # the run's own notice, of no subagent
+            self._say(f"planrun: {event.detail}")
+            return
         with self._lock:
             line = self._lines.setdefault(event.label, _Line(event.label, started=time.monotonic()))
             line.turn, line.tool_calls, line.tokens = event.turn, event.tool_calls, event.tokens
@@ -104,6 +107,12 @@ class Progress(LiveDisplay):
             self._log(event)
         elif self._live is not None and event.kind == "notice":
             self._live.console.print(f"[{event.label}] {one_line(event.detail)}", markup=False)
+
+    def _say(self, message: str) -> None:
+        if self._live is not None:
+            self._live.console.print(one_line(message), markup=False)
+        else:
+            print(one_line(message), file=self._stream, flush=True)
 
     def stopping(self) -> None:
         """Show that a signal arrived and everything is being stopped."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sandbox_runner.agents.events import EventSink
+from sandbox_runner.agents.events import AgentEvent, EventSink
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.plans.files import replace_file
 from sandbox_runner.plans.report import Report, RunRecord, write_report
@@ -28,6 +28,7 @@ from sandbox_runner.runs.workspace_check import (
     BeforeCheck,
     Taken,
     WorkspaceComparison,
+    WorkspaceState,
     take_after,
 )
 from sandbox_runner.sandbox.host_walk import FileTree
@@ -99,6 +100,7 @@ def execute(
         results = runner.run(jobs)
         synthesis = runner.synthesise(jobs, results)
         settled_before = before.settle()
+        _say_checking(settled_before, on_event)
         after = take_after(settled_before, spec.workspace, exclude, run_git)
     except (KeyboardInterrupt, SystemExit):
         # Ctrl-C or SIGTERM at any point of the run (the synthesis included): keep what
@@ -135,6 +137,18 @@ def execute(
         record = replace(record, exit_code=EXIT_INTERRUPTED)
         report = write_report(record)
     return PlanRunOutcome(record, report, interrupted)
+
+
+CHECKING_NOTICE = "checking that the repository did not change (its files and `git status`)…"
+SLOW_WALK_MS = 1000
+"""A walk before the run that took longer: the one after takes as long, so it is said."""
+
+
+def _say_checking(before: WorkspaceState, on_event: EventSink | None) -> None:
+    """Tell the user what the seconds after the last plan are spent on, when they are
+    seconds (a large repository): a notice of no subagent."""
+    if on_event is not None and (before.files.ms or 0) > SLOW_WALK_MS:
+        on_event(AgentEvent("notice", "", 0, None, CHECKING_NOTICE, 0, 0, 0.0))
 
 
 def _record(

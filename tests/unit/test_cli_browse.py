@@ -333,3 +333,16 @@ def test_plans_list_tells_a_run_being_written_from_one_that_stopped(planrun_home
     assert "busy-bee" in busy.output and "(running)" in busy.output
     stopped = CliRunner().invoke(cli, ["plans", "list"])
     assert "no report: stopped; `planrun plans resume` finishes it" in stopped.output
+
+
+def test_the_run_s_own_notice_is_a_line_of_its_own_not_a_subagent(live_table: LiveTable) -> None:
+    """The seconds after the last plan of a large repository (the workspace check) are
+    said, on no subagent's row."""
+    checking = event("notice", label="", detail="checking that the repository did not change")
+    stream = io.StringIO()
+    with Progress(["simplicity"], live=False, stream=stream) as progress:
+        progress(checking)
+    assert stream.getvalue() == "planrun: checking that the repository did not change\n"
+    shown = live_table(["simplicity"], checking)
+    assert "planrun: checking that the repository did not change" in shown
+    assert shown.count("simplicity") == 1

@@ -385,3 +385,15 @@ def test_ctrl_c_before_the_walk_finished_says_what_was_not_compared(
         "files were not compared: the run was interrupted before the check's first part finished"
     )
     assert "not fully checked: files were not compared" in outcome.report.to_markdown()
+
+
+def test_the_check_after_a_large_repository_s_plans_is_said(tmp_path: Path) -> None:
+    from sandbox_runner.agents.events import AgentEvent
+    from sandbox_runner.runs import multi
+
+    events: list[AgentEvent] = []
+    for ms in (200, 4_300):
+        before = WorkspaceState(Taken(None, "", ms), Taken(""))
+        multi._say_checking(before, events.append)
+    [said] = events
+    assert said.kind == "notice" and said.label == "" and said.detail == multi.CHECKING_NOTICE
