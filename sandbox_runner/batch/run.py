@@ -171,7 +171,7 @@ def run_batch(
         preflight(host.docker, AccessCheck(models, BATCH_MODEL_HINT))
     out_dir = open_batch_dir(options.out_dir, _workspaces(prepared))
     with batch_lock(out_dir):
-        trees = RepositoryTrees()
+        trees = RepositoryTrees(seed=options.engine == "local")  # its sandboxes' seed
         jobs = decide_all(
             batch_jobs(prepared, out_dir, trees),
             out_dir,

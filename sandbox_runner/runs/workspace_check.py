@@ -236,13 +236,16 @@ class RepositoryTrees:
     """The file tree of each repository, walked once and shared: a batch's jobs are keyed
     by it, and its workspace check starts from it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, seed: bool = False) -> None:
         self._trees: dict[Path, Taken[FileTree]] = {}
+        self.seed = seed
+        """Whether each walk makes the git guard's seed too (for sandboxes made after it:
+        a local batch's)."""
 
     def take(self, workspace: Path, exclude: Path | None) -> Taken[FileTree]:
         """The repository's tree, walked on the first call only."""
         if workspace not in self._trees:
-            self._trees[workspace] = take_files_before(workspace, exclude, seed=True)
+            self._trees[workspace] = take_files_before(workspace, exclude, seed=self.seed)
         return self._trees[workspace]
 
     def get(self, workspace: Path) -> Taken[FileTree] | None:

@@ -283,7 +283,9 @@ def test_a_batch_s_keying_walk_seeds_its_sandboxes_and_a_run_s_check_makes_no_se
     alone, batch = tricky(tmp_path / "alone"), tricky(tmp_path / "batch")
     assert take_files_before(alone, None).value is not None
     assert not seed_root().exists() or not any(seed_root().iterdir())
-    trees = RepositoryTrees()
+    assert RepositoryTrees().take(alone, None).value is not None  # a dry run's keys
+    assert not seed_root().exists() or not any(seed_root().iterdir())
+    trees = RepositoryTrees(seed=True)
     assert trees.take(batch, None).value is not None
     [made] = list(seed_root().iterdir())
     seed = GuardSeed(batch)
