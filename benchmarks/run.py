@@ -496,7 +496,8 @@ def report(figures: list[Figure]) -> int:
             print(f"{'':<{width}}  {ratio}, target {figure.target}: {verdict}")
     unchecked = [f.name for f in figures if f.met is None]
     if unchecked:
-        print(f"not checked (a baseline or a module is missing): {', '.join(unchecked)}")
+        print(f"not checked (a baseline or a module is missing, or the tree is too small "
+              f"for the target): {', '.join(unchecked)}")  # fmt: skip
     return 1 if any(f.met is False for f in figures) else 0
 
 
