@@ -2,10 +2,10 @@
 the same walk, what the git guard's seed is made of.
 
 find lists each directory once and lstats each entry once, in C: a million entries take
-about as long as `find -printf` does, a third of a walk in Python. Its records stream
-through a pipe into a digest and a compressor; the guard's parts (directories with their
-stamps, links, git's own names, entries per directory) go to files of their own in the
-same walk. A machine without GNU find walks in Python, with the same records and no seed.
+4.3 s, against 3.4 s for a bare `find -printf` and 10 s for a walk in Python. Its records
+stream through a pipe into a digest and a compressor; the guard's parts (directories with
+their stamps, links, git's own names, entries per directory) go to files of their own in
+the same walk. A machine without GNU find walks in Python, with the same records and no seed.
 """
 
 from __future__ import annotations
