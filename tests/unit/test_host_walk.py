@@ -434,3 +434,24 @@ def test_a_run_takes_as_its_before_only_a_walk_begun_moments_ago(
     monkeypatch.setattr(shared, "CLAIM_SECONDS", 60.0)
     assert shared.claim_walk(root, None) is begun.future
     assert shared.claim_walk(root, None) is None  # claimed once
+
+
+def test_a_seed_that_cannot_be_made_is_not_walked_for_again_by_each_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With planrun's home inside the workspace no seed is made (a sandbox writing the
+    workspace could forge it): a batch's sixteen factories must not walk sixteen times."""
+    from sandbox_runner.sandbox.host_walk import shared
+
+    root = tricky(tmp_path / "ws")
+    monkeypatch.setenv("PLANRUN_HOME", str(root / ".planrun"))
+    begun: list[Path] = []
+    real_begin = shared.begin_walk
+
+    def counted(workspace: Path, *args: Any, **kwargs: Any) -> shared.SharedWalk:
+        begun.append(workspace)
+        return real_begin(workspace, *args, **kwargs)
+
+    monkeypatch.setattr(shared, "begin_walk", counted)
+    assert [shared.seed_directory(root) for _ in range(3)] == [None] * 3
+    assert begun == [root]

@@ -68,6 +68,8 @@ class SharedWalk:
     started: float
     future: Future[Walk] = field(default_factory=Future)
     seed_dir: Path | None = None
+    seeding: bool = False
+    """Whether a seed was asked of it (none is made when the cache is in the workspace)."""
     claimed: bool = False
     """Whether a workspace check took its tree already (no second one takes it)."""
 
@@ -87,7 +89,7 @@ def begin_walk(workspace: Path, exclude: Path | None = None, *, seed: bool = Tru
     root = os.path.realpath(workspace)
     excluded = None if exclude is None else os.path.realpath(exclude)
     seed_dir = _new_seed_dir(root) if seed else None
-    shared = SharedWalk(root, excluded, time.monotonic(), seed_dir=seed_dir)
+    shared = SharedWalk(root, excluded, time.monotonic(), seed_dir=seed_dir, seeding=seed)
     with _lock:
         _walks[root] = shared
     thread = threading.Thread(target=_run, args=(shared,), name="planrun-walk", daemon=True)
@@ -116,9 +118,9 @@ def seed_directory(workspace: Path) -> Path | None:
     root = os.path.realpath(workspace)
     with _lock:
         shared = _walks.get(root)
-    if shared is None or shared.seed_dir is None or _old(shared, REUSE_SECONDS):
+    if shared is None or not shared.seeding or _old(shared, REUSE_SECONDS):
         shared = begin_walk(workspace)
-    return shared.seed_dir
+    return shared.seed_dir  # None: none can be made, and no walk is begun again for it
 
 
 def write_seed(workspace: Path, directory: Path) -> Path | None:
