@@ -199,8 +199,7 @@ def take_files_before(
     makes that seed too with SEED (a batch's: its sandboxes are made after it)."""
     walked = claim_walk(workspace, exclude)
     if walked is None:
-        walked = begin_walk(workspace, exclude, seed=seed).future
-        claim_walk(workspace, exclude)
+        walked = begin_walk(workspace, exclude, seed=seed, claimed=True).future
     return take_files(workspace, exclude, walked=walked)
 
 

@@ -159,12 +159,13 @@ def _find_walk(
     stopped = _stopped(process.returncode, complaints, prefix)
     if stopped:
         return Walk(FileTree("", separators // 3, seconds, complete=False, stopped=stopped))
-    unreadable = _unreadable(root, scratch, complaints)
+    files = None if scratch is None else {name: (scratch / name).read_bytes()
+                                          for name in SEED_PARTS}  # fmt: skip
+    unreadable = _unreadable(root, files, complaints)
     tree = FileTree(f"{DIGEST_PREFIX}{digest}", separators // 3, seconds, True, chunks,
                     tuple(unreadable) + _unexplained(complaints, len(unreadable)))  # fmt: skip
-    if scratch is None:
+    if files is None:
         return Walk(tree)
-    files = {name: (scratch / name).read_bytes() for name in SEED_PARTS}
     relative = None if excluded is None else os.path.relpath(excluded, root)
     parts = SeedParts(files, started_ns, tuple(unreadable), len(complaints), relative)
     return Walk(tree, parts)
@@ -216,16 +217,17 @@ def _stopped(status: int, complaints: list[bytes], prefix: bytes) -> str:
     return ""
 
 
-def _unreadable(root: str, scratch: Path | None, complaints: list[bytes]) -> list[str]:
+def _unreadable(root: str, files: dict[str, bytes] | None, complaints: list[bytes]) -> list[str]:
     """The directories find could not list: each made a complaint and shows no entries
-    (each is listed again here to tell it from an empty one)."""
+    in the seed's parts FILES, if the walk made them (each is listed again here to tell
+    it from an empty one)."""
     if not complaints:
         return []
-    if scratch is None:
+    if files is None:
         candidates = _directories_of(root)
     else:
-        counted = set((scratch / "counts").read_bytes().split(b"\0"))
-        listed = (scratch / "dirs").read_bytes().split(b"\0")[0::2]
+        counted = set(files["counts"].split(b"\0"))
+        listed = files["dirs"].split(b"\0")[0::2]
         candidates = [path for path in listed if path and b"./" + path not in counted]
         candidates.append(b"")  # the workspace itself counts as one of its own entries
     found = []

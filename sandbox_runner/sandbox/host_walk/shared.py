@@ -28,6 +28,7 @@ from pathlib import Path
 from sandbox_runner.limits import WORKSPACE_WALK_SECONDS
 from sandbox_runner.paths import planrun_home
 from sandbox_runner.sandbox.host_walk.find import Walk, walk
+from sandbox_runner.sandbox.toolserver.arguments import is_within
 
 __all__ = [
     "NO_SEED",
@@ -83,13 +84,17 @@ def seed_root() -> Path:
     return planrun_home().joinpath(*SEED_ROOT)
 
 
-def begin_walk(workspace: Path, exclude: Path | None = None, *, seed: bool = True) -> SharedWalk:
+def begin_walk(
+    workspace: Path, exclude: Path | None = None, *, seed: bool = True, claimed: bool = False
+) -> SharedWalk:
     """Begin a walk of WORKSPACE (EXCLUDE left out), with a seed directory unless SEED is
-    False, and keep it for those that ask for a walk of the same workspace soon after."""
+    False, and keep it for those that ask for a walk of the same workspace soon after
+    (CLAIMED: its tree is taken already, by the check that begins it)."""
     root = os.path.realpath(workspace)
     excluded = None if exclude is None else os.path.realpath(exclude)
     seed_dir = _new_seed_dir(root) if seed else None
-    shared = SharedWalk(root, excluded, time.monotonic(), seed_dir=seed_dir, seeding=seed)
+    shared = SharedWalk(root, excluded, time.monotonic(), seed_dir=seed_dir, seeding=seed,
+                        claimed=claimed)  # fmt: skip
     with _lock:
         _walks[root] = shared
     thread = threading.Thread(target=_run, args=(shared,), name="planrun-walk", daemon=True)
@@ -271,8 +276,7 @@ def _new_seed_dir(root: str) -> Path | None:
 
 
 def _inside(path: Path, root: str) -> bool:
-    real = os.path.realpath(path)
-    return real == root or real.startswith(root.rstrip("/") + "/")
+    return is_within(os.path.realpath(path), root)
 
 
 def _old(shared: SharedWalk, seconds: float) -> bool:
